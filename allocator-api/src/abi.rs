@@ -1,0 +1,1077 @@
+//! The stable-ABI boundary: what a module library exports and what the host calls.
+//!
+//! Module authors do not use this module directly: they implement [`Sorter`] or [`Allocator`]
+//! and call [`export_modules!`](crate::export_modules). The host uses it to load libraries.
+//!
+//! # Layout of a module library (ABI version 1)
+//!
+//! * One abi_stable root module, [`ModuleLibraryRef`], with version strings [`ABI_VERSION`]
+//!   (independent of the crate version), exported under abi_stable's standard symbol.
+//! * Its [`init`](ModuleLibrary::init) function receives [`HostServices`] (the host's logger)
+//!   once, right after loading; its [`modules`](ModuleLibrary::modules) list describes each
+//!   module: kind, name, author, description, API version, optional compatibility check and a
+//!   factory.
+//! * Instances are abi_stable trait objects: [`SorterBox`] and [`AllocatorBox`]. Every method
+//!   returns `RResult<_, ModuleError>`; panics are caught inside the module by [`Guarded`] and
+//!   come back as [`ErrorKind::PANICKED`](crate::ErrorKind::PANICKED), after which the instance
+//!   is poisoned.
+//!
+//! # Evolution
+//!
+//! abi_stable only lets prefix types and trait vtables grow in one direction (a new host
+//! rejects a library with fewer fields). Version 1 is therefore frozen: a later interface adds a
+//! *new* root module type with version `2.0.0`, keeps these types unchanged, and the host reads
+//! the library header's version before choosing which root type to load. Things that can change
+//! without a new version: new `u8`/`u32` constants in the newtype "enums" (error kinds,
+//! capabilities, flags, operation kinds).
+
+// abi_stable 0.11's `#[sabi_trait]` expands to impls that newer rustc flags as non-local.
+#![allow(non_local_definitions)]
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use abi_stable::library::RootModule;
+use abi_stable::prefix_type::PrefixTypeTrait;
+use abi_stable::sabi_types::VersionStrings;
+use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
+use abi_stable::{StableAbi, declare_root_module_statics, sabi_trait};
+
+use crate::allocator::*;
+use crate::error::{ErrorKind, ModuleError, Result};
+use crate::ids::{AgentId, ClientId, FrameworkId};
+use crate::resources::{Quantities, Resources};
+use crate::sorter::{AgentAllocation, Sorter, SorterConfig};
+
+/// The version of the module ABI (the root module's version strings). Frozen for v1.
+pub const ABI_VERSION: &str = "1.0.0";
+
+/// The interface version a module was built against, as recorded in its descriptor.
+pub const API_VERSION: &str = "1.0.0";
+
+/// The major version of [`API_VERSION`]: hosts load modules whose API major matches theirs.
+pub const API_MAJOR: u32 = 1;
+
+/// A manifest parameter (`{"key": …, "value": …}`).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub struct Parameter {
+    /// The key.
+    pub key: RString,
+    /// The value.
+    pub value: RString,
+}
+
+/// The manifest parameters of a module, as its factory receives them.
+#[derive(Copy, Clone, Debug)]
+pub struct Parameters<'a>(pub &'a [Parameter]);
+
+impl<'a> Parameters<'a> {
+    /// The value of the last parameter named `key`.
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.0.iter().rev().find(|p| p.key == key).map(|p| p.value.as_str())
+    }
+
+    /// The value of `key` parsed as `T`, or `default` when absent. The error names the key and
+    /// the value.
+    pub fn parse_or<T: std::str::FromStr>(
+        &self,
+        key: &str,
+        default: T,
+    ) -> std::result::Result<T, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|e| format!("parameter '{key}' = '{v}': {e}")),
+        }
+    }
+
+    /// Every parameter, in manifest order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.0.iter().map(|p| (p.key.as_str(), p.value.as_str()))
+    }
+}
+
+/// The kind of a module.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct ModuleKind(pub u8);
+
+impl ModuleKind {
+    /// A sorter (`--role_sorter`, `--framework_sorter`).
+    pub const SORTER: ModuleKind = ModuleKind(0);
+    /// An allocator (`--allocator`).
+    pub const ALLOCATOR: ModuleKind = ModuleKind(1);
+
+    /// `sorter` or `allocator`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModuleKind::SORTER => "sorter",
+            ModuleKind::ALLOCATOR => "allocator",
+            _ => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ModuleKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A module's factory. The variant is the module's kind.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone)]
+pub enum ModuleFactory {
+    /// Creates a sorter from the host's configuration and the manifest parameters.
+    Sorter(
+        extern "C" fn(
+            config: &SorterConfig,
+            parameters: RSlice<'_, Parameter>,
+        ) -> RResult<SorterBox, ModuleError>,
+    ),
+    /// Creates an allocator from the host's options and the manifest parameters.
+    Allocator(
+        extern "C" fn(
+            options: &AllocatorOptions,
+            parameters: RSlice<'_, Parameter>,
+        ) -> RResult<AllocatorBox, ModuleError>,
+    ),
+}
+
+/// Describes one module of a library.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct ModuleDescriptor {
+    /// The module name, as manifests and flags refer to it.
+    pub name: RStr<'static>,
+    /// Who wrote it.
+    pub author: RStr<'static>,
+    /// What it does, in one line.
+    pub description: RStr<'static>,
+    /// The [`API_VERSION`] it was built against (filled in by the export helpers).
+    pub api_version: RStr<'static>,
+    /// An optional check the host calls before using the module; `false` means incompatible.
+    pub compatible: ROption<extern "C" fn() -> bool>,
+    /// The factory.
+    pub factory: ModuleFactory,
+}
+
+impl ModuleDescriptor {
+    /// The module's kind, from its factory.
+    pub fn kind(&self) -> ModuleKind {
+        match self.factory {
+            ModuleFactory::Sorter(_) => ModuleKind::SORTER,
+            ModuleFactory::Allocator(_) => ModuleKind::ALLOCATOR,
+        }
+    }
+}
+
+/// One log record sent from a module to the host.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct LogRecord<'a> {
+    /// 1 = error, 2 = warn, 3 = info, 4 = debug, 5 = trace.
+    pub level: u8,
+    /// The record's target (by default the module path inside the module crate).
+    pub target: RStr<'a>,
+    /// The formatted message.
+    pub message: RStr<'a>,
+    /// The source file, if known (empty otherwise).
+    pub file: RStr<'a>,
+    /// The source line, or 0.
+    pub line: u32,
+}
+
+/// What the host offers a module library: its logger.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct HostServices {
+    /// Emits a record through the host's logger.
+    pub log: extern "C" fn(record: &LogRecord<'_>),
+    /// Whether the host's logger wants records of `level` for `target`.
+    pub log_enabled: extern "C" fn(level: u8, target: RStr<'_>) -> bool,
+    /// The most verbose level the host wants at all (0 = off … 5 = trace).
+    pub max_level: u8,
+}
+
+/// The root module of every module library (ABI version 1, frozen).
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = ModuleLibraryRef, prefix_ref_docs = "A reference to a loaded library's [`ModuleLibrary`].")))]
+#[sabi(missing_field(panic))]
+pub struct ModuleLibrary {
+    /// Called once by the host right after loading, before any factory: installs the log
+    /// forwarder inside the library.
+    pub init: extern "C" fn(host: HostServices) -> RResult<(), ModuleError>,
+    /// The library's modules.
+    #[sabi(last_prefix_field)]
+    pub modules: RSlice<'static, ModuleDescriptor>,
+}
+
+impl RootModule for ModuleLibraryRef {
+    declare_root_module_statics! {ModuleLibraryRef}
+    const BASE_NAME: &'static str = "allocator_module";
+    const NAME: &'static str = "allocator module library";
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
+}
+
+/// The sorter interface as it crosses the boundary. See [`Sorter`] for each method's contract.
+#[sabi_trait]
+pub trait AbiSorter: Send {
+    /// See [`Sorter::add`].
+    fn add(&mut self, client: ClientId, path: RStr<'_>) -> RResult<(), ModuleError>;
+    /// See [`Sorter::remove`].
+    fn remove(&mut self, client: ClientId) -> RResult<(), ModuleError>;
+    /// See [`Sorter::activate`].
+    fn activate(&mut self, client: ClientId) -> RResult<(), ModuleError>;
+    /// See [`Sorter::deactivate`].
+    fn deactivate(&mut self, client: ClientId) -> RResult<(), ModuleError>;
+    /// See [`Sorter::update_weight`].
+    fn update_weight(&mut self, path: RStr<'_>, weight: f64) -> RResult<(), ModuleError>;
+    /// See [`Sorter::allocated`].
+    fn allocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Sorter::update`].
+    fn update(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        old: &Resources,
+        new: &Resources,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Sorter::unallocated`].
+    fn unallocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Sorter::allocation`].
+    fn allocation(
+        &self,
+        client: ClientId,
+        out: &mut RVec<AgentAllocation>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Sorter::allocation_on`].
+    fn allocation_on(
+        &self,
+        client: ClientId,
+        agent: AgentId,
+        out: &mut Resources,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Sorter::allocation_scalar_quantities`].
+    fn allocation_scalar_quantities(
+        &self,
+        client: ROption<ClientId>,
+        out: &mut Quantities,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Sorter::add_agent`].
+    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> RResult<(), ModuleError>;
+    /// See [`Sorter::remove_agent`].
+    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    /// See [`Sorter::sort`].
+    fn sort(&mut self, out: &mut RVec<ClientId>) -> RResult<(), ModuleError>;
+    /// See [`Sorter::contains`].
+    fn contains(&self, client: ClientId) -> RResult<bool, ModuleError>;
+    /// See [`Sorter::count`].
+    fn count(&self) -> RResult<u64, ModuleError>;
+    /// See [`Sorter::dominant_share`].
+    #[sabi(last_prefix_field)]
+    fn dominant_share(&self, client: ClientId) -> RResult<ROption<f64>, ModuleError>;
+}
+
+/// A sorter instance created by a module (or wrapped by the host).
+pub type SorterBox = AbiSorter_TO<'static, RBox<()>>;
+
+/// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
+/// contract.
+#[sabi_trait]
+pub trait AbiAllocator: Send {
+    /// See [`Allocator::set_time`].
+    fn set_time(&mut self, now: f64) -> RResult<(), ModuleError>;
+    /// See [`Allocator::recover`].
+    fn recover(
+        &mut self,
+        expected_agents: u32,
+        quotas: RSlice<'_, RoleQuota>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::add_framework`].
+    fn add_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        used: RSlice<'_, Allocation>,
+        active: bool,
+        options: &FrameworkOptions,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::remove_framework`].
+    fn remove_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError>;
+    /// See [`Allocator::activate_framework`].
+    fn activate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError>;
+    /// See [`Allocator::deactivate_framework`].
+    fn deactivate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_framework`].
+    fn update_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        options: &FrameworkOptions,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::add_agent`].
+    fn add_agent(
+        &mut self,
+        info: &AgentInfo,
+        unavailability: ROption<Unavailability>,
+        total: &Resources,
+        used: RSlice<'_, Allocation>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::remove_agent`].
+    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_agent`].
+    fn update_agent(
+        &mut self,
+        info: &AgentInfo,
+        total: ROption<&Resources>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::add_resource_provider`].
+    fn add_resource_provider(
+        &mut self,
+        agent: AgentId,
+        total: &Resources,
+        used: RSlice<'_, Allocation>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::activate_agent`].
+    fn activate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    /// See [`Allocator::deactivate_agent`].
+    fn deactivate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_whitelist`].
+    fn update_whitelist(
+        &mut self,
+        hostnames: ROption<RSlice<'_, RString>>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::request_resources`].
+    fn request_resources(
+        &mut self,
+        framework: FrameworkId,
+        requests: RSlice<'_, Resources>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_allocation`].
+    fn update_allocation(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: RStr<'_>,
+        operations: RSlice<'_, Operation>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_available`].
+    fn update_available(
+        &mut self,
+        agent: AgentId,
+        operations: RSlice<'_, Operation>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_unavailability`].
+    fn update_unavailability(
+        &mut self,
+        agent: AgentId,
+        unavailability: ROption<Unavailability>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_inverse_offer`].
+    fn update_inverse_offer(
+        &mut self,
+        agent: AgentId,
+        framework: FrameworkId,
+        status: ROption<InverseOfferStatus>,
+        refuse_seconds: ROption<f64>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::inverse_offer_statuses`].
+    fn inverse_offer_statuses(
+        &self,
+        out: &mut RVec<InverseOfferStatusEntry>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::transition_offered_to_allocated`].
+    fn transition_offered_to_allocated(
+        &mut self,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::recover_resources`].
+    fn recover_resources(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: RStr<'_>,
+        resources: &Resources,
+        refuse_seconds: ROption<f64>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::suppress_offers`].
+    fn suppress_offers(
+        &mut self,
+        framework: FrameworkId,
+        roles: RSlice<'_, RString>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::revive_offers`].
+    fn revive_offers(
+        &mut self,
+        framework: FrameworkId,
+        roles: RSlice<'_, RString>,
+    ) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_quota`].
+    fn update_quota(&mut self, role: RStr<'_>, quota: &Quota) -> RResult<(), ModuleError>;
+    /// See [`Allocator::update_weights`].
+    fn update_weights(&mut self, weights: RSlice<'_, RoleWeight>) -> RResult<(), ModuleError>;
+    /// See [`Allocator::pause`].
+    fn pause(&mut self) -> RResult<(), ModuleError>;
+    /// See [`Allocator::resume`].
+    fn resume(&mut self) -> RResult<(), ModuleError>;
+    /// See [`Allocator::allocate`].
+    #[sabi(last_prefix_field)]
+    fn allocate(
+        &mut self,
+        agents: RSlice<'_, AgentId>,
+        periodic: bool,
+        out: &mut OfferBatch,
+    ) -> RResult<(), ModuleError>;
+}
+
+/// An allocator instance created by a module.
+pub type AllocatorBox = AbiAllocator_TO<'static, RBox<()>>;
+
+/// Wraps a [`Sorter`] or [`Allocator`] so that it can cross the boundary: every call runs
+/// inside `catch_unwind`; a panic becomes [`ErrorKind::PANICKED`] and poisons the instance, so
+/// that later calls fail with [`ErrorKind::POISONED`] instead of running on broken state.
+pub struct Guarded<T> {
+    inner: T,
+    poisoned: AtomicBool,
+}
+
+impl<T> Guarded<T> {
+    /// Wraps `inner`.
+    pub fn new(inner: T) -> Guarded<T> {
+        Guarded { inner, poisoned: AtomicBool::new(false) }
+    }
+}
+
+/// Turns a panic payload into a message.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_owned()
+    }
+}
+
+/// Runs `f`, catching a panic; `poisoned` is set on panic and checked before running.
+fn guard<R>(
+    poisoned: &AtomicBool,
+    call: &str,
+    f: impl FnOnce() -> Result<R>,
+) -> RResult<R, ModuleError> {
+    if poisoned.load(Ordering::Relaxed) {
+        return RResult::RErr(ModuleError {
+            kind: ErrorKind::POISONED,
+            message: format!("{call}: the instance panicked earlier and is no longer used").into(),
+        });
+    }
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.into(),
+        Err(payload) => {
+            poisoned.store(true, Ordering::Relaxed);
+            RResult::RErr(ModuleError {
+                kind: ErrorKind::PANICKED,
+                message: format!("{call}: {}", panic_message(&*payload)).into(),
+            })
+        }
+    }
+}
+
+impl<S: Sorter> AbiSorter for Guarded<S> {
+    fn add(&mut self, client: ClientId, path: RStr<'_>) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "add", || self.inner.add(client, path.as_str()))
+    }
+    fn remove(&mut self, client: ClientId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "remove", || self.inner.remove(client))
+    }
+    fn activate(&mut self, client: ClientId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "activate", || self.inner.activate(client))
+    }
+    fn deactivate(&mut self, client: ClientId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "deactivate", || self.inner.deactivate(client))
+    }
+    fn update_weight(&mut self, path: RStr<'_>, weight: f64) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_weight", || self.inner.update_weight(path.as_str(), weight))
+    }
+    fn allocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "allocated", || self.inner.allocated(client, agent, resources))
+    }
+    fn update(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        old: &Resources,
+        new: &Resources,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update", || self.inner.update(client, agent, old, new))
+    }
+    fn unallocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "unallocated", || self.inner.unallocated(client, agent, resources))
+    }
+    fn allocation(
+        &self,
+        client: ClientId,
+        out: &mut RVec<AgentAllocation>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "allocation", || self.inner.allocation(client, out))
+    }
+    fn allocation_on(
+        &self,
+        client: ClientId,
+        agent: AgentId,
+        out: &mut Resources,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "allocation_on", || self.inner.allocation_on(client, agent, out))
+    }
+    fn allocation_scalar_quantities(
+        &self,
+        client: ROption<ClientId>,
+        out: &mut Quantities,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "allocation_scalar_quantities", || {
+            self.inner.allocation_scalar_quantities(client.into_option(), out)
+        })
+    }
+    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "add_agent", || self.inner.add_agent(agent, total))
+    }
+    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "remove_agent", || self.inner.remove_agent(agent))
+    }
+    fn sort(&mut self, out: &mut RVec<ClientId>) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "sort", || self.inner.sort(out))
+    }
+    fn contains(&self, client: ClientId) -> RResult<bool, ModuleError> {
+        guard(&self.poisoned, "contains", || Ok(self.inner.contains(client)))
+    }
+    fn count(&self) -> RResult<u64, ModuleError> {
+        guard(&self.poisoned, "count", || Ok(self.inner.count() as u64))
+    }
+    fn dominant_share(&self, client: ClientId) -> RResult<ROption<f64>, ModuleError> {
+        guard(&self.poisoned, "dominant_share", || Ok(self.inner.dominant_share(client).into()))
+    }
+}
+
+impl<A: Allocator> AbiAllocator for Guarded<A> {
+    fn set_time(&mut self, now: f64) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "set_time", || self.inner.set_time(now))
+    }
+    fn recover(
+        &mut self,
+        expected_agents: u32,
+        quotas: RSlice<'_, RoleQuota>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "recover", || self.inner.recover(expected_agents, quotas.as_slice()))
+    }
+    fn add_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        used: RSlice<'_, Allocation>,
+        active: bool,
+        options: &FrameworkOptions,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "add_framework", || {
+            self.inner.add_framework(info, used.as_slice(), active, options)
+        })
+    }
+    fn remove_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "remove_framework", || self.inner.remove_framework(framework))
+    }
+    fn activate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "activate_framework", || self.inner.activate_framework(framework))
+    }
+    fn deactivate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "deactivate_framework", || self.inner.deactivate_framework(framework))
+    }
+    fn update_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        options: &FrameworkOptions,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_framework", || self.inner.update_framework(info, options))
+    }
+    fn add_agent(
+        &mut self,
+        info: &AgentInfo,
+        unavailability: ROption<Unavailability>,
+        total: &Resources,
+        used: RSlice<'_, Allocation>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "add_agent", || {
+            self.inner.add_agent(
+                info,
+                unavailability.as_ref().into_option(),
+                total,
+                used.as_slice(),
+            )
+        })
+    }
+    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "remove_agent", || self.inner.remove_agent(agent))
+    }
+    fn update_agent(
+        &mut self,
+        info: &AgentInfo,
+        total: ROption<&Resources>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_agent", || self.inner.update_agent(info, total.into_option()))
+    }
+    fn add_resource_provider(
+        &mut self,
+        agent: AgentId,
+        total: &Resources,
+        used: RSlice<'_, Allocation>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "add_resource_provider", || {
+            self.inner.add_resource_provider(agent, total, used.as_slice())
+        })
+    }
+    fn activate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "activate_agent", || self.inner.activate_agent(agent))
+    }
+    fn deactivate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "deactivate_agent", || self.inner.deactivate_agent(agent))
+    }
+    fn update_whitelist(
+        &mut self,
+        hostnames: ROption<RSlice<'_, RString>>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_whitelist", || {
+            self.inner.update_whitelist(hostnames.into_option().map(|h| h.as_slice()))
+        })
+    }
+    fn request_resources(
+        &mut self,
+        framework: FrameworkId,
+        requests: RSlice<'_, Resources>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "request_resources", || {
+            self.inner.request_resources(framework, requests.as_slice())
+        })
+    }
+    fn update_allocation(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: RStr<'_>,
+        operations: RSlice<'_, Operation>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_allocation", || {
+            self.inner.update_allocation(framework, agent, role.as_str(), operations.as_slice())
+        })
+    }
+    fn update_available(
+        &mut self,
+        agent: AgentId,
+        operations: RSlice<'_, Operation>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_available", || {
+            self.inner.update_available(agent, operations.as_slice())
+        })
+    }
+    fn update_unavailability(
+        &mut self,
+        agent: AgentId,
+        unavailability: ROption<Unavailability>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_unavailability", || {
+            self.inner.update_unavailability(agent, unavailability.as_ref().into_option())
+        })
+    }
+    fn update_inverse_offer(
+        &mut self,
+        agent: AgentId,
+        framework: FrameworkId,
+        status: ROption<InverseOfferStatus>,
+        refuse_seconds: ROption<f64>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_inverse_offer", || {
+            self.inner.update_inverse_offer(
+                agent,
+                framework,
+                status.into_option(),
+                refuse_seconds.into_option(),
+            )
+        })
+    }
+    fn inverse_offer_statuses(
+        &self,
+        out: &mut RVec<InverseOfferStatusEntry>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "inverse_offer_statuses", || self.inner.inverse_offer_statuses(out))
+    }
+    fn transition_offered_to_allocated(
+        &mut self,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "transition_offered_to_allocated", || {
+            self.inner.transition_offered_to_allocated(agent, resources)
+        })
+    }
+    fn recover_resources(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: RStr<'_>,
+        resources: &Resources,
+        refuse_seconds: ROption<f64>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "recover_resources", || {
+            self.inner.recover_resources(
+                framework,
+                agent,
+                role.as_str(),
+                resources,
+                refuse_seconds.into_option(),
+            )
+        })
+    }
+    fn suppress_offers(
+        &mut self,
+        framework: FrameworkId,
+        roles: RSlice<'_, RString>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "suppress_offers", || {
+            self.inner.suppress_offers(framework, roles.as_slice())
+        })
+    }
+    fn revive_offers(
+        &mut self,
+        framework: FrameworkId,
+        roles: RSlice<'_, RString>,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "revive_offers", || {
+            self.inner.revive_offers(framework, roles.as_slice())
+        })
+    }
+    fn update_quota(&mut self, role: RStr<'_>, quota: &Quota) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_quota", || self.inner.update_quota(role.as_str(), quota))
+    }
+    fn update_weights(&mut self, weights: RSlice<'_, RoleWeight>) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "update_weights", || self.inner.update_weights(weights.as_slice()))
+    }
+    fn pause(&mut self) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "pause", || self.inner.pause())
+    }
+    fn resume(&mut self) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "resume", || self.inner.resume())
+    }
+    fn allocate(
+        &mut self,
+        agents: RSlice<'_, AgentId>,
+        periodic: bool,
+        out: &mut OfferBatch,
+    ) -> RResult<(), ModuleError> {
+        guard(&self.poisoned, "allocate", || self.inner.allocate(agents.as_slice(), periodic, out))
+    }
+}
+
+/// Boxes a sorter as a boundary object (panics caught, see [`Guarded`]).
+pub fn sorter_box<S: Sorter + 'static>(sorter: S) -> SorterBox {
+    AbiSorter_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
+}
+
+/// Boxes an allocator as a boundary object (panics caught, see [`Guarded`]).
+pub fn allocator_box<A: Allocator + 'static>(allocator: A) -> AllocatorBox {
+    AbiAllocator_TO::from_value(Guarded::new(allocator), abi_stable::sabi_trait::TD_Opaque)
+}
+
+/// Runs a module factory, catching panics and turning errors into [`ModuleError`]s.
+pub fn run_factory<T, C: ?Sized, E: std::fmt::Display, B>(
+    config: &C,
+    parameters: RSlice<'_, Parameter>,
+    create: impl FnOnce(&C, Parameters<'_>) -> std::result::Result<T, E>,
+    boxed: impl FnOnce(T) -> B,
+) -> RResult<B, ModuleError> {
+    let params = Parameters(parameters.as_slice());
+    match catch_unwind(AssertUnwindSafe(|| create(config, params))) {
+        Ok(Ok(v)) => RResult::ROk(boxed(v)),
+        Ok(Err(e)) => RResult::RErr(ModuleError::failed(e)),
+        Err(payload) => RResult::RErr(ModuleError {
+            kind: ErrorKind::PANICKED,
+            message: format!("create: {}", panic_message(&*payload)).into(),
+        }),
+    }
+}
+
+/// Builds a library's root module from its descriptors (used by [`export_modules!`]).
+///
+/// [`export_modules!`]: crate::export_modules
+pub fn build_library(modules: Vec<ModuleDescriptor>) -> ModuleLibraryRef {
+    let modules: &'static [ModuleDescriptor] = Box::leak(modules.into_boxed_slice());
+    ModuleLibrary { init: crate::logging::library_init, modules: RSlice::from_slice(modules) }
+        .leak_into_prefix()
+}
+
+/// Implementation details used by the export macro; not part of the stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use abi_stable::library::{
+        __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,
+    };
+    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr};
+}
+
+/// The symbol abi_stable looks up in every library (checked against abi_stable in a test; the
+/// export macro spells it out because `#[export_root_module]` needs a direct abi_stable
+/// dependency in the module crate).
+#[doc(hidden)]
+pub const ROOT_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
+
+// Host-side convenience: a loaded sorter or allocator is usable through the plain traits, with
+// boundary errors turned back into `Result`s.
+
+impl Sorter for SorterBox {
+    fn add(&mut self, client: ClientId, path: &str) -> Result<()> {
+        AbiSorter::add(self, client, path.into()).into()
+    }
+    fn remove(&mut self, client: ClientId) -> Result<()> {
+        AbiSorter::remove(self, client).into()
+    }
+    fn activate(&mut self, client: ClientId) -> Result<()> {
+        AbiSorter::activate(self, client).into()
+    }
+    fn deactivate(&mut self, client: ClientId) -> Result<()> {
+        AbiSorter::deactivate(self, client).into()
+    }
+    fn update_weight(&mut self, path: &str, weight: f64) -> Result<()> {
+        AbiSorter::update_weight(self, path.into(), weight).into()
+    }
+    fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()> {
+        AbiSorter::allocated(self, client, agent, resources).into()
+    }
+    fn update(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        old: &Resources,
+        new: &Resources,
+    ) -> Result<()> {
+        AbiSorter::update(self, client, agent, old, new).into()
+    }
+    fn unallocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<()> {
+        AbiSorter::unallocated(self, client, agent, resources).into()
+    }
+    fn allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()> {
+        AbiSorter::allocation(self, client, out).into()
+    }
+    fn allocation_on(&self, client: ClientId, agent: AgentId, out: &mut Resources) -> Result<()> {
+        AbiSorter::allocation_on(self, client, agent, out).into()
+    }
+    fn allocation_scalar_quantities(
+        &self,
+        client: Option<ClientId>,
+        out: &mut Quantities,
+    ) -> Result<()> {
+        AbiSorter::allocation_scalar_quantities(self, client.into(), out).into()
+    }
+    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()> {
+        AbiSorter::add_agent(self, agent, total).into()
+    }
+    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
+        AbiSorter::remove_agent(self, agent).into()
+    }
+    fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+        AbiSorter::sort(self, out).into()
+    }
+    /// A failing module answers `false`.
+    fn contains(&self, client: ClientId) -> bool {
+        AbiSorter::contains(self, client).unwrap_or(false)
+    }
+    /// A failing module answers 0.
+    fn count(&self) -> usize {
+        AbiSorter::count(self).unwrap_or(0) as usize
+    }
+    fn dominant_share(&self, client: ClientId) -> Option<f64> {
+        AbiSorter::dominant_share(self, client).into_result().ok().and_then(ROption::into_option)
+    }
+}
+
+impl Allocator for AllocatorBox {
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        AbiAllocator::set_time(self, now).into()
+    }
+    fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()> {
+        AbiAllocator::recover(self, expected_agents, quotas.into()).into()
+    }
+    fn add_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        used: &[Allocation],
+        active: bool,
+        options: &FrameworkOptions,
+    ) -> Result<()> {
+        AbiAllocator::add_framework(self, info, used.into(), active, options).into()
+    }
+    fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        AbiAllocator::remove_framework(self, framework).into()
+    }
+    fn activate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        AbiAllocator::activate_framework(self, framework).into()
+    }
+    fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        AbiAllocator::deactivate_framework(self, framework).into()
+    }
+    fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()> {
+        AbiAllocator::update_framework(self, info, options).into()
+    }
+    fn add_agent(
+        &mut self,
+        info: &AgentInfo,
+        unavailability: Option<&Unavailability>,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()> {
+        AbiAllocator::add_agent(self, info, unavailability.copied().into(), total, used.into())
+            .into()
+    }
+    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
+        AbiAllocator::remove_agent(self, agent).into()
+    }
+    fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()> {
+        AbiAllocator::update_agent(self, info, total.into()).into()
+    }
+    fn add_resource_provider(
+        &mut self,
+        agent: AgentId,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()> {
+        AbiAllocator::add_resource_provider(self, agent, total, used.into()).into()
+    }
+    fn activate_agent(&mut self, agent: AgentId) -> Result<()> {
+        AbiAllocator::activate_agent(self, agent).into()
+    }
+    fn deactivate_agent(&mut self, agent: AgentId) -> Result<()> {
+        AbiAllocator::deactivate_agent(self, agent).into()
+    }
+    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
+        AbiAllocator::update_whitelist(self, hostnames.map(RSlice::from_slice).into()).into()
+    }
+    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
+        AbiAllocator::request_resources(self, framework, requests.into()).into()
+    }
+    fn update_allocation(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        operations: &[Operation],
+    ) -> Result<()> {
+        AbiAllocator::update_allocation(self, framework, agent, role.into(), operations.into())
+            .into()
+    }
+    fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
+        AbiAllocator::update_available(self, agent, operations.into()).into()
+    }
+    fn update_unavailability(
+        &mut self,
+        agent: AgentId,
+        unavailability: Option<&Unavailability>,
+    ) -> Result<()> {
+        AbiAllocator::update_unavailability(self, agent, unavailability.copied().into()).into()
+    }
+    fn update_inverse_offer(
+        &mut self,
+        agent: AgentId,
+        framework: FrameworkId,
+        status: Option<InverseOfferStatus>,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()> {
+        AbiAllocator::update_inverse_offer(
+            self,
+            agent,
+            framework,
+            status.into(),
+            refuse_seconds.into(),
+        )
+        .into()
+    }
+    fn inverse_offer_statuses(&self, out: &mut RVec<InverseOfferStatusEntry>) -> Result<()> {
+        AbiAllocator::inverse_offer_statuses(self, out).into()
+    }
+    fn transition_offered_to_allocated(
+        &mut self,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<()> {
+        AbiAllocator::transition_offered_to_allocated(self, agent, resources).into()
+    }
+    fn recover_resources(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        resources: &Resources,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()> {
+        AbiAllocator::recover_resources(
+            self,
+            framework,
+            agent,
+            role.into(),
+            resources,
+            refuse_seconds.into(),
+        )
+        .into()
+    }
+    fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        AbiAllocator::suppress_offers(self, framework, roles.into()).into()
+    }
+    fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        AbiAllocator::revive_offers(self, framework, roles.into()).into()
+    }
+    fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
+        AbiAllocator::update_quota(self, role.into(), quota).into()
+    }
+    fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()> {
+        AbiAllocator::update_weights(self, weights.into()).into()
+    }
+    fn pause(&mut self) -> Result<()> {
+        AbiAllocator::pause(self).into()
+    }
+    fn resume(&mut self) -> Result<()> {
+        AbiAllocator::resume(self).into()
+    }
+    fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
+        AbiAllocator::allocate(self, agents.into(), periodic, out).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn root_symbol_matches_abi_stable() {
+        assert_eq!(super::ROOT_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+    }
+}

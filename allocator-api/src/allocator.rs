@@ -1,0 +1,560 @@
+//! The [`Allocator`] interface: Mesos's allocator (`include/mesos/allocator/allocator.hpp`),
+//! with integer handles, a host-driven clock and offers returned in caller-owned batches.
+//!
+//! # Contract
+//!
+//! * The host creates the allocator with its [`AllocatorOptions`] (there is no separate
+//!   `initialize`), then may call [`recover`](Allocator::recover) before the first agent is
+//!   added, then any other method in any order.
+//! * Time is the host's: it calls [`set_time`](Allocator::set_time) whenever its clock moves
+//!   (virtual in scenarios, real when embedded), before any other call at the new time. Time
+//!   starts at 0 and never goes back.
+//! * The host decides when allocation runs happen (periodically every `allocation_interval`, and
+//!   after the events that trigger one) and calls [`allocate`](Allocator::allocate) with the
+//!   candidate agents. The allocator never runs by itself: offers only come out of `allocate`.
+//! * Every offer the allocator writes into the output batch counts as offered to that framework
+//!   until the host gives it back with [`recover_resources`](Allocator::recover_resources) (a
+//!   decline, a rescinded offer or finished tasks) or the framework or agent is removed.
+//! * Calls that name an unknown framework or agent return [`ModuleError::rejected`] and change
+//!   nothing; methods must not block and must not keep references to their arguments.
+//!
+//! [`ModuleError::rejected`]: crate::ModuleError::rejected
+
+use abi_stable::StableAbi;
+use abi_stable::std_types::{ROption, RString, RVec};
+
+use crate::error::Result;
+use crate::ids::{AgentId, FrameworkId};
+use crate::resources::{Quantities, Resources};
+
+macro_rules! capabilities {
+    ($(#[$doc:meta])* $name:ident { $($(#[$cdoc:meta])* $cap:ident = $bit:literal),* $(,)? }) => {
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(StableAbi, Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            $($(#[$cdoc])* pub const $cap: $name = $name(1 << $bit);)*
+
+            /// Every capability name this version knows, with its flag.
+            pub const ALL_NAMED: &'static [(&'static str, $name)] = &[$((stringify!($cap), $name::$cap)),*];
+
+            /// `true` when every capability of `other` is present.
+            pub const fn has(self, other: $name) -> bool {
+                self.0 & other.0 == other.0
+            }
+
+            /// `self` plus the capabilities of `other`.
+            pub const fn with(self, other: $name) -> $name {
+                $name(self.0 | other.0)
+            }
+
+            /// Every capability this version knows.
+            pub fn all() -> $name {
+                $name::ALL_NAMED.iter().fold($name(0), |acc, (_, c)| acc.with(*c))
+            }
+
+            /// The capability named `name` (`MULTI_ROLE`, …), if known.
+            pub fn from_name(name: &str) -> Option<$name> {
+                $name::ALL_NAMED.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
+            }
+
+            /// The names of the capabilities present, in declaration order.
+            pub fn names(self) -> Vec<&'static str> {
+                $name::ALL_NAMED.iter().filter(|(_, c)| self.has(*c)).map(|(n, _)| *n).collect()
+            }
+        }
+    };
+}
+
+capabilities!(
+    /// Framework capabilities (SPEC 4.1 names).
+    FrameworkCapabilities {
+        /// The framework subscribes with a list of roles.
+        MULTI_ROLE = 0,
+        /// The framework may receive offers from agents with GPUs.
+        GPU_RESOURCES = 1,
+        /// The framework may receive revocable resources.
+        REVOCABLE_RESOURCES = 2,
+        /// The framework may receive shared resources.
+        SHARED_RESOURCES = 3,
+        /// The framework may receive refined (nested) reservations.
+        RESERVATION_REFINEMENT = 4,
+        /// The framework accepts agents in other fault-domain regions.
+        REGION_AWARE = 5,
+    }
+);
+
+capabilities!(
+    /// Agent capabilities (SPEC 4.1 names).
+    AgentCapabilities {
+        /// The agent supports frameworks with several roles.
+        MULTI_ROLE = 0,
+        /// The agent supports hierarchical roles (`a/b`).
+        HIERARCHICAL_ROLE = 1,
+        /// The agent supports refined reservations.
+        RESERVATION_REFINEMENT = 2,
+        /// The agent hosts resource providers.
+        RESOURCE_PROVIDER = 3,
+    }
+);
+
+/// Configuration the allocator is created with (Mesos's `allocator::Options` plus the host's
+/// choices of sorters and seed).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct AllocatorOptions {
+    /// Seconds between periodic allocation runs (`--allocation_interval`).
+    pub allocation_interval: f64,
+    /// Resource names left out of fair-share computations.
+    pub fairness_excluded_resource_names: RVec<RString>,
+    /// Only GPU_RESOURCES frameworks receive offers from agents with GPUs.
+    pub filter_gpu_resources: bool,
+    /// Global min-allocatable sets: an offer must contain at least one of them (an empty list
+    /// means any non-empty offer is allocatable).
+    pub min_allocatable_resources: RVec<Quantities>,
+    /// Seed of every random choice (agent shuffle, random sorters).
+    pub seed: u64,
+    /// Seconds after `recover` at which allocation resumes even if agents are missing.
+    pub recovery_timeout: f64,
+    /// Fraction of `expected_agents` after which `recover`'s pause ends early.
+    pub agent_recovery_factor: f64,
+    /// Name of the role sorter (`--role_sorter`); only meaningful to allocators that use sorters.
+    pub role_sorter: RString,
+    /// Name of the framework sorter (`--framework_sorter`).
+    pub framework_sorter: RString,
+}
+
+impl Default for AllocatorOptions {
+    /// Mesos's defaults: 1 s interval, `cpus:0.01|mem:32`, GPU filtering on, 10 min recovery
+    /// timeout, factor 0.8, DRF sorters, seed 0.
+    fn default() -> AllocatorOptions {
+        let min = ["cpus:0.01", "mem:32"]
+            .iter()
+            .map(|s| Quantities::parse(s).expect("valid default"))
+            .collect();
+        AllocatorOptions {
+            allocation_interval: 1.0,
+            fairness_excluded_resource_names: RVec::new(),
+            filter_gpu_resources: true,
+            min_allocatable_resources: min,
+            seed: 0,
+            recovery_timeout: 600.0,
+            agent_recovery_factor: 0.8,
+            role_sorter: "drf".into(),
+            framework_sorter: "drf".into(),
+        }
+    }
+}
+
+/// A `key: value` pair (agent attributes).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub struct Attribute {
+    /// Attribute name.
+    pub name: RString,
+    /// Attribute value (text).
+    pub value: RString,
+}
+
+/// A framework as the allocator sees it.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct FrameworkInfo {
+    /// The host's handle.
+    pub id: FrameworkId,
+    /// The framework's id string (for display and logs).
+    pub name: RString,
+    /// The roles it subscribes to.
+    pub roles: RVec<RString>,
+    /// Its capabilities.
+    pub capabilities: FrameworkCapabilities,
+}
+
+/// Per-role min-allocatable override of a framework.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct RoleMinAllocatable {
+    /// The role.
+    pub role: RString,
+    /// Quantity sets, one of which an offer must contain; empty means anything is allocatable.
+    pub sets: RVec<Quantities>,
+}
+
+/// Per-framework options (Mesos's `FrameworkOptions` plus offer filters).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Default)]
+pub struct FrameworkOptions {
+    /// Roles for which the framework wants no offers.
+    pub suppressed_roles: RVec<RString>,
+    /// Per-role min-allocatable overrides.
+    pub min_allocatable_resources: RVec<RoleMinAllocatable>,
+}
+
+/// An agent as the allocator sees it.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct AgentInfo {
+    /// The host's handle.
+    pub id: AgentId,
+    /// The agent's id string (for display and logs).
+    pub name: RString,
+    /// Its hostname (whitelists match on it).
+    pub hostname: RString,
+    /// Its attributes.
+    pub attributes: RVec<Attribute>,
+    /// Its capabilities.
+    pub capabilities: AgentCapabilities,
+}
+
+/// A maintenance window, in seconds on the host's clock.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq)]
+pub struct Unavailability {
+    /// Start of the window.
+    pub start: f64,
+    /// Length of the window; `None` means "from `start` on".
+    pub duration: ROption<f64>,
+}
+
+/// Resources held by (or offered to) a framework under one role on one agent. Used for offers,
+/// for `used` lists when agents and frameworks are added, and in queries.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct Allocation {
+    /// The framework.
+    pub framework: FrameworkId,
+    /// The agent.
+    pub agent: AgentId,
+    /// The role the resources are allocated to.
+    pub role: RString,
+    /// The resources.
+    pub resources: Resources,
+}
+
+/// An inverse offer: a request that a framework give back an agent for maintenance.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct InverseOffer {
+    /// The framework asked.
+    pub framework: FrameworkId,
+    /// The agent going into maintenance.
+    pub agent: AgentId,
+    /// The maintenance window.
+    pub unavailability: Unavailability,
+}
+
+/// A framework's answer to an inverse offer (Mesos's `InverseOfferStatus.Status` values).
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct InverseOfferStatus(pub u8);
+
+impl InverseOfferStatus {
+    /// No answer yet.
+    pub const UNKNOWN: InverseOfferStatus = InverseOfferStatus(1);
+    /// The framework agreed to give the agent back.
+    pub const ACCEPT: InverseOfferStatus = InverseOfferStatus(2);
+    /// The framework declined.
+    pub const DECLINE: InverseOfferStatus = InverseOfferStatus(3);
+}
+
+/// One entry of [`Allocator::inverse_offer_statuses`].
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct InverseOfferStatusEntry {
+    /// The agent under maintenance.
+    pub agent: AgentId,
+    /// The framework that answered.
+    pub framework: FrameworkId,
+    /// Its answer.
+    pub status: InverseOfferStatus,
+    /// When it answered (host clock).
+    pub timestamp: f64,
+}
+
+/// A quota: guarantees and limits as quantities.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Default)]
+pub struct Quota {
+    /// Resources the role is guaranteed (empty: no guarantee).
+    pub guarantees: Quantities,
+    /// Upper bounds; a name without an entry is unlimited and a zero entry means none of it.
+    pub limits: Quantities,
+}
+
+/// A role's quota (for [`Allocator::recover`]).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct RoleQuota {
+    /// The role.
+    pub role: RString,
+    /// Its quota.
+    pub quota: Quota,
+}
+
+/// A role's weight (for [`Allocator::update_weights`]).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct RoleWeight {
+    /// The role.
+    pub role: RString,
+    /// Its weight (finite and positive).
+    pub weight: f64,
+}
+
+/// The kind of an [`Operation`]. A `u8` newtype so that later versions can add kinds.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct OperationKind(pub u8);
+
+impl OperationKind {
+    /// Dynamically reserve unreserved resources (the resources name the target reservation).
+    pub const RESERVE: OperationKind = OperationKind(0);
+    /// Release a dynamic reservation (the resources name the reserved resources).
+    pub const UNRESERVE: OperationKind = OperationKind(1);
+    /// Create persistent volumes on reserved disk (the resources are the volumes).
+    pub const CREATE: OperationKind = OperationKind(2);
+    /// Destroy persistent volumes (the resources are the volumes).
+    pub const DESTROY: OperationKind = OperationKind(3);
+}
+
+/// An offer operation (reserve, unreserve, create or destroy a volume).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct Operation {
+    /// What to do.
+    pub kind: OperationKind,
+    /// On what (see [`OperationKind`]).
+    pub resources: Resources,
+}
+
+/// A caller-owned batch that [`Allocator::allocate`] fills.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, Default, PartialEq)]
+pub struct OfferBatch {
+    /// Offers, at most one per (framework, role, agent).
+    pub offers: RVec<Allocation>,
+    /// Inverse offers, at most one per (framework, agent).
+    pub inverse_offers: RVec<InverseOffer>,
+}
+
+impl OfferBatch {
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.offers.clear();
+        self.inverse_offers.clear();
+    }
+}
+
+/// An allocator: decides which frameworks get offers of which agents' resources.
+///
+/// See the [module documentation](self) for the contract. Implement this trait, then export it
+/// with [`export_modules!`](crate::export_modules). Methods with default bodies ignore the call
+/// (they return `Ok(())`), which suits allocators that have no use for that event; `allocate`
+/// and the lifecycle of agents and frameworks must be implemented.
+pub trait Allocator: Send {
+    /// Moves the allocator's clock to `now` (seconds; never decreasing).
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        let _ = now;
+        Ok(())
+    }
+
+    /// Called before any agent is added after a master failover: sets quotas and may pause
+    /// allocation until `expected_agents × agent_recovery_factor` agents are back.
+    fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()> {
+        let _ = (expected_agents, quotas);
+        Ok(())
+    }
+
+    /// Adds a framework. `used` lists what it already holds (counted only on known agents).
+    fn add_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        used: &[Allocation],
+        active: bool,
+        options: &FrameworkOptions,
+    ) -> Result<()>;
+
+    /// Removes a framework, releasing everything offered or allocated to it.
+    fn remove_framework(&mut self, framework: FrameworkId) -> Result<()>;
+
+    /// Resumes offers to the framework (except for suppressed roles).
+    fn activate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        let _ = framework;
+        Ok(())
+    }
+
+    /// Stops offers to the framework and clears its filters; its allocations stay recorded.
+    fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        let _ = framework;
+        Ok(())
+    }
+
+    /// Changes the framework's roles, capabilities and options.
+    fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()> {
+        let _ = (info, options);
+        Ok(())
+    }
+
+    /// Adds (or re-adds) an agent with its total and what frameworks already use on it.
+    fn add_agent(
+        &mut self,
+        info: &AgentInfo,
+        unavailability: Option<&Unavailability>,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()>;
+
+    /// Removes an agent and everything offered or allocated on it (no later recover needed).
+    fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
+
+    /// Updates an agent's info (attributes, capabilities) and, when given, its total.
+    fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()> {
+        let _ = (info, total);
+        Ok(())
+    }
+
+    /// Grows the agent's total by `total` (a resource provider), recording `used`.
+    fn add_resource_provider(
+        &mut self,
+        agent: AgentId,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()> {
+        let _ = (agent, total, used);
+        Ok(())
+    }
+
+    /// The agent (re)connected: it may be offered again.
+    fn activate_agent(&mut self, agent: AgentId) -> Result<()> {
+        let _ = agent;
+        Ok(())
+    }
+
+    /// The agent disconnected: no offers for it until it is activated.
+    fn deactivate_agent(&mut self, agent: AgentId) -> Result<()> {
+        let _ = agent;
+        Ok(())
+    }
+
+    /// Only agents with these hostnames are offered; `None` means all agents.
+    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
+        let _ = hostnames;
+        Ok(())
+    }
+
+    /// Advisory resource requests from a framework (the built-in only logs them).
+    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
+        let _ = (framework, requests);
+        Ok(())
+    }
+
+    /// Applies operations to resources offered to `framework` under `role` on `agent`.
+    fn update_allocation(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        operations: &[Operation],
+    ) -> Result<()> {
+        let _ = (framework, agent, role, operations);
+        Err(crate::ModuleError::unsupported("update_allocation"))
+    }
+
+    /// Applies operations to the agent's available resources; rejects them (changing nothing)
+    /// when they cannot be applied.
+    fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
+        let _ = (agent, operations);
+        Err(crate::ModuleError::unsupported("update_available"))
+    }
+
+    /// Sets or clears the agent's maintenance window.
+    fn update_unavailability(
+        &mut self,
+        agent: AgentId,
+        unavailability: Option<&Unavailability>,
+    ) -> Result<()> {
+        let _ = (agent, unavailability);
+        Ok(())
+    }
+
+    /// Records a framework's answer to an inverse offer (or its expiry when `status` is
+    /// `None`), optionally refusing further inverse offers for `refuse_seconds`.
+    fn update_inverse_offer(
+        &mut self,
+        agent: AgentId,
+        framework: FrameworkId,
+        status: Option<InverseOfferStatus>,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()> {
+        let _ = (agent, framework, status, refuse_seconds);
+        Ok(())
+    }
+
+    /// Writes the recorded inverse-offer answers into `out`.
+    fn inverse_offer_statuses(&self, out: &mut RVec<InverseOfferStatusEntry>) -> Result<()> {
+        out.clear();
+        Ok(())
+    }
+
+    /// Offered resources on `agent` became used by tasks (for quota accounting).
+    fn transition_offered_to_allocated(
+        &mut self,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<()> {
+        let _ = (agent, resources);
+        Ok(())
+    }
+
+    /// Gives back resources of `framework` under `role` on `agent` (a declined offer or
+    /// finished tasks). With `refuse_seconds`, a refuse filter is installed (Mesos's rule R5).
+    fn recover_resources(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        resources: &Resources,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()>;
+
+    /// Stops offers to `framework` for `roles` (empty: all its roles).
+    fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        let _ = (framework, roles);
+        Ok(())
+    }
+
+    /// Resumes offers to `framework` for `roles` (empty: all) and clears their filters.
+    fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        let _ = (framework, roles);
+        Ok(())
+    }
+
+    /// Sets a role's quota (the default quota removes it).
+    fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
+        let _ = (role, quota);
+        Ok(())
+    }
+
+    /// Sets role weights; roles not listed keep theirs.
+    fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()> {
+        let _ = weights;
+        Ok(())
+    }
+
+    /// Stops allocation runs until [`resume`](Self::resume) (idempotent).
+    fn pause(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Resumes allocation runs (idempotent).
+    fn resume(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// One allocation run over the candidate `agents` at the current time, writing offers and
+    /// inverse offers into `out` (which the host has cleared). `periodic` tells a run of the
+    /// periodic timer from an event-triggered one.
+    fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()>;
+}

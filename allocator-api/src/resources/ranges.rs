@@ -1,0 +1,72 @@
+//! Inclusive integer ranges and set operations on sorted, disjoint range lists.
+
+use abi_stable::StableAbi;
+use abi_stable::std_types::RVec;
+
+/// An inclusive range `begin-end` (`31000-32000` holds 1001 values).
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Range {
+    /// First value, inclusive.
+    pub begin: u64,
+    /// Last value, inclusive; never below `begin`.
+    pub end: u64,
+}
+
+/// Sorts and merges overlapping or adjacent ranges into canonical form.
+pub(crate) fn normalize(mut v: Vec<Range>) -> RVec<Range> {
+    v.sort();
+    let mut out: Vec<Range> = Vec::with_capacity(v.len());
+    for r in v {
+        match out.last_mut() {
+            Some(last) if r.begin <= last.end.saturating_add(1) => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out.into()
+}
+
+/// The union of two canonical range lists.
+pub(crate) fn union(a: &[Range], b: &[Range]) -> RVec<Range> {
+    normalize(a.iter().chain(b.iter()).copied().collect())
+}
+
+/// `a` without the values in `b` (both canonical).
+pub(crate) fn difference(a: &[Range], b: &[Range]) -> RVec<Range> {
+    let mut out = Vec::with_capacity(a.len());
+    for r in a {
+        let mut pieces = vec![*r];
+        for cut in b.iter().filter(|c| c.end >= r.begin && c.begin <= r.end) {
+            let mut next = Vec::with_capacity(pieces.len() + 1);
+            for p in pieces {
+                if cut.end < p.begin || cut.begin > p.end {
+                    next.push(p);
+                    continue;
+                }
+                if cut.begin > p.begin {
+                    next.push(Range { begin: p.begin, end: cut.begin - 1 });
+                }
+                if cut.end < p.end {
+                    next.push(Range { begin: cut.end + 1, end: p.end });
+                }
+            }
+            pieces = next;
+        }
+        out.extend(pieces);
+    }
+    out.into()
+}
+
+/// `true` when every value of `b` is in `a` (both canonical, so each range of `b` must lie
+/// inside one range of `a`).
+pub(crate) fn contains(a: &[Range], b: &[Range]) -> bool {
+    b.iter().all(|r| {
+        let i = a.partition_point(|x| x.end < r.begin);
+        a.get(i).is_some_and(|x| x.begin <= r.begin && r.end <= x.end)
+    })
+}
+
+/// The number of values in a canonical range list (saturating).
+pub(crate) fn count(a: &[Range]) -> u64 {
+    a.iter().fold(0u64, |n, r| n.saturating_add(r.end - r.begin).saturating_add(1))
+}

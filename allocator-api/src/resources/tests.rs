@@ -1,0 +1,252 @@
+//! Unit and property tests for resources and quantities.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn res(s: &str) -> Resources {
+    s.parse().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn parse_and_print_canonical_order() {
+    let r = res("mem:1024;cpus:2;ports:[31000-32000]");
+    assert_eq!(r.to_string(), "cpus:2;mem:1024;ports:[31000-32000]");
+}
+
+#[test]
+fn empty_string_is_empty_set() {
+    assert!(res("").is_empty());
+    assert_eq!(res("").to_string(), "");
+}
+
+#[test]
+fn same_key_entries_merge() {
+    assert_eq!(res("cpus:1;cpus:2.5").to_string(), "cpus:3.5");
+    assert_eq!(res("ports:[1-3];ports:[4-6,10-12]").to_string(), "ports:[1-6,10-12]");
+    assert_eq!(res("zones:{b,a};zones:{c,a}").to_string(), "zones:{a,b,c}");
+}
+
+#[test]
+fn zero_scalars_are_dropped() {
+    assert_eq!(res("cpus:0;mem:10").to_string(), "mem:10");
+}
+
+#[test]
+fn reservations_flags_and_volumes_round_trip() {
+    for text in [
+        "cpus(role1):1;mem(role1):512",
+        "cpus(role1){dynamic}:1",
+        "cpus{revocable}:10",
+        "disk(role1)[vol1]{shared}:100",
+        "disk(role1)[vol1]{shared}:100;disk(role1)[vol1]{shared}:100",
+    ] {
+        assert_eq!(res(text).to_string(), text);
+    }
+}
+
+#[test]
+fn star_role_means_unreserved() {
+    assert_eq!(res("cpus(*):1;cpus:1").to_string(), "cpus:2");
+}
+
+#[test]
+fn different_keys_stay_separate() {
+    let r = res("cpus:1;cpus(a):1;cpus{revocable}:1");
+    assert_eq!(r.entries().len(), 3);
+    assert_eq!(r.scalar("cpus"), Scalar::from_units(3));
+}
+
+#[test]
+fn shared_copies_count_once_in_quantities() {
+    let r = res("disk(a)[v]{shared}:100;disk(a)[v]{shared}:100;disk:5");
+    assert_eq!(r.entries().len(), 3);
+    assert_eq!(r.scalar_quantities().get("disk"), Scalar::from_units(105));
+}
+
+#[test]
+fn subtracting_a_shared_copy_removes_one() {
+    let mut r = res("disk(a)[v]{shared}:100;disk(a)[v]{shared}:100");
+    r.subtract(&res("disk(a)[v]{shared}:100"));
+    assert_eq!(r.to_string(), "disk(a)[v]{shared}:100");
+    assert!(r.contains(&res("disk(a)[v]{shared}:100")));
+    assert!(!r.contains(&res("disk(a)[v]{shared}:100;disk(a)[v]{shared}:100")));
+}
+
+#[test]
+fn subtraction_saturates() {
+    assert_eq!((res("cpus:1;mem:10") - &res("cpus:2;disk:3")).to_string(), "mem:10");
+    assert_eq!((res("ports:[1-10]") - &res("ports:[3-4,9-20]")).to_string(), "ports:[1-2,5-8]");
+}
+
+#[test]
+fn contains_needs_matching_reservation() {
+    let r = res("cpus(a):2;mem:10");
+    assert!(r.contains(&res("cpus(a):1")));
+    assert!(!r.contains(&res("cpus:1")));
+    assert!(!r.contains(&res("cpus(a):3")));
+    assert!(r.contains(&res("")));
+}
+
+#[test]
+fn allocatable_to_includes_ancestor_reservations() {
+    let r = res("cpus:1;cpus(a):2;cpus(a/b):3;cpus(a/bc):4;cpus(c):5");
+    assert_eq!(r.allocatable_to("a/b").to_string(), "cpus:1;cpus(a):2;cpus(a/b):3");
+    assert_eq!(r.allocatable_to("a").to_string(), "cpus:1;cpus(a):2");
+    assert_eq!(r.allocatable_to("x").to_string(), "cpus:1");
+}
+
+#[test]
+fn revocable_pools_under_plain_name() {
+    let q = res("cpus:1;cpus{revocable}:2;cpus(r):3").scalar_quantities();
+    assert_eq!(q.to_string(), "cpus:6");
+}
+
+#[test]
+fn shrink_drops_or_keeps_unbounded_names() {
+    let r = res("cpus:4;mem:100;disk:50;ports:[1-5]");
+    let limit = Quantities::parse("cpus:1.5;mem:200").unwrap();
+    assert_eq!(r.shrink(&limit, false).to_string(), "cpus:1.5;mem:100");
+    assert_eq!(r.shrink(&limit, true).to_string(), "cpus:1.5;disk:50;mem:100;ports:[1-5]");
+}
+
+#[test]
+fn shrink_never_splits_a_volume() {
+    let r = res("disk(a)[v]:100;disk:40");
+    let limit = Quantities::parse("disk:60").unwrap();
+    assert_eq!(r.shrink(&limit, false).to_string(), "disk:40");
+}
+
+#[test]
+fn quantities_keep_zero_and_reject_roles() {
+    let q = Quantities::parse("cpus:0;mem:32").unwrap();
+    assert!(q.has("cpus"));
+    assert_eq!(q.to_string(), "cpus:0;mem:32");
+    assert!(Quantities::parse("cpus(a):1").is_err());
+    assert!(Quantities::parse("ports:[1-2]").is_err());
+}
+
+#[test]
+fn contains_quantities_counts_range_elements() {
+    let r = res("cpus:0.5;ports:[1-10]");
+    assert!(r.contains_quantities(&Quantities::parse("ports:10").unwrap()));
+    assert!(!r.contains_quantities(&Quantities::parse("ports:11").unwrap()));
+    assert!(!r.contains_quantities(&Quantities::parse("cpus:0.5;mem:1").unwrap()));
+}
+
+#[test]
+fn errors_quote_the_string_and_position() {
+    let e = "cpus:1;mem:x".parse::<Resources>().unwrap_err();
+    assert_eq!(e.position, 11);
+    assert_eq!(
+        e.to_string(),
+        "invalid resources \"cpus:1;mem:x\": expected a decimal number at position 11"
+    );
+    for bad in [
+        "cpus",
+        "cpus:-1",
+        "cpus(:1",
+        "cpus{bogus}:1",
+        "cpus{dynamic}:1",
+        "disk{shared}:1",
+        "ports:[5-1]",
+        "ports:[1-2",
+        "cpus:1;cpus:[1-2]",
+        "c pus:1",
+        "cpus(a//b):1",
+        ":1",
+    ] {
+        assert!(bad.parse::<Resources>().is_err(), "{bad} should not parse");
+    }
+}
+
+fn arb_resource() -> impl Strategy<Value = Resource> {
+    let name = prop::sample::select(vec!["cpus", "mem", "disk", "gpus"]);
+    let role = prop::sample::select(vec!["", "a", "a/b", "c"]);
+    let flags = prop::sample::select(vec![
+        ResourceFlags::NONE,
+        ResourceFlags::REVOCABLE,
+        ResourceFlags::DYNAMIC,
+    ]);
+    let scalar = (name, role, flags, 0i64..100_000).prop_map(|(n, r, f, v)| {
+        let f = if r.is_empty() { f.without(ResourceFlags::DYNAMIC) } else { f };
+        Resource {
+            name: n.into(),
+            reservation: r.into(),
+            volume: RString::new(),
+            flags: f,
+            value: Value::Scalar(Scalar::from_millis(v)),
+        }
+    });
+    let ports = prop::collection::vec((0u64..200, 0u64..20), 0..4).prop_map(|rs| Resource {
+        name: "ports".into(),
+        reservation: RString::new(),
+        volume: RString::new(),
+        flags: ResourceFlags::NONE,
+        value: Value::Ranges(ranges::normalize(
+            rs.into_iter().map(|(b, l)| Range { begin: b, end: b + l }).collect(),
+        )),
+    });
+    let volume = (0i64..3).prop_map(|v| Resource {
+        name: "disk".into(),
+        reservation: "a".into(),
+        volume: format!("v{v}").as_str().into(),
+        flags: ResourceFlags::SHARED,
+        value: Value::Scalar(Scalar::from_units(10 + v)),
+    });
+    prop_oneof![4 => scalar, 1 => ports, 1 => volume]
+}
+
+fn arb_resources() -> impl Strategy<Value = Resources> {
+    prop::collection::vec(arb_resource(), 0..8).prop_map(Resources::from_entries)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn parse_print_round_trips(r in arb_resources()) {
+        let text = r.to_string();
+        prop_assert_eq!(res(&text), r);
+    }
+
+    /// Scalars and shared copies form a multiset, so `a + b - b == a` always; ranges are sets,
+    /// so the identity needs `b`'s ranges to be disjoint from `a`'s.
+    #[test]
+    fn add_then_subtract_is_identity(a in arb_resources(), b in arb_resources()) {
+        let a_ranges = a.filter(|r| !r.is_scalar());
+        let overlap = a_ranges.clone() - &(a_ranges.clone() - &b);
+        prop_assume!(overlap.is_empty());
+        prop_assert_eq!((a.clone() + &b) - &b, a);
+    }
+
+    #[test]
+    fn sum_contains_both_parts(a in arb_resources(), b in arb_resources()) {
+        let sum = a.clone() + &b;
+        prop_assert!(sum.contains(&a));
+        prop_assert!(sum.contains(&b));
+    }
+
+    #[test]
+    fn contains_is_consistent_with_subtraction(a in arb_resources(), b in arb_resources()) {
+        if a.contains(&b) {
+            prop_assert_eq!((a.clone() - &b) + &b, a);
+        } else {
+            prop_assert_ne!((a.clone() - &b) + &b, a);
+        }
+    }
+
+    #[test]
+    fn difference_never_grows(a in arb_resources(), b in arb_resources()) {
+        prop_assert!(a.contains(&(a.clone() - &b)));
+    }
+
+    #[test]
+    fn shrink_respects_the_bound(a in arb_resources(), cpus in 0i64..50_000) {
+        let mut bound = Quantities::new();
+        bound.set("cpus", Scalar::from_millis(cpus));
+        let shrunk = a.shrink(&bound, true);
+        prop_assert!(shrunk.scalar("cpus") <= Scalar::from_millis(cpus));
+        prop_assert!(a.contains(&shrunk));
+    }
+}
