@@ -117,7 +117,7 @@ impl ModuleKind {
 
 impl std::fmt::Display for ModuleKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 

@@ -38,7 +38,7 @@ macro_rules! export_modules {
         #[doc(hidden)]
         #[unsafe(export_name = "_1as_0lib_1header_0root_bmodule_bloader")]
         pub static __ALLOCATOR_API_LIBRARY_HEADER: $crate::abi::__private::LibHeader = {
-            extern "C" fn root() -> $crate::abi::__private::RootModuleResult {
+            extern "C" fn __allocator_api_root() -> $crate::abi::__private::RootModuleResult {
                 $crate::abi::__private::__call_root_module_loader(|| {
                     $crate::abi::build_library(::std::vec![
                         $($crate::__export_descriptor!($kind, $name, $author, $description, $create $(, $compatible)?)),+
@@ -47,7 +47,7 @@ macro_rules! export_modules {
             }
             unsafe {
                 $crate::abi::__private::LibHeader::from_constructor::<$crate::abi::ModuleLibraryRef>(
-                    root,
+                    __allocator_api_root,
                     $crate::abi::__private::CheckTypeLayout::Yes,
                 )
             }
@@ -66,13 +66,13 @@ macro_rules! __export_descriptor {
             api_version: $crate::abi::__private::RStr::from_str($crate::abi::API_VERSION),
             compatible: $crate::__export_compatible!($($compatible)?),
             factory: $crate::abi::ModuleFactory::Sorter({
-                extern "C" fn create(
+                extern "C" fn __allocator_api_create(
                     config: &$crate::SorterConfig,
                     parameters: $crate::abi::__private::RSlice<'_, $crate::abi::Parameter>,
                 ) -> $crate::abi::__private::RResult<$crate::abi::SorterBox, $crate::ModuleError> {
                     $crate::abi::run_factory(config, parameters, $create, $crate::abi::sorter_box)
                 }
-                create
+                __allocator_api_create
             }),
         }
     };
@@ -84,13 +84,13 @@ macro_rules! __export_descriptor {
             api_version: $crate::abi::__private::RStr::from_str($crate::abi::API_VERSION),
             compatible: $crate::__export_compatible!($($compatible)?),
             factory: $crate::abi::ModuleFactory::Allocator({
-                extern "C" fn create(
+                extern "C" fn __allocator_api_create(
                     options: &$crate::AllocatorOptions,
                     parameters: $crate::abi::__private::RSlice<'_, $crate::abi::Parameter>,
                 ) -> $crate::abi::__private::RResult<$crate::abi::AllocatorBox, $crate::ModuleError> {
                     $crate::abi::run_factory(options, parameters, $create, $crate::abi::allocator_box)
                 }
-                create
+                __allocator_api_create
             }),
         }
     };
@@ -103,10 +103,12 @@ macro_rules! __export_compatible {
         $crate::abi::__private::ROption::RNone
     };
     ($compatible:expr) => {{
-        extern "C" fn compatible() -> bool {
+        extern "C" fn __allocator_api_compatible() -> bool {
             let check: fn() -> bool = $compatible;
             ::std::panic::catch_unwind(check).unwrap_or(false)
         }
-        $crate::abi::__private::ROption::RSome(compatible as extern "C" fn() -> bool)
+        $crate::abi::__private::ROption::RSome(
+            __allocator_api_compatible as extern "C" fn() -> bool,
+        )
     }};
 }

@@ -1,1 +1,5 @@
-fn main() {}
+//! `allocator-master`: see `allocator_host::cli`.
+
+fn main() -> std::process::ExitCode {
+    allocator_host::cli::main()
+}

@@ -353,6 +353,17 @@ impl Resources {
         true
     }
 
+    /// `true` when one entry (or one more copy of a shared entry) is covered by `self`.
+    pub fn contains_resource(&self, r: &Resource) -> bool {
+        if r.is_shared() {
+            return self.items.binary_search_by(|e| e.canonical_cmp(r)).is_ok();
+        }
+        match self.items.binary_search_by(|e| e.key_cmp(r)) {
+            Ok(j) => self.items[j].value_contains(&r.value),
+            Err(_) => r.value.is_empty(),
+        }
+    }
+
     /// The entries for which `keep` is true.
     pub fn filter(&self, mut keep: impl FnMut(&Resource) -> bool) -> Resources {
         Resources { items: self.items.iter().filter(|r| keep(r)).cloned().collect() }

@@ -1,0 +1,19 @@
+//! The allocation side of a Mesos-style master: loads allocator and sorter modules named by a
+//! Mesos-style manifest, creates the allocator and sorters named by flags (falling back to the
+//! built-ins), drives them, and ships the `allocator-master` binary.
+//!
+//! * [`manifest`]: the `--modules` manifest (SPEC section 2).
+//! * [`registry`]: loading and checking module libraries; creating allocators and sorters by name.
+//! * [`scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
+//! * [`output`]: the event stream (SPEC section 5).
+//! * [`cli`]: the `allocator-master` command line (SPEC section 1).
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod manifest;
+pub mod output;
+pub mod registry;
+pub mod scenario;
+pub mod sorter_scenario;
+
+pub use registry::{CreateError, LoadError, ModuleRegistry};

@@ -1,0 +1,695 @@
+//! The module registry: loads module libraries named by manifests, checks them in Mesos's
+//! order, and creates allocators and sorters by name (built-in or module).
+//!
+//! Libraries are loaded once (deduplicated by canonical path) and never unloaded, as
+//! abi_stable requires. Loading is not transactional, as in Mesos: libraries loaded before an
+//! error stay loaded.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{LibraryError, RootModule, RootModuleError, lib_header_from_path};
+use allocator_api::abi::{
+    API_MAJOR, API_VERSION, ModuleDescriptor, ModuleFactory, ModuleKind, ModuleLibraryRef,
+    Parameter,
+};
+use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
+
+use crate::manifest::{self, Manifest, ManifestError, ManifestSource};
+
+/// The name of the built-in allocator (and its legacy alias).
+pub const BUILTIN_ALLOCATOR: &str = "hierarchical";
+/// Mesos's legacy name for the built-in allocator.
+pub const BUILTIN_ALLOCATOR_ALIAS: &str = "HierarchicalDRF";
+/// The name of the built-in sorter.
+pub const BUILTIN_SORTER: &str = "drf";
+
+/// Why a manifest or one of its libraries or modules could not be loaded. Every message names
+/// the manifest, the library and the module concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The manifest could not be read or parsed.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// `--modules` and `--modules_dir` were both given.
+    #[error("only one of --modules or --modules_dir should be specified")]
+    BothFlags,
+    /// A library entry has neither `file` nor `name`.
+    #[error(
+        "manifest {manifest}: library entry #{index}: library name or path not provided (give \"file\" or \"name\")"
+    )]
+    NoLibrary {
+        /// The manifest.
+        manifest: String,
+        /// The entry's index (0-based).
+        index: usize,
+    },
+    /// The library file was not found.
+    #[error("manifest {manifest}: library '{name}' not found (searched: {searched})")]
+    NotFound {
+        /// The manifest.
+        manifest: String,
+        /// The name or file from the manifest.
+        name: String,
+        /// The places searched.
+        searched: String,
+    },
+    /// The library exists but could not be opened.
+    #[error("manifest {manifest}: cannot open library '{path}': {reason}")]
+    Open {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// The loader's message.
+        reason: String,
+    },
+    /// The library is not a module library of this system.
+    #[error("manifest {manifest}: '{path}' is not a module library of this system ({reason})")]
+    NotModuleLibrary {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// What was missing.
+        reason: String,
+    },
+    /// The library was built against an incompatible interface version.
+    #[error(
+        "manifest {manifest}: library '{path}' was built against module interface {found}, but this host supports {expected}"
+    )]
+    IncompatibleVersion {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// The library's version.
+        found: String,
+        /// The host's version.
+        expected: String,
+    },
+    /// The library's type layouts differ from the host's.
+    #[error(
+        "manifest {manifest}: library '{path}' has type layouts incompatible with this host: {reason}"
+    )]
+    Layout {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// A summary of the layout checker's findings.
+        reason: String,
+    },
+    /// The library's root module failed or panicked while initialising.
+    #[error("manifest {manifest}: library '{path}' failed to initialise: {reason}")]
+    Init {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A module entry has no name.
+    #[error("manifest {manifest}: module name not provided with library '{path}'")]
+    NoModuleName {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+    },
+    /// The library does not contain the named module.
+    #[error(
+        "manifest {manifest}: module '{module}' not found in library '{path}' (it has: {available})"
+    )]
+    ModuleNotFound {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// The module name.
+        module: String,
+        /// The names the library has.
+        available: String,
+    },
+    /// The module was built against another API major version.
+    #[error(
+        "manifest {manifest}: module '{module}' in '{path}' was built against module API {found}, but this host supports {expected}"
+    )]
+    ApiVersion {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// The module name.
+        module: String,
+        /// The module's API version.
+        found: String,
+        /// The host's API version.
+        expected: String,
+    },
+    /// The module's compatibility check said no.
+    #[error(
+        "manifest {manifest}: module '{module}' in '{path}' has determined it is incompatible with this host"
+    )]
+    Incompatible {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// The module name.
+        module: String,
+    },
+    /// Two libraries export a module of the same name.
+    #[error(
+        "manifest {manifest}: module '{module}' appears in two different module libraries: '{first}' and '{second}'"
+    )]
+    DuplicateLibrary {
+        /// The manifest.
+        manifest: String,
+        /// The module name.
+        module: String,
+        /// The library loaded first.
+        first: String,
+        /// The library loaded now.
+        second: String,
+    },
+    /// The same module was listed again with different parameters.
+    #[error("manifest {manifest}: module '{module}' is already loaded with different parameters")]
+    DuplicateParameters {
+        /// The manifest.
+        manifest: String,
+        /// The module name.
+        module: String,
+    },
+}
+
+/// Why an allocator or sorter could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// No built-in and no loaded module has that name.
+    #[error(
+        "{what} '{name}' is neither built in nor a loaded module (built in: {builtin}; loaded modules: {loaded})"
+    )]
+    Unknown {
+        /// `allocator` or `sorter`.
+        what: &'static str,
+        /// The requested name.
+        name: String,
+        /// The built-in names.
+        builtin: String,
+        /// The loaded module names.
+        loaded: String,
+    },
+    /// The module is of the other kind.
+    #[error(
+        "module '{name}' ({library}) is of kind '{actual}', but {flag} needs a module of kind '{expected}'"
+    )]
+    WrongKind {
+        /// The module name.
+        name: String,
+        /// Its library.
+        library: String,
+        /// Its kind.
+        actual: ModuleKind,
+        /// The kind needed.
+        expected: ModuleKind,
+        /// The flag the name came from.
+        flag: String,
+    },
+    /// The factory returned an error.
+    #[error("failed to create {what} '{name}' ({library}): {message}")]
+    Factory {
+        /// `allocator` or `sorter`.
+        what: &'static str,
+        /// The module name.
+        name: String,
+        /// Its library.
+        library: String,
+        /// The factory's message, as is.
+        message: String,
+    },
+    /// The factory panicked (caught inside the module).
+    #[error("failed to create {what} '{name}' ({library}): the module panicked: {message}")]
+    Panicked {
+        /// `allocator` or `sorter`.
+        what: &'static str,
+        /// The module name.
+        name: String,
+        /// Its library.
+        library: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The requested built-in does not exist yet.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A module the registry knows.
+#[derive(Clone)]
+pub struct LoadedModule {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: ModuleKind,
+    /// The library file it came from.
+    pub library: PathBuf,
+    /// The API version it was built against.
+    pub api_version: String,
+    /// Its author.
+    pub author: String,
+    /// Its description.
+    pub description: String,
+    /// The manifest parameters for its factory.
+    pub parameters: Vec<Parameter>,
+    descriptor: ModuleDescriptor,
+}
+
+impl std::fmt::Debug for LoadedModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedModule")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("library", &self.library)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The loaded libraries and their modules.
+#[derive(Default)]
+pub struct ModuleRegistry {
+    libraries: HashMap<PathBuf, ModuleLibraryRef>,
+    modules: BTreeMap<String, LoadedModule>,
+    exe_dir: Option<PathBuf>,
+}
+
+impl ModuleRegistry {
+    /// An empty registry that searches `name` libraries next to the running executable.
+    pub fn new() -> ModuleRegistry {
+        let exe_dir = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_owned));
+        ModuleRegistry { libraries: HashMap::new(), modules: BTreeMap::new(), exe_dir }
+    }
+
+    /// Overrides the executable folder used when resolving `name` entries.
+    pub fn with_exe_dir(mut self, dir: Option<PathBuf>) -> ModuleRegistry {
+        self.exe_dir = dir;
+        self
+    }
+
+    /// Loads from the `--modules` / `--modules_dir` flags (at most one may be given).
+    pub fn load_flags(
+        &mut self,
+        modules: Option<&str>,
+        modules_dir: Option<&Path>,
+    ) -> Result<(), LoadError> {
+        match (modules, modules_dir) {
+            (Some(_), Some(_)) => Err(LoadError::BothFlags),
+            (Some(value), None) => {
+                let (m, source) = manifest::from_flag(value)?;
+                self.load_manifest(&m, &source)
+            }
+            (None, Some(dir)) => {
+                for file in manifest::dir_entries(dir)? {
+                    let (m, source) = manifest::from_file(&file)?;
+                    self.load_manifest(&m, &source)?;
+                }
+                Ok(())
+            }
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// Loads every library and module of `manifest`, in order, stopping at the first error.
+    pub fn load_manifest(
+        &mut self,
+        manifest: &Manifest,
+        source: &ManifestSource,
+    ) -> Result<(), LoadError> {
+        let label = source.label.clone();
+        for (index, entry) in manifest.libraries.iter().enumerate() {
+            let path = self.resolve(entry, index, source)?;
+            let library = self.open(&path, &label)?;
+            let shown = path.display().to_string();
+            let descriptors = library.modules();
+            for module in &entry.modules {
+                let Some(name) = module.name.as_deref().filter(|n| !n.is_empty()) else {
+                    return Err(LoadError::NoModuleName { manifest: label, path: shown });
+                };
+                let Some(descriptor) = descriptors.iter().find(|d| d.name.as_str() == name) else {
+                    let available: Vec<&str> =
+                        descriptors.iter().map(|d| d.name.as_str()).collect();
+                    return Err(LoadError::ModuleNotFound {
+                        manifest: label,
+                        path: shown,
+                        module: name.to_owned(),
+                        available: if available.is_empty() {
+                            "no modules".into()
+                        } else {
+                            available.join(", ")
+                        },
+                    });
+                };
+                check_descriptor(descriptor, &label, &shown)?;
+                let parameters: Vec<Parameter> = module
+                    .parameters
+                    .iter()
+                    .map(|p| Parameter {
+                        key: p.key.as_str().into(),
+                        value: p.value.as_str().into(),
+                    })
+                    .collect();
+                if let Some(existing) = self.modules.get(name) {
+                    if existing.library != path {
+                        return Err(LoadError::DuplicateLibrary {
+                            manifest: label,
+                            module: name.to_owned(),
+                            first: existing.library.display().to_string(),
+                            second: shown,
+                        });
+                    }
+                    if existing.parameters != parameters {
+                        return Err(LoadError::DuplicateParameters {
+                            manifest: label,
+                            module: name.to_owned(),
+                        });
+                    }
+                    continue; // identical reload: a no-op
+                }
+                log::info!(
+                    "loaded {} module '{}' from {} (API {}, by {})",
+                    descriptor.kind(),
+                    name,
+                    shown,
+                    descriptor.api_version,
+                    descriptor.author
+                );
+                self.modules.insert(
+                    name.to_owned(),
+                    LoadedModule {
+                        name: name.to_owned(),
+                        kind: descriptor.kind(),
+                        library: path.clone(),
+                        api_version: descriptor.api_version.to_string(),
+                        author: descriptor.author.to_string(),
+                        description: descriptor.description.to_string(),
+                        parameters,
+                        descriptor: *descriptor,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the library file of an entry: `file` (relative to the manifest's folder) wins over
+    /// `name`, which is expanded per platform and searched in the manifest's folder, the
+    /// executable's folder, then the platform's library search path.
+    fn resolve(
+        &self,
+        entry: &manifest::LibraryEntry,
+        index: usize,
+        source: &ManifestSource,
+    ) -> Result<PathBuf, LoadError> {
+        let label = source.label.clone();
+        if let Some(file) = entry.file.as_deref().filter(|f| !f.is_empty()) {
+            let p = Path::new(file);
+            let full = if p.is_absolute() { p.to_owned() } else { source.base.join(p) };
+            if !full.exists() {
+                return Err(LoadError::NotFound {
+                    manifest: label,
+                    name: file.to_owned(),
+                    searched: full.display().to_string(),
+                });
+            }
+            return Ok(std::fs::canonicalize(&full).unwrap_or(full));
+        }
+        let Some(name) = entry.name.as_deref().filter(|n| !n.is_empty()) else {
+            return Err(LoadError::NoLibrary { manifest: label, index });
+        };
+        let filename = libloading::library_filename(name);
+        let mut searched = Vec::new();
+        let mut dirs = vec![source.base.clone()];
+        dirs.extend(self.exe_dir.clone());
+        for dir in dirs {
+            let candidate = dir.join(&filename);
+            if candidate.exists() {
+                return Ok(std::fs::canonicalize(&candidate).unwrap_or(candidate));
+            }
+            searched.push(candidate.display().to_string());
+        }
+        // Last: the platform's search path, through the dynamic loader itself.
+        let bare = PathBuf::from(&filename);
+        match lib_header_from_path(&bare) {
+            Err(LibraryError::OpenError { .. }) => {
+                searched.push(format!(
+                    "{} on the platform library search path ({})",
+                    filename.to_string_lossy(),
+                    platform_search_vars()
+                ));
+                Err(LoadError::NotFound {
+                    manifest: label,
+                    name: name.to_owned(),
+                    searched: searched.join(", "),
+                })
+            }
+            _ => Ok(bare),
+        }
+    }
+
+    /// Opens a library once, runs abi_stable's checks and the library's `init`.
+    fn open(&mut self, path: &Path, label: &str) -> Result<ModuleLibraryRef, LoadError> {
+        if let Some(lib) = self.libraries.get(path) {
+            return Ok(*lib);
+        }
+        let shown = path.display().to_string();
+        let header = lib_header_from_path(path).map_err(|e| library_error(e, label, &shown))?;
+        let library = header
+            .init_root_module::<ModuleLibraryRef>()
+            .map_err(|e| library_error(e, label, &shown))?;
+        if let abi_stable::std_types::RResult::RErr(e) =
+            (library.init())(allocator_api::logging::host_services())
+        {
+            return Err(LoadError::Init {
+                manifest: label.to_owned(),
+                path: shown,
+                reason: e.to_string(),
+            });
+        }
+        self.libraries.insert(path.to_owned(), library);
+        Ok(library)
+    }
+
+    /// Every loaded module, by name.
+    pub fn modules(&self) -> impl Iterator<Item = &LoadedModule> {
+        self.modules.values()
+    }
+
+    /// The loaded module called `name`.
+    pub fn module(&self, name: &str) -> Option<&LoadedModule> {
+        self.modules.get(name)
+    }
+
+    fn loaded_names(&self) -> String {
+        if self.modules.is_empty() {
+            "none".into()
+        } else {
+            self.modules.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+
+    fn module_of_kind(
+        &self,
+        name: &str,
+        kind: ModuleKind,
+        flag: &str,
+    ) -> Result<Option<&LoadedModule>, CreateError> {
+        match self.modules.get(name) {
+            None => Ok(None),
+            Some(m) if m.kind != kind => Err(CreateError::WrongKind {
+                name: name.to_owned(),
+                library: m.library.display().to_string(),
+                actual: m.kind,
+                expected: kind,
+                flag: flag.to_owned(),
+            }),
+            Some(m) => Ok(Some(m)),
+        }
+    }
+
+    /// Describes which implementation `name` selects for a sorter (`built-in` or the library).
+    pub fn describe_sorter(&self, name: &str) -> String {
+        match self.modules.get(name) {
+            Some(m) => format!("module '{}' from {}", name, m.library.display()),
+            None if name == BUILTIN_SORTER => "built-in drf".into(),
+            None => format!("unknown sorter '{name}'"),
+        }
+    }
+
+    /// Creates the sorter called `name` for `flag`: a loaded sorter module of that name, else
+    /// the built-in `drf`.
+    pub fn create_sorter(
+        &self,
+        name: &str,
+        flag: &str,
+        config: &SorterConfig,
+    ) -> Result<Box<dyn Sorter>, CreateError> {
+        if let Some(m) = self.module_of_kind(name, ModuleKind::SORTER, flag)? {
+            let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
+                unreachable!("kind checked")
+            };
+            return match factory(config, m.parameters.as_slice().into()).into_result() {
+                Ok(s) => Ok(Box::new(s)),
+                Err(e) => Err(create_error("sorter", m, e)),
+            };
+        }
+        if name == BUILTIN_SORTER {
+            return Ok(Box::new(drf_sorter::create(config)));
+        }
+        Err(CreateError::Unknown {
+            what: "sorter",
+            name: name.to_owned(),
+            builtin: BUILTIN_SORTER.into(),
+            loaded: self.loaded_names(),
+        })
+    }
+
+    /// Creates the allocator module called `name` (`--allocator`). The built-in allocator is
+    /// created by the caller; this only handles modules.
+    pub fn create_allocator_module(
+        &self,
+        name: &str,
+        options: &AllocatorOptions,
+    ) -> Result<Box<dyn Allocator>, CreateError> {
+        let Some(m) = self.module_of_kind(name, ModuleKind::ALLOCATOR, "--allocator")? else {
+            return Err(CreateError::Unknown {
+                what: "allocator",
+                name: name.to_owned(),
+                builtin: format!("{BUILTIN_ALLOCATOR}, {BUILTIN_ALLOCATOR_ALIAS}"),
+                loaded: self.loaded_names(),
+            });
+        };
+        let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
+            unreachable!("kind checked")
+        };
+        match factory(options, m.parameters.as_slice().into()).into_result() {
+            Ok(a) => Ok(Box::new(a)),
+            Err(e) => Err(create_error("allocator", m, e)),
+        }
+    }
+}
+
+fn create_error(
+    what: &'static str,
+    m: &LoadedModule,
+    e: allocator_api::ModuleError,
+) -> CreateError {
+    let library = m.library.display().to_string();
+    let name = m.name.clone();
+    if e.kind == ErrorKind::PANICKED {
+        let message = e.message.as_str().strip_prefix("create: ").unwrap_or(&e.message).to_owned();
+        CreateError::Panicked { what, name, library, message }
+    } else {
+        CreateError::Factory { what, name, library, message: e.message.to_string() }
+    }
+}
+
+fn check_descriptor(d: &ModuleDescriptor, label: &str, path: &str) -> Result<(), LoadError> {
+    let name = d.name.to_string();
+    let major = d.api_version.as_str().split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if major != Some(API_MAJOR) {
+        return Err(LoadError::ApiVersion {
+            manifest: label.to_owned(),
+            path: path.to_owned(),
+            module: name,
+            found: d.api_version.to_string(),
+            expected: API_VERSION.to_owned(),
+        });
+    }
+    if let abi_stable::std_types::ROption::RSome(check) = d.compatible
+        && !check()
+    {
+        return Err(LoadError::Incompatible {
+            manifest: label.to_owned(),
+            path: path.to_owned(),
+            module: name,
+        });
+    }
+    Ok(())
+}
+
+fn platform_search_vars() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "DYLD_LIBRARY_PATH, the system folders"
+    } else {
+        "LD_LIBRARY_PATH, ld.so.cache, the system folders"
+    }
+}
+
+/// Turns abi_stable's loading errors into one-line [`LoadError`]s.
+fn library_error(e: LibraryError, label: &str, path: &str) -> LoadError {
+    let manifest = label.to_owned();
+    let path = path.to_owned();
+    match e {
+        LibraryError::OpenError { err, .. } => LoadError::Open { manifest, path, reason: err.to_string() },
+        LibraryError::GetSymbolError { .. } => LoadError::NotModuleLibrary {
+            manifest,
+            path,
+            reason: "it exports no allocator module header; build it with allocator_api::export_modules!".into(),
+        },
+        LibraryError::InvalidAbiHeader(h) => LoadError::NotModuleLibrary {
+            manifest,
+            path,
+            reason: format!("it was built with an incompatible abi_stable ({h:?})"),
+        },
+        LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
+            LoadError::IncompatibleVersion {
+                manifest,
+                path,
+                found: actual_version.to_string(),
+                expected: expected_version.to_string(),
+            }
+        }
+        LibraryError::ParseVersionError(v) => LoadError::IncompatibleVersion {
+            manifest,
+            path,
+            found: format!("an unparsable version ({v:?})"),
+            expected: ModuleLibraryRef::VERSION_STRINGS.version.to_string(),
+        },
+        LibraryError::AbiInstability(err) => {
+            LoadError::Layout { manifest, path, reason: summarize_layout_error(&err.to_string()) }
+        }
+        LibraryError::InvalidCAbi { .. } => {
+            LoadError::Layout { manifest, path, reason: "the C ABI self-test failed".into() }
+        }
+        LibraryError::RootModule { err, .. } => {
+            let reason = match err {
+                RootModuleError::Unwound => "its root module panicked while loading".to_owned(),
+                RootModuleError::Returned(e) => e.to_string(),
+            };
+            LoadError::Init { manifest, path, reason }
+        }
+        LibraryError::Many(errors) => match errors.into_iter().next() {
+            Some(first) => library_error(first, label, &path),
+            None => LoadError::Init { manifest, path, reason: "unknown loading error".into() },
+        },
+    }
+}
+
+/// abi_stable's layout report is about a thousand lines; keep the distinct `Error:` lines.
+fn summarize_layout_error(report: &str) -> String {
+    let mut lines: Vec<&str> = report
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.starts_with("Error:") || l.starts_with("Expected:") || l.starts_with("Found:")
+        })
+        .collect();
+    lines.dedup();
+    let summary = lines.into_iter().take(6).collect::<Vec<_>>().join(" ");
+    if summary.is_empty() {
+        report.lines().next().unwrap_or("layout mismatch").to_owned()
+    } else {
+        summary
+    }
+}

@@ -1,0 +1,876 @@
+//! The client tree shared by the shipped sorters (Mesos's sorter tree, written once).
+//!
+//! [`TreeSorter`] implements [`Sorter`] for any sibling [`Order`]: it keeps the tree of
+//! clients (`a/b/c` paths, virtual `.` leaves for clients that gained children), allocations
+//! counted at every ancestor, weights by path, the pool of agent quantities, and the ordering of
+//! siblings. The DRF and weighted-priority sorters are `TreeSorter`s with different orders; the
+//! random sorter uses the same tree for bookkeeping and draws its own order.
+//!
+//! Ordering is incremental, as in Mesos 1.7 (MESOS-9249): any change that can reorder many
+//! nodes sets a dirty bit and the next [`sort`](Sorter::sort) recomputes every share and
+//! re-sorts each level; an [`allocated`](Sorter::allocated) call on a clean tree only
+//! recomputes the shares on the client's path and moves those nodes among their siblings.
+
+#![deny(missing_docs)]
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use allocator_api::resources::Value;
+use allocator_api::{
+    AgentAllocation, AgentId, ClientId, ModuleError, Quantities, RVec, Resource, Resources, Result,
+    Scalar, Sorter, SorterConfig,
+};
+
+/// Index of a node in the arena.
+pub type NodeIndex = usize;
+
+const ROOT: NodeIndex = 0;
+
+/// What a node is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum NodeKind {
+    /// A client that takes part in sorting.
+    ActiveLeaf,
+    /// A client left out of sorting.
+    InactiveLeaf,
+    /// An inner node (including the root).
+    Internal,
+}
+
+/// One node of the tree, as an [`Order`] sees it.
+#[derive(Debug)]
+pub struct Node {
+    /// The last path segment (`.` for a virtual leaf).
+    pub name: String,
+    /// The full path (`a/b`, `a/.`; empty for the root).
+    pub path: String,
+    /// The client path, which differs from `path` for virtual leaves (`a` for `a/.`).
+    pub client_path: String,
+    /// What the node is.
+    pub kind: NodeKind,
+    /// Its weight (by exact `path`; 1.0 unless set).
+    pub weight: f64,
+    /// Unweighted dominant share, as of the last recomputation.
+    pub share: f64,
+    /// The number of `allocated` calls made on this node (or inherited from the client it
+    /// took over).
+    pub count: u64,
+    parent: Option<NodeIndex>,
+    children: Vec<NodeIndex>,
+    client: Option<ClientId>,
+    /// Allocated scalar quantities by interned name id (shared resources once).
+    totals: Vec<i64>,
+    /// Per-agent resources: every resource for leaves, only shared ones for inner nodes (they
+    /// are needed to count each shared resource once).
+    per_agent: HashMap<AgentId, Resources>,
+}
+
+impl Node {
+    fn is_active(&self, tree: &Tree) -> bool {
+        match self.kind {
+            NodeKind::ActiveLeaf => true,
+            NodeKind::InactiveLeaf => false,
+            NodeKind::Internal => tree.has_active_leaf(self),
+        }
+    }
+}
+
+/// How siblings are ordered: `true` when `a` comes before `b`.
+pub trait Order: Send + 'static {
+    /// Compares two active siblings.
+    fn compare(a: &Node, b: &Node) -> Ordering;
+}
+
+/// The client tree and its bookkeeping.
+#[derive(Debug)]
+pub struct Tree {
+    nodes: Vec<Node>,
+    free: Vec<NodeIndex>,
+    clients: HashMap<ClientId, NodeIndex>,
+    weights: HashMap<String, f64>,
+    names: HashMap<String, usize>,
+    /// Pool total by name id.
+    pool: Vec<i64>,
+    /// Whether each name id counts for shares.
+    counted: Vec<bool>,
+    agents: HashMap<AgentId, Quantities>,
+    excluded: Vec<String>,
+}
+
+impl Tree {
+    /// An empty tree for the given configuration.
+    pub fn new(config: &SorterConfig) -> Tree {
+        let root = Node {
+            name: String::new(),
+            path: String::new(),
+            client_path: String::new(),
+            kind: NodeKind::Internal,
+            weight: 1.0,
+            share: 0.0,
+            count: 0,
+            parent: None,
+            children: Vec::new(),
+            client: None,
+            totals: Vec::new(),
+            per_agent: HashMap::new(),
+        };
+        Tree {
+            nodes: vec![root],
+            free: Vec::new(),
+            clients: HashMap::new(),
+            weights: HashMap::new(),
+            names: HashMap::new(),
+            pool: Vec::new(),
+            counted: Vec::new(),
+            agents: HashMap::new(),
+            excluded: config
+                .fairness_excluded_resource_names
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+
+    /// The node at `i`.
+    pub fn node(&self, i: NodeIndex) -> &Node {
+        &self.nodes[i]
+    }
+
+    /// The node of `client`, or a rejection naming the call.
+    pub fn client_node(&self, client: ClientId, call: &str) -> Result<NodeIndex> {
+        self.clients
+            .get(&client)
+            .copied()
+            .ok_or_else(|| ModuleError::rejected(format!("{call}: unknown client {client}")))
+    }
+
+    /// The number of clients.
+    pub fn client_count(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Whether `client` is present.
+    pub fn contains(&self, client: ClientId) -> bool {
+        self.clients.contains_key(&client)
+    }
+
+    fn name_id(&mut self, name: &str) -> usize {
+        if let Some(&id) = self.names.get(name) {
+            return id;
+        }
+        let id = self.names.len();
+        self.names.insert(name.to_owned(), id);
+        self.pool.push(0);
+        self.counted.push(!self.excluded.iter().any(|e| e == name));
+        for n in &mut self.nodes {
+            n.totals.resize(id + 1, 0);
+        }
+        id
+    }
+
+    fn new_node(
+        &mut self,
+        name: &str,
+        path: String,
+        client_path: String,
+        parent: NodeIndex,
+    ) -> NodeIndex {
+        let weight = self.weights.get(&path).copied().unwrap_or(1.0);
+        let node = Node {
+            name: name.to_owned(),
+            path,
+            client_path,
+            kind: NodeKind::InactiveLeaf,
+            weight,
+            share: 0.0,
+            count: 0,
+            parent: Some(parent),
+            children: Vec::new(),
+            client: None,
+            totals: vec![0; self.names.len()],
+            per_agent: HashMap::new(),
+        };
+        match self.free.pop() {
+            Some(i) => {
+                self.nodes[i] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    fn has_active_leaf(&self, node: &Node) -> bool {
+        node.children.iter().any(|&c| self.nodes[c].is_active(self))
+    }
+
+    /// Unweighted dominant share of a node over the pool (excluded names and names with an
+    /// empty pool contribute nothing).
+    fn compute_share(&self, i: NodeIndex) -> f64 {
+        let n = &self.nodes[i];
+        let mut share = 0.0f64;
+        for (id, &total) in self.pool.iter().enumerate() {
+            if total > 0 && self.counted[id] {
+                let s = n.totals[id] as f64 / total as f64;
+                if s > share {
+                    share = s;
+                }
+            }
+        }
+        share
+    }
+
+    /// Recomputes the share of node `i`.
+    pub fn refresh_share(&mut self, i: NodeIndex) {
+        self.nodes[i].share = self.compute_share(i);
+    }
+
+    /// Adds `client` at `path` (inactive). Implements Mesos's rules for virtual leaves.
+    pub fn add(&mut self, client: ClientId, path: &str) -> Result<NodeIndex> {
+        if self.clients.contains_key(&client) {
+            return Err(ModuleError::rejected(format!("add: client {client} is already present")));
+        }
+        if path.is_empty() || path.split('/').any(|s| s.is_empty() || s == ".") {
+            return Err(ModuleError::rejected(format!("add: invalid client path '{path}'")));
+        }
+        let mut current = ROOT;
+        let mut prefix = String::new();
+        for segment in path.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(segment);
+            let existing = self.nodes[current]
+                .children
+                .iter()
+                .copied()
+                .find(|&c| self.nodes[c].name == segment);
+            let next = match existing {
+                Some(c) => c,
+                None => {
+                    if self.nodes[current].kind != NodeKind::Internal {
+                        self.make_internal(current);
+                    }
+                    let c = self.new_node(segment, prefix.clone(), prefix.clone(), current);
+                    self.nodes[c].kind = NodeKind::Internal;
+                    self.insert_child(current, c);
+                    c
+                }
+            };
+            current = next;
+        }
+        // `current` is the node at `path`: either one we just created (still marked internal) or
+        // one that existed before.
+        let fresh = self.nodes[current].client.is_none()
+            && self.nodes[current].children.is_empty()
+            && self.nodes[current].kind == NodeKind::Internal;
+        let leaf = if fresh {
+            current
+        } else if self.nodes[current].kind == NodeKind::Internal {
+            if self.nodes[current].children.iter().any(|&c| self.nodes[c].name == ".") {
+                return Err(ModuleError::rejected(format!(
+                    "add: path '{path}' is already a client"
+                )));
+            }
+            let v = self.new_node(".", format!("{path}/."), path.to_owned(), current);
+            self.insert_child(current, v);
+            v
+        } else {
+            return Err(ModuleError::rejected(format!("add: path '{path}' is already a client")));
+        };
+        let n = &mut self.nodes[leaf];
+        n.kind = NodeKind::InactiveLeaf;
+        n.client = Some(client);
+        self.move_to_inactive_end(leaf);
+        self.clients.insert(client, leaf);
+        Ok(leaf)
+    }
+
+    /// Turns leaf `i` into an inner node whose client moves to a new virtual leaf `.`.
+    fn make_internal(&mut self, i: NodeIndex) {
+        let path = self.nodes[i].path.clone();
+        let v = self.new_node(".", format!("{path}/."), path.clone(), i);
+        let (kind, client, count, per_agent, totals) = {
+            let n = &mut self.nodes[i];
+            (n.kind, n.client.take(), n.count, n.per_agent.clone(), n.totals.clone())
+        };
+        {
+            let vn = &mut self.nodes[v];
+            vn.kind = kind;
+            vn.client = client;
+            vn.count = count;
+            vn.per_agent = per_agent;
+            vn.totals = totals;
+        }
+        self.nodes[i].kind = NodeKind::Internal;
+        // Inner nodes keep only shared resources per agent.
+        for res in self.nodes[i].per_agent.values_mut() {
+            *res = res.shared();
+        }
+        self.nodes[i].per_agent.retain(|_, r| !r.is_empty());
+        if let Some(c) = client {
+            self.clients.insert(c, v);
+        }
+        self.nodes[i].children.push(v);
+        self.refresh_share(v);
+    }
+
+    fn insert_child(&mut self, parent: NodeIndex, child: NodeIndex) {
+        self.nodes[parent].children.push(child);
+    }
+
+    /// Moves `i` to the end of its parent's children (where inactive leaves live).
+    fn move_to_inactive_end(&mut self, i: NodeIndex) {
+        let p = self.nodes[i].parent.expect("non-root");
+        let children = &mut self.nodes[p].children;
+        if let Some(pos) = children.iter().position(|&c| c == i) {
+            children.remove(pos);
+        }
+        children.push(i);
+    }
+
+    /// Removes `client`, subtracting its allocation from every ancestor and collapsing inner
+    /// nodes left with only a virtual leaf.
+    pub fn remove(&mut self, client: ClientId) -> Result<()> {
+        let leaf = self.client_node(client, "remove")?;
+        self.clients.remove(&client);
+        let allocations: Vec<(AgentId, Resources)> =
+            self.nodes[leaf].per_agent.iter().map(|(a, r)| (*a, r.clone())).collect();
+        let mut up = self.nodes[leaf].parent;
+        while let Some(p) = up {
+            for (agent, res) in &allocations {
+                let ids = self.scalar_ids(res);
+                self.subtract_at(p, *agent, res, ids);
+            }
+            up = self.nodes[p].parent;
+        }
+        let mut current = leaf;
+        loop {
+            let parent = self.nodes[current].parent.expect("non-root");
+            self.nodes[parent].children.retain(|&c| c != current);
+            self.nodes[current].children.clear();
+            self.nodes[current].per_agent.clear();
+            self.free.push(current);
+            if parent == ROOT {
+                break;
+            }
+            let siblings = &self.nodes[parent].children;
+            if siblings.is_empty() {
+                current = parent;
+                continue;
+            }
+            if siblings.len() == 1 && self.nodes[siblings[0]].name == "." {
+                self.collapse(parent);
+            }
+            break;
+        }
+        Ok(())
+    }
+
+    /// Collapses inner node `p`, whose only child is a virtual leaf, back into a leaf.
+    fn collapse(&mut self, p: NodeIndex) {
+        let v = self.nodes[p].children[0];
+        let (kind, client, count, per_agent) = {
+            let vn = &mut self.nodes[v];
+            (vn.kind, vn.client.take(), vn.count, std::mem::take(&mut vn.per_agent))
+        };
+        self.nodes[p].children.clear();
+        self.free.push(v);
+        let n = &mut self.nodes[p];
+        n.kind = kind;
+        n.client = client;
+        n.count = count;
+        n.per_agent = per_agent;
+        if let Some(c) = client {
+            self.clients.insert(c, p);
+        }
+        if kind == NodeKind::InactiveLeaf {
+            self.move_to_inactive_end(p);
+        }
+    }
+
+    /// Sets the kind of `client`'s leaf; returns whether it changed.
+    pub fn set_active(&mut self, client: ClientId, active: bool, call: &str) -> Result<bool> {
+        let leaf = self.client_node(client, call)?;
+        let want = if active { NodeKind::ActiveLeaf } else { NodeKind::InactiveLeaf };
+        if self.nodes[leaf].kind == want {
+            return Ok(false);
+        }
+        self.nodes[leaf].kind = want;
+        if !active {
+            self.move_to_inactive_end(leaf);
+        }
+        Ok(true)
+    }
+
+    /// Sets the weight of `path` for existing and future nodes.
+    pub fn set_weight(&mut self, path: &str, weight: f64) -> Result<()> {
+        if !(weight.is_finite() && weight > 0.0) {
+            return Err(ModuleError::rejected(format!(
+                "update_weight: weight of '{path}' must be finite and positive, got {weight}"
+            )));
+        }
+        self.weights.insert(path.to_owned(), weight);
+        for n in &mut self.nodes {
+            if n.path == path {
+                n.weight = weight;
+            }
+        }
+        Ok(())
+    }
+
+    /// `(name id, millis)` for each scalar name in `resources`, a shared resource counted once
+    /// however many copies are listed. Interns new names.
+    fn scalar_ids(&mut self, resources: &Resources) -> Vec<(usize, i64)> {
+        let mut out: Vec<(usize, i64)> = Vec::with_capacity(resources.entries().len());
+        let mut prev: Option<&Resource> = None;
+        for r in resources.iter() {
+            if let Value::Scalar(s) = r.value
+                && !(r.is_shared() && prev == Some(r))
+            {
+                let id = self.name_id(&r.name);
+                match out.iter_mut().find(|(i, _)| *i == id) {
+                    Some(e) => e.1 += s.millis(),
+                    None => out.push((id, s.millis())),
+                }
+            }
+            prev = Some(r);
+        }
+        out
+    }
+
+    /// Adds to node `i`; `delta` holds [`scalar_ids`](Self::scalar_ids) of `resources`.
+    fn add_at(
+        &mut self,
+        i: NodeIndex,
+        agent: AgentId,
+        resources: &Resources,
+        mut delta: Vec<(usize, i64)>,
+    ) {
+        let leaf = self.nodes[i].client.is_some();
+        let has_shared = resources.iter().any(Resource::is_shared);
+        let n = &mut self.nodes[i];
+        if leaf || has_shared {
+            let entry = n.per_agent.entry(agent).or_default();
+            // A shared resource already held here is not counted again (Mesos counts it once).
+            discount_held_shared(&mut delta, resources, entry, &self.names);
+            if leaf {
+                entry.add(resources);
+            } else {
+                entry.add(&resources.shared());
+            }
+        }
+        for (id, v) in delta {
+            n.totals[id] += v;
+        }
+    }
+
+    /// Subtracts from node `i`; a shared resource leaves the totals only with its last copy.
+    fn subtract_at(
+        &mut self,
+        i: NodeIndex,
+        agent: AgentId,
+        resources: &Resources,
+        mut delta: Vec<(usize, i64)>,
+    ) {
+        let leaf = self.nodes[i].client.is_some();
+        let n = &mut self.nodes[i];
+        if let Some(entry) = n.per_agent.get_mut(&agent) {
+            if leaf {
+                entry.subtract(resources);
+            } else {
+                entry.subtract(&resources.shared());
+            }
+            discount_held_shared(&mut delta, resources, entry, &self.names);
+            if entry.is_empty() {
+                n.per_agent.remove(&agent);
+            }
+        }
+        for (id, v) in delta {
+            n.totals[id] = (n.totals[id] - v).max(0);
+        }
+    }
+
+    /// Records an allocation on the client's leaf and every ancestor; returns the leaf.
+    pub fn allocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<NodeIndex> {
+        let leaf = self.client_node(client, "allocated")?;
+        let ids = self.scalar_ids(resources);
+        let mut cur = Some(leaf);
+        while let Some(i) = cur {
+            self.add_at(i, agent, resources, ids.clone());
+            self.nodes[i].count += 1;
+            cur = self.nodes[i].parent;
+        }
+        Ok(leaf)
+    }
+
+    /// Removes an allocation from the client's leaf and every ancestor.
+    pub fn unallocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<()> {
+        let leaf = self.client_node(client, "unallocated")?;
+        let has = self.nodes[leaf].per_agent.get(&agent).is_some_and(|r| r.contains(resources));
+        if !has {
+            return Err(ModuleError::rejected(format!(
+                "unallocated: client {client} does not hold {resources} on {agent}"
+            )));
+        }
+        let ids = self.scalar_ids(resources);
+        let mut cur = Some(leaf);
+        while let Some(i) = cur {
+            self.subtract_at(i, agent, resources, ids.clone());
+            cur = self.nodes[i].parent;
+        }
+        Ok(())
+    }
+
+    /// What the client holds per agent.
+    pub fn allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()> {
+        let leaf = self.client_node(client, "allocation")?;
+        out.clear();
+        let mut entries: Vec<_> = self.nodes[leaf].per_agent.iter().collect();
+        entries.sort_by_key(|(a, _)| **a);
+        for (agent, res) in entries {
+            out.push(AgentAllocation { agent: *agent, resources: res.clone() });
+        }
+        Ok(())
+    }
+
+    /// What the client holds on one agent.
+    pub fn allocation_on(
+        &self,
+        client: ClientId,
+        agent: AgentId,
+        out: &mut Resources,
+    ) -> Result<()> {
+        let leaf = self.client_node(client, "allocation_on")?;
+        out.clear();
+        if let Some(r) = self.nodes[leaf].per_agent.get(&agent) {
+            out.add(r);
+        }
+        Ok(())
+    }
+
+    /// Scalar quantities held by a client (or by everyone).
+    pub fn scalar_quantities(&self, client: Option<ClientId>, out: &mut Quantities) -> Result<()> {
+        let i = match client {
+            Some(c) => self.client_node(c, "allocation_scalar_quantities")?,
+            None => ROOT,
+        };
+        out.clear();
+        let mut names: Vec<(&String, &usize)> = self.names.iter().collect();
+        names.sort();
+        for (name, &id) in names {
+            let v = self.nodes[i].totals.get(id).copied().unwrap_or(0);
+            if v > 0 {
+                out.set(name, Scalar::from_millis(v));
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds an agent's quantities to the pool.
+    pub fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()> {
+        if self.agents.contains_key(&agent) {
+            return Err(ModuleError::rejected(format!("add_agent: {agent} is already present")));
+        }
+        for q in total.iter() {
+            let id = self.name_id(&q.name);
+            self.pool[id] += q.value.millis();
+        }
+        self.agents.insert(agent, total.clone());
+        Ok(())
+    }
+
+    /// Removes an agent's quantities from the pool.
+    pub fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
+        let total = self
+            .agents
+            .remove(&agent)
+            .ok_or_else(|| ModuleError::rejected(format!("remove_agent: unknown {agent}")))?;
+        for q in total.iter() {
+            let id = self.name_id(&q.name);
+            self.pool[id] -= q.value.millis();
+        }
+        Ok(())
+    }
+
+    /// Children of `i` that are active (active leaves and inner nodes with an active leaf).
+    pub fn active_children(&self, i: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
+        self.nodes[i].children.iter().copied().filter(|&c| self.nodes[c].is_active(self))
+    }
+
+    /// Root index.
+    pub fn root(&self) -> NodeIndex {
+        ROOT
+    }
+
+    /// The client of a leaf.
+    pub fn client_of(&self, i: NodeIndex) -> Option<ClientId> {
+        self.nodes[i].client
+    }
+
+    /// Recomputes every share and sorts every level with `O`, inactive leaves last.
+    pub fn resort_all<O: Order>(&mut self) {
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].parent.is_some() || i == ROOT {
+                self.nodes[i].share = self.compute_share(i);
+            }
+        }
+        let mut stack = vec![ROOT];
+        while let Some(i) = stack.pop() {
+            let mut children = std::mem::take(&mut self.nodes[i].children);
+            let nodes = &self.nodes;
+            children.sort_by(|&a, &b| {
+                let (na, nb) = (&nodes[a], &nodes[b]);
+                let ia = na.kind == NodeKind::InactiveLeaf;
+                let ib = nb.kind == NodeKind::InactiveLeaf;
+                match (ia, ib) {
+                    (false, false) => O::compare(na, nb),
+                    (true, true) => Ordering::Equal,
+                    (false, true) => Ordering::Less,
+                    (true, false) => Ordering::Greater,
+                }
+            });
+            stack.extend(
+                children.iter().copied().filter(|&c| self.nodes[c].kind == NodeKind::Internal),
+            );
+            self.nodes[i].children = children;
+        }
+    }
+
+    /// After an allocation on a clean tree: refreshes the shares on the path from `leaf` up and
+    /// moves each node to its place among its siblings.
+    pub fn reposition_path<O: Order>(&mut self, leaf: NodeIndex) {
+        let mut cur = leaf;
+        while let Some(p) = self.nodes[cur].parent {
+            self.nodes[cur].share = self.compute_share(cur);
+            if self.nodes[cur].kind != NodeKind::InactiveLeaf {
+                let mut children = std::mem::take(&mut self.nodes[p].children);
+                let nodes = &self.nodes;
+                let active_len = children
+                    .iter()
+                    .position(|&c| nodes[c].kind == NodeKind::InactiveLeaf)
+                    .unwrap_or(children.len());
+                if let Some(mut pos) = children[..active_len].iter().position(|&c| c == cur) {
+                    while pos > 0
+                        && O::compare(&nodes[cur], &nodes[children[pos - 1]]) == Ordering::Less
+                    {
+                        children.swap(pos, pos - 1);
+                        pos -= 1;
+                    }
+                    while pos + 1 < active_len
+                        && O::compare(&nodes[children[pos + 1]], &nodes[cur]) == Ordering::Less
+                    {
+                        children.swap(pos, pos + 1);
+                        pos += 1;
+                    }
+                }
+                self.nodes[p].children = children;
+            }
+            cur = p;
+        }
+        self.nodes[ROOT].share = self.compute_share(ROOT);
+    }
+
+    /// Writes the active leaves in pre-order (each subtree before the next sibling).
+    pub fn emit_active(&self, out: &mut RVec<ClientId>) {
+        out.clear();
+        let mut stack = vec![ROOT];
+        while let Some(i) = stack.pop() {
+            let n = &self.nodes[i];
+            if n.kind == NodeKind::ActiveLeaf {
+                if let Some(c) = n.client {
+                    out.push(c);
+                }
+                continue;
+            }
+            for &c in n.children.iter().rev() {
+                if self.nodes[c].kind != NodeKind::InactiveLeaf {
+                    stack.push(c);
+                }
+            }
+        }
+    }
+}
+
+/// Removes from `delta` the amounts of shared scalars in `resources` that `held` still contains.
+fn discount_held_shared(
+    delta: &mut [(usize, i64)],
+    resources: &Resources,
+    held: &Resources,
+    names: &HashMap<String, usize>,
+) {
+    let mut prev: Option<&Resource> = None;
+    for r in resources.iter() {
+        if r.is_shared()
+            && prev != Some(r)
+            && held.contains_resource(r)
+            && let (Value::Scalar(s), Some(id)) = (&r.value, names.get(r.name.as_str()))
+            && let Some(e) = delta.iter_mut().find(|(i, _)| i == id)
+        {
+            e.1 -= s.millis();
+        }
+        prev = Some(r);
+    }
+}
+
+/// A [`Sorter`] over the shared tree with sibling order `O`.
+#[derive(Debug)]
+pub struct TreeSorter<O: Order> {
+    tree: Tree,
+    dirty: bool,
+    _order: std::marker::PhantomData<O>,
+}
+
+impl<O: Order> TreeSorter<O> {
+    /// A new, empty sorter.
+    pub fn new(config: &SorterConfig) -> TreeSorter<O> {
+        TreeSorter { tree: Tree::new(config), dirty: false, _order: std::marker::PhantomData }
+    }
+
+    /// The underlying tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+}
+
+impl<O: Order> Sorter for TreeSorter<O> {
+    fn add(&mut self, client: ClientId, path: &str) -> Result<()> {
+        self.tree.add(client, path)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn remove(&mut self, client: ClientId) -> Result<()> {
+        self.tree.remove(client)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn activate(&mut self, client: ClientId) -> Result<()> {
+        if self.tree.set_active(client, true, "activate")? {
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
+    fn deactivate(&mut self, client: ClientId) -> Result<()> {
+        self.tree.set_active(client, false, "deactivate")?;
+        Ok(())
+    }
+
+    fn update_weight(&mut self, path: &str, weight: f64) -> Result<()> {
+        self.tree.set_weight(path, weight)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()> {
+        let leaf = self.tree.allocated(client, agent, resources)?;
+        if !self.dirty {
+            self.tree.reposition_path::<O>(leaf);
+        }
+        Ok(())
+    }
+
+    fn update(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        old: &Resources,
+        new: &Resources,
+    ) -> Result<()> {
+        self.tree.unallocated(client, agent, old)?;
+        // An update is not a new allocation: keep the counts as they were.
+        let leaf = self.tree.client_node(client, "update")?;
+        let counts: Vec<(NodeIndex, u64)> = {
+            let mut v = Vec::new();
+            let mut cur = Some(leaf);
+            while let Some(i) = cur {
+                v.push((i, self.tree.node(i).count));
+                cur = self.tree.node(i).parent;
+            }
+            v
+        };
+        self.tree.allocated(client, agent, new)?;
+        for (i, c) in counts {
+            self.tree.nodes[i].count = c;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn unallocated(
+        &mut self,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<()> {
+        self.tree.unallocated(client, agent, resources)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()> {
+        self.tree.allocation(client, out)
+    }
+
+    fn allocation_on(&self, client: ClientId, agent: AgentId, out: &mut Resources) -> Result<()> {
+        self.tree.allocation_on(client, agent, out)
+    }
+
+    fn allocation_scalar_quantities(
+        &self,
+        client: Option<ClientId>,
+        out: &mut Quantities,
+    ) -> Result<()> {
+        self.tree.scalar_quantities(client, out)
+    }
+
+    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()> {
+        self.tree.add_agent(agent, total)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
+        self.tree.remove_agent(agent)?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+        if self.dirty {
+            self.tree.resort_all::<O>();
+            self.dirty = false;
+        }
+        self.tree.emit_active(out);
+        Ok(())
+    }
+
+    fn contains(&self, client: ClientId) -> bool {
+        self.tree.contains(client)
+    }
+
+    fn count(&self) -> usize {
+        self.tree.client_count()
+    }
+
+    /// The unweighted dominant share of the client (Mesos's `shares/dominant` metric).
+    fn dominant_share(&self, client: ClientId) -> Option<f64> {
+        let leaf = self.tree.clients.get(&client)?;
+        Some(self.tree.compute_share(*leaf))
+    }
+}

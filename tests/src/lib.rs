@@ -1,0 +1,75 @@
+//! Helpers for the workspace tests: build the module libraries and the binary once, then find
+//! them in the target folder.
+//!
+//! `cargo test` does not place `cdylib`s in `target/<profile>/`, so the first helper call runs
+//! `cargo build --workspace` for the current profile (a no-op when everything is fresh). Set
+//! `ALLOCATOR_MODULE_DIR` to load libraries from another folder.
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The target folder of the running test's profile (`target/debug` or `target/release`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test binary>
+    exe.parent().and_then(Path::parent).expect("target dir").to_owned()
+}
+
+/// Builds the whole workspace (libraries, modules, fixtures and the binary) once per process.
+pub fn ensure_built() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        if let Ok(dir) = std::env::var("ALLOCATOR_MODULE_DIR") {
+            return PathBuf::from(dir);
+        }
+        let dir = target_dir();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--workspace", "--quiet"]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        cmd.current_dir(workspace_root());
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "cargo build --workspace failed");
+        dir
+    })
+}
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_owned()
+}
+
+/// The path of module library `name` (`drf_sorter` → `…/libdrf_sorter.so`), after building.
+pub fn library(name: &str) -> PathBuf {
+    let dir = ensure_built();
+    let file = format!("{}{}{}", std::env::consts::DLL_PREFIX, name, std::env::consts::DLL_SUFFIX);
+    dir.join(file)
+}
+
+/// The `allocator-master` binary, after building.
+pub fn master() -> PathBuf {
+    ensure_built().join(format!("allocator-master{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Runs `allocator-master` with `args` in the workspace root.
+pub fn run_master(args: &[&str]) -> Output {
+    Command::new(master())
+        .args(args)
+        .current_dir(workspace_root())
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run allocator-master")
+}
+
+/// A manifest with one library given by absolute `file` and the listed modules.
+pub fn manifest_for(library_name: &str, modules: &[&str]) -> String {
+    let mods: Vec<String> = modules.iter().map(|m| format!(r#"{{"name": "{m}"}}"#)).collect();
+    format!(
+        r#"{{"libraries": [{{"file": {}, "modules": [{}]}}]}}"#,
+        serde_json::to_string(&library(library_name).display().to_string()).unwrap(),
+        mods.join(", ")
+    )
+}
