@@ -1070,8 +1070,79 @@ impl Allocator for AllocatorBox {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    struct Panicky;
+
+    impl Sorter for Panicky {
+        fn add(&mut self, _: ClientId, path: &str) -> Result<()> {
+            panic!("cannot add {path}")
+        }
+        fn remove(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn activate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn deactivate(&mut self, _: ClientId) -> Result<()> {
+            Err(ModuleError::rejected("no"))
+        }
+        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+            out.clear();
+            Ok(())
+        }
+        fn contains(&self, _: ClientId) -> bool {
+            false
+        }
+        fn count(&self) -> usize {
+            0
+        }
+    }
+
     #[test]
     fn root_symbol_matches_abi_stable() {
-        assert_eq!(super::ROOT_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+        assert_eq!(ROOT_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+    }
+
+    #[test]
+    fn a_panic_becomes_an_error_and_poisons_the_instance() {
+        let mut s = sorter_box(Panicky);
+        let e = Sorter::add(&mut s, ClientId(1), "a").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::PANICKED);
+        assert_eq!(e.message.as_str(), "add: cannot add a");
+        let e = Sorter::remove(&mut s, ClientId(1)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::POISONED);
+    }
+
+    #[test]
+    fn a_refusal_is_not_a_fault() {
+        let mut s = sorter_box(Panicky);
+        let e = Sorter::deactivate(&mut s, ClientId(1)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::REJECTED);
+        assert!(!e.is_fault());
+        assert!(Sorter::activate(&mut s, ClientId(1)).is_ok(), "a refusal does not poison");
+    }
+
+    #[test]
+    fn a_panicking_factory_is_reported() {
+        let r = run_factory(
+            &(),
+            RSlice::from_slice(&[]),
+            |_, _| -> std::result::Result<Panicky, String> { panic!("bad config") },
+            sorter_box,
+        );
+        let e = r.into_result().err().unwrap();
+        assert_eq!(e.kind, ErrorKind::PANICKED);
+        assert_eq!(e.message.as_str(), "create: bad config");
+    }
+
+    #[test]
+    fn parameters_parse_with_named_errors() {
+        let ps = [Parameter { key: "threshold".into(), value: "x".into() }];
+        let p = Parameters(&ps);
+        assert_eq!(p.get("threshold"), Some("x"));
+        let e = p.parse_or::<f64>("threshold", 1.0).unwrap_err();
+        assert!(e.starts_with("parameter 'threshold' = 'x': "), "{e}");
+        assert_eq!(p.parse_or::<f64>("other", 1.5), Ok(1.5));
     }
 }

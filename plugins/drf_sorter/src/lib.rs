@@ -17,7 +17,7 @@
 use std::cmp::Ordering;
 
 use allocator_api::SorterConfig;
-use sorter_core::{Node, Order, TreeSorter};
+use sorter_core::{Node, Order, Ordered, TreeSorter};
 
 /// Mesos's `compareDRF`.
 #[derive(Debug)]
@@ -33,11 +33,11 @@ impl Order for DrfOrder {
 }
 
 /// The DRF sorter.
-pub type DrfSorter = TreeSorter<DrfOrder>;
+pub type DrfSorter = TreeSorter<Ordered<DrfOrder>>;
 
 /// Creates a DRF sorter (the module's factory; takes no parameters).
 pub fn create(config: &SorterConfig) -> DrfSorter {
-    DrfSorter::new(config)
+    DrfSorter::new(config, Ordered::default())
 }
 
 allocator_api::export_modules! {

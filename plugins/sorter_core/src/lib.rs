@@ -726,18 +726,54 @@ fn discount_held_shared(
     }
 }
 
-/// A [`Sorter`] over the shared tree with sibling order `O`.
-#[derive(Debug)]
-pub struct TreeSorter<O: Order> {
-    tree: Tree,
-    dirty: bool,
-    _order: std::marker::PhantomData<O>,
+/// What distinguishes one tree sorter from another: how it answers `sort`.
+pub trait Policy: Send + 'static {
+    /// Called after `allocated` on a tree that is not dirty (to keep an incremental order).
+    fn on_allocated(&mut self, tree: &mut Tree, leaf: NodeIndex);
+    /// Writes the active clients in order; `dirty` is true when anything but an allocation
+    /// changed since the last sort.
+    fn sort(&mut self, tree: &mut Tree, dirty: bool, out: &mut RVec<ClientId>);
+
+    /// Called when a client is deactivated. DRF keeps its order (the inactive leaf just leaves
+    /// the walk); policies that cache the set of active clients refresh it.
+    fn invalidate(&mut self) {}
 }
 
-impl<O: Order> TreeSorter<O> {
+/// A [`Policy`] that keeps siblings ordered by `O` (DRF, weighted priority).
+#[derive(Debug)]
+pub struct Ordered<O: Order>(std::marker::PhantomData<O>);
+
+impl<O: Order> Default for Ordered<O> {
+    fn default() -> Self {
+        Ordered(std::marker::PhantomData)
+    }
+}
+
+impl<O: Order> Policy for Ordered<O> {
+    fn on_allocated(&mut self, tree: &mut Tree, leaf: NodeIndex) {
+        tree.reposition_path::<O>(leaf);
+    }
+
+    fn sort(&mut self, tree: &mut Tree, dirty: bool, out: &mut RVec<ClientId>) {
+        if dirty {
+            tree.resort_all::<O>();
+        }
+        tree.emit_active(out);
+    }
+}
+
+/// A [`Sorter`] over the shared tree whose order comes from policy `P`.
+#[derive(Debug)]
+pub struct TreeSorter<P: Policy> {
+    tree: Tree,
+    dirty: bool,
+    policy: P,
+}
+
+impl<P: Policy> TreeSorter<P> {
     /// A new, empty sorter.
-    pub fn new(config: &SorterConfig) -> TreeSorter<O> {
-        TreeSorter { tree: Tree::new(config), dirty: false, _order: std::marker::PhantomData }
+    pub fn new(config: &SorterConfig, policy: P) -> TreeSorter<P> {
+        TreeSorter { tree: Tree::new(config), dirty: true, policy }
     }
 
     /// The underlying tree.
@@ -746,7 +782,7 @@ impl<O: Order> TreeSorter<O> {
     }
 }
 
-impl<O: Order> Sorter for TreeSorter<O> {
+impl<P: Policy> Sorter for TreeSorter<P> {
     fn add(&mut self, client: ClientId, path: &str) -> Result<()> {
         self.tree.add(client, path)?;
         self.dirty = true;
@@ -767,7 +803,9 @@ impl<O: Order> Sorter for TreeSorter<O> {
     }
 
     fn deactivate(&mut self, client: ClientId) -> Result<()> {
-        self.tree.set_active(client, false, "deactivate")?;
+        if self.tree.set_active(client, false, "deactivate")? {
+            self.policy.invalidate();
+        }
         Ok(())
     }
 
@@ -780,7 +818,7 @@ impl<O: Order> Sorter for TreeSorter<O> {
     fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()> {
         let leaf = self.tree.allocated(client, agent, resources)?;
         if !self.dirty {
-            self.tree.reposition_path::<O>(leaf);
+            self.policy.on_allocated(&mut self.tree, leaf);
         }
         Ok(())
     }
@@ -852,11 +890,8 @@ impl<O: Order> Sorter for TreeSorter<O> {
     }
 
     fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
-        if self.dirty {
-            self.tree.resort_all::<O>();
-            self.dirty = false;
-        }
-        self.tree.emit_active(out);
+        self.policy.sort(&mut self.tree, self.dirty, out);
+        self.dirty = false;
         Ok(())
     }
 

@@ -1,0 +1,136 @@
+//! The sorter conformance suite: every scenario under `tests/scenarios/sorters/` runs through
+//! `allocator-master`, against each sorter loaded from its `.so` (and the built-in DRF):
+//! `common/` against every sorter, the other folders against the sorter they are named after.
+
+use std::path::{Path, PathBuf};
+
+use workspace_tests::{run_master, workspace_root};
+
+fn scenarios(folder: &str) -> Vec<PathBuf> {
+    let dir = workspace_root().join("tests/scenarios/sorters").join(folder);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    files
+}
+
+/// Writes `scenario` with its `sorter` replaced, next to the test binary.
+fn with_sorter(scenario: &Path, sorter: &str) -> PathBuf {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scenario).unwrap()).unwrap();
+    doc["sorter"] = serde_json::Value::String(sorter.to_owned());
+    let dir = workspace_tests::target_dir().join("conformance-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out =
+        dir.join(format!("{}-{}.json", sorter, scenario.file_stem().unwrap().to_string_lossy()));
+    std::fs::write(&out, doc.to_string()).unwrap();
+    out
+}
+
+/// Runs a scenario; with `modules`, through `examples/modules.json` (the `.so` files).
+fn assert_passes(scenario: &Path, modules: bool) {
+    let path = scenario.display().to_string();
+    let mut args = vec!["--scenario", path.as_str(), "--output", "/dev/null"];
+    if modules {
+        args.extend(["--modules", "examples/modules.json"]);
+    }
+    let out = run_master(&args);
+    assert!(
+        out.status.success(),
+        "{} (modules: {modules}) exited {:?}\n{}",
+        scenario.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn common_behaviour_holds_for_every_sorter_module() {
+    for scenario in scenarios("common") {
+        for sorter in ["drf", "weighted_priority", "random"] {
+            assert_passes(&with_sorter(&scenario, sorter), true);
+        }
+    }
+}
+
+#[test]
+fn common_behaviour_holds_for_the_builtin_drf() {
+    for scenario in scenarios("common") {
+        assert_passes(&with_sorter(&scenario, "drf"), false);
+    }
+}
+
+#[test]
+fn drf_rules_hold_for_the_module_and_the_builtin() {
+    for scenario in scenarios("drf") {
+        assert_passes(&scenario, true);
+        assert_passes(&scenario, false);
+    }
+}
+
+#[test]
+fn weighted_priority_rules_hold_for_its_module() {
+    for scenario in scenarios("weighted_priority") {
+        assert_passes(&scenario, true);
+    }
+}
+
+#[test]
+fn random_distributions_hold_for_its_module() {
+    for scenario in scenarios("random") {
+        assert_passes(&scenario, true);
+    }
+}
+
+#[test]
+fn a_wrong_expectation_exits_1_with_a_readable_diff() {
+    let dir = workspace_tests::target_dir().join("conformance-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("wrong-expectation.json");
+    std::fs::write(
+        &file,
+        r#"{"sorter": "drf", "events": [
+            {"op": "add", "client": "a"}, {"op": "activate", "client": "a"},
+            {"op": "add", "client": "b"}, {"op": "activate", "client": "b"},
+            {"op": "expect_sort", "order": ["b", "a"]}]}"#,
+    )
+    .unwrap();
+    let out = run_master(&["--scenario", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("event 4 (expect_sort): expectation failed"), "{stderr}");
+    assert!(stderr.contains(r#"expected: ["b","a"]"#), "{stderr}");
+    assert!(stderr.contains(r#"actual:   ["a","b"]"#), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains(r#""event":"expectation""#) && l.contains(r#""ok":false"#)),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_malformed_scenario_exits_2_naming_the_event_and_field() {
+    let dir = workspace_tests::target_dir().join("conformance-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("malformed.json");
+    std::fs::write(
+        &file,
+        r#"{"sorter": "drf", "events": [{"op": "add", "client": "a"},
+            {"op": "allocated", "client": "a", "agent": "s1", "resources": "cpus:x"}]}"#,
+    )
+    .unwrap();
+    let out = run_master(&["--scenario", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("event 1 (allocated), field 'resources': invalid resources \"cpus:x\""),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+}
