@@ -5,9 +5,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use allocator_api::{AllocatorOptions, Quantities};
+
+use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
 use crate::output::EventStream;
-use crate::registry::ModuleRegistry;
+use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER, ModuleRegistry};
 use crate::scenario::Document;
+use crate::simulation::{Setup, Simulation};
 use crate::sorter_scenario::{SorterOverrides, SorterScenario};
 
 /// Exit code: a scenario expectation failed.
@@ -29,8 +33,8 @@ pub struct Args {
     pub modules_dir: Option<PathBuf>,
     /// `hierarchical` (alias `HierarchicalDRF`) is the built-in; any other name is a loaded
     /// allocator module.
-    #[arg(long = "allocator", default_value = "hierarchical", value_name = "NAME")]
-    pub allocator: String,
+    #[arg(long = "allocator", value_name = "NAME")]
+    pub allocator: Option<String>,
     /// Sorter for roles: `drf` (built-in) or a loaded sorter module.
     #[arg(long = "role_sorter", alias = "role-sorter", value_name = "NAME")]
     pub role_sorter: Option<String>,
@@ -115,22 +119,12 @@ pub fn run(args: &Args) -> Result<u8, String> {
             .map_err(|e| format!("cannot write --output '{}': {e}", path.display()))?,
         None => EventStream::stdout(),
     };
-    let Some(path) = &args.scenario else {
-        return Err(
-            "running without --scenario needs the built-in hierarchical allocator, which is not \
-                    implemented yet; run a sorter scenario with --scenario FILE"
-                .into(),
-        );
+    let doc = match &args.scenario {
+        Some(path) => Document::read(path).map_err(|e| e.to_string())?,
+        None => crate::workload::default_document(args.seed.unwrap_or(0)),
     };
-    let doc = Document::read(path).map_err(|e| e.to_string())?;
     if doc.is_sorter_scenario() {
-        let overrides = SorterOverrides {
-            seed: args.seed,
-            excluded: args
-                .fair_sharing_excluded_resource_names
-                .as_ref()
-                .map(|s| s.split(',').filter(|n| !n.is_empty()).map(str::to_owned).collect()),
-        };
+        let overrides = SorterOverrides { seed: args.seed, excluded: excluded_flag(args) };
         let scenario = SorterScenario::parse(&doc, &overrides).map_err(|e| e.to_string())?;
         let outcome = scenario.run(&registry, &doc.file, &mut out).map_err(|e| e.to_string())?;
         for failure in &outcome.failures {
@@ -144,10 +138,117 @@ pub fn run(args: &Args) -> Result<u8, String> {
         );
         return Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED });
     }
-    Err(format!(
-        "scenario '{}': allocator scenarios need the built-in hierarchical allocator, which is not implemented yet",
-        doc.file
-    ))
+    let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
+    let setup = setup(args, &scenario.config)?;
+    let mut sim = Simulation::new(&registry, setup, &doc.file)?;
+    let mut progress = Progress::new(scenario.events.len());
+    let outcome = sim
+        .run_with_progress(&scenario, &mut out, &mut |done, total| progress.update(done, total))
+        .map_err(|e| e.to_string())?;
+    progress.finish();
+    for failure in &outcome.failures {
+        eprintln!("{failure}");
+    }
+    if let Some(d) = &scenario.description {
+        eprintln!("{d}");
+    }
+    eprint!("{}", outcome.summary);
+    Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED })
+}
+
+fn excluded_flag(args: &Args) -> Option<Vec<String>> {
+    args.fair_sharing_excluded_resource_names
+        .as_ref()
+        .map(|s| s.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect())
+}
+
+/// Parses `--min_allocatable_resources` (`cpus:0.01|mem:32`).
+pub fn parse_min_allocatable(text: &str) -> Result<Vec<Quantities>, String> {
+    text.split('|')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| Quantities::parse(s).map_err(|e| format!("--min_allocatable_resources: {e}")))
+        .collect()
+}
+
+/// Merges flags (which win) over the scenario's config (which wins over the defaults).
+pub fn setup(args: &Args, config: &ScenarioConfig) -> Result<Setup, String> {
+    let mut options = AllocatorOptions::default();
+    if let Some(i) = args.allocation_interval.or(config.allocation_interval) {
+        if !(i.is_finite() && i > 0.0) {
+            return Err(format!(
+                "--allocation_interval must be a positive number of seconds, got {i}"
+            ));
+        }
+        options.allocation_interval = i;
+    }
+    if let Some(text) = &args.min_allocatable_resources {
+        options.min_allocatable_resources = parse_min_allocatable(text)?.into();
+    } else if let Some(m) = &config.min_allocatable_resources {
+        options.min_allocatable_resources = m.clone().into();
+    }
+    if let Some(ex) =
+        excluded_flag(args).or_else(|| config.fair_sharing_excluded_resource_names.clone())
+    {
+        options.fairness_excluded_resource_names = ex.iter().map(|s| s.as_str().into()).collect();
+    }
+    if let Some(g) = args.filter_gpu_resources.or(config.filter_gpu_resources) {
+        options.filter_gpu_resources = g;
+    }
+    options.seed = args.seed.or(config.seed).unwrap_or(0);
+    let pick = |flag: &Option<String>, cfg: &Option<String>, default: &str| {
+        flag.clone().or_else(|| cfg.clone()).unwrap_or_else(|| default.to_owned())
+    };
+    let role_sorter = pick(&args.role_sorter, &config.role_sorter, BUILTIN_SORTER);
+    let framework_sorter = pick(&args.framework_sorter, &config.framework_sorter, BUILTIN_SORTER);
+    options.role_sorter = role_sorter.as_str().into();
+    options.framework_sorter = framework_sorter.as_str().into();
+    Ok(Setup {
+        allocator: pick(&args.allocator, &config.allocator, BUILTIN_ALLOCATOR),
+        role_sorter,
+        framework_sorter,
+        options,
+    })
+}
+
+/// A progress bar on stderr for runs longer than a second, when stderr is a terminal.
+struct Progress {
+    start: std::time::Instant,
+    enabled: bool,
+    shown: bool,
+    last: std::time::Instant,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        use std::io::IsTerminal;
+        let now = std::time::Instant::now();
+        Progress {
+            start: now,
+            enabled: total > 0 && std::io::stderr().is_terminal(),
+            shown: false,
+            last: now,
+        }
+    }
+
+    fn update(&mut self, done: usize, total: usize) {
+        if !self.enabled
+            || self.start.elapsed().as_secs_f64() < 1.0
+            || self.last.elapsed().as_millis() < 100
+        {
+            return;
+        }
+        self.last = std::time::Instant::now();
+        self.shown = true;
+        let width = 40;
+        let filled = done * width / total.max(1);
+        eprint!("\r[{}{}] {done}/{total} events", "#".repeat(filled), " ".repeat(width - filled));
+    }
+
+    fn finish(&mut self) {
+        if self.shown {
+            eprint!("\r{}\r", " ".repeat(70));
+        }
+    }
 }
 
 fn print_modules(registry: &ModuleRegistry) {

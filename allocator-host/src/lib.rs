@@ -9,11 +9,15 @@
 //! * [`cli`]: the `allocator-master` command line (SPEC section 1).
 #![deny(missing_docs)]
 
+pub mod allocator_scenario;
 pub mod cli;
+pub mod hierarchical;
 pub mod manifest;
 pub mod output;
 pub mod registry;
 pub mod scenario;
+pub mod simulation;
 pub mod sorter_scenario;
+pub mod workload;
 
 pub use registry::{CreateError, LoadError, ModuleRegistry};

@@ -554,6 +554,38 @@ impl ModuleRegistry {
         })
     }
 
+    /// A factory for sorters called `name` (checked now, so that a bad name fails before any
+    /// work): each call creates a fresh instance of the loaded module or of the built-in `drf`.
+    pub fn sorter_factory(
+        &self,
+        name: &str,
+        flag: &str,
+    ) -> Result<crate::hierarchical::SorterFactory, CreateError> {
+        if let Some(m) = self.module_of_kind(name, ModuleKind::SORTER, flag)? {
+            let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
+                unreachable!("kind checked")
+            };
+            let module = m.clone();
+            return Ok(Box::new(move |config: &SorterConfig| {
+                match factory(config, module.parameters.as_slice().into()).into_result() {
+                    Ok(s) => Ok(Box::new(s) as Box<dyn Sorter>),
+                    Err(e) => Err(create_error("sorter", &module, e).to_string()),
+                }
+            }));
+        }
+        if name == BUILTIN_SORTER {
+            return Ok(Box::new(|config: &SorterConfig| {
+                Ok(Box::new(drf_sorter::create(config)) as Box<dyn Sorter>)
+            }));
+        }
+        Err(CreateError::Unknown {
+            what: "sorter",
+            name: name.to_owned(),
+            builtin: BUILTIN_SORTER.into(),
+            loaded: self.loaded_names(),
+        })
+    }
+
     /// Creates the allocator module called `name` (`--allocator`). The built-in allocator is
     /// created by the caller; this only handles modules.
     pub fn create_allocator_module(

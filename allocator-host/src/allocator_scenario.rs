@@ -1,0 +1,819 @@
+//! Allocator scenarios (SPEC 4.1): parse the events, then drive an allocator (built-in or
+//! module) through a [`Simulation`] on a virtual clock.
+
+use allocator_api::{
+    AgentCapabilities, Attribute, FrameworkCapabilities, InverseOfferStatus, Operation,
+    OperationKind, Quantities, Quota, Resources, RoleMinAllocatable, RoleQuota, Unavailability,
+};
+use serde_json::{Map, Value};
+
+use crate::scenario::{Document, Fields, ScenarioError};
+
+/// The scenario's `config` (SPEC 4.1), every key optional.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScenarioConfig {
+    /// `allocator`.
+    pub allocator: Option<String>,
+    /// `role_sorter`.
+    pub role_sorter: Option<String>,
+    /// `framework_sorter`.
+    pub framework_sorter: Option<String>,
+    /// `allocation_interval`, seconds.
+    pub allocation_interval: Option<f64>,
+    /// `min_allocatable_resources`: quantity sets (OR).
+    pub min_allocatable_resources: Option<Vec<Quantities>>,
+    /// `fair_sharing_excluded_resource_names`.
+    pub fair_sharing_excluded_resource_names: Option<Vec<String>>,
+    /// `filter_gpu_resources`.
+    pub filter_gpu_resources: Option<bool>,
+    /// `seed`.
+    pub seed: Option<u64>,
+}
+
+/// What a simulated framework's tasks look like (`add_framework`'s `tasks`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskSpec {
+    /// Resources of one task (`None` for trace-driven frameworks, whose tasks come from
+    /// `submit_task`).
+    pub resources: Option<Resources>,
+    /// How many tasks to launch (`None`: unbounded).
+    pub count: Option<u64>,
+    /// Seconds each task runs (`None`: forever).
+    pub duration: Option<f64>,
+    /// At most this many tasks per offer (`None`: unbounded).
+    pub per_offer: Option<u64>,
+    /// Seconds of the refuse filter when declining what was not used.
+    pub refuse_seconds: f64,
+}
+
+/// `used` of an agent: per framework, per role (a `None` role means the framework's first role).
+pub type AgentUsed = Vec<(String, Option<String>, Resources)>;
+
+/// One scenario event.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Op {
+    AddAgent {
+        agent: String,
+        resources: Resources,
+        hostname: Option<String>,
+        capabilities: Option<AgentCapabilities>,
+        attributes: Vec<Attribute>,
+        used: AgentUsed,
+        unavailability: Option<Unavailability>,
+    },
+    RemoveAgent(String),
+    ActivateAgent(String),
+    DeactivateAgent(String),
+    UpdateAgent {
+        agent: String,
+        resources: Option<Resources>,
+        capabilities: Option<AgentCapabilities>,
+        attributes: Option<Vec<Attribute>>,
+    },
+    AddResourceProvider {
+        agent: String,
+        resources: Resources,
+        used: AgentUsed,
+    },
+    AddFramework {
+        framework: String,
+        roles: Vec<String>,
+        capabilities: FrameworkCapabilities,
+        active: bool,
+        used: Vec<(String, Resources)>,
+        suppressed_roles: Vec<String>,
+        min_allocatable: Vec<RoleMinAllocatable>,
+        tasks: Option<TaskSpec>,
+    },
+    RemoveFramework(String),
+    ActivateFramework(String),
+    DeactivateFramework(String),
+    UpdateFramework {
+        framework: String,
+        roles: Option<Vec<String>>,
+        capabilities: Option<FrameworkCapabilities>,
+        suppressed_roles: Option<Vec<String>>,
+        min_allocatable: Option<Vec<RoleMinAllocatable>>,
+    },
+    RecoverResources {
+        framework: String,
+        agent: String,
+        /// `None` means `"all"`.
+        resources: Option<Resources>,
+        role: Option<String>,
+        refuse_seconds: Option<f64>,
+    },
+    SuppressOffers(String, Vec<String>),
+    ReviveOffers(String, Vec<String>),
+    UpdateQuota(String, Quota),
+    UpdateWeights(Vec<(String, f64)>),
+    UpdateWhitelist(Option<Vec<String>>),
+    UpdateUnavailability(String, Option<Unavailability>),
+    UpdateInverseOffer {
+        agent: String,
+        framework: String,
+        status: Option<InverseOfferStatus>,
+        refuse_seconds: Option<f64>,
+    },
+    UpdateAllocation {
+        framework: String,
+        agent: String,
+        role: String,
+        operations: Vec<Operation>,
+    },
+    UpdateAvailable {
+        agent: String,
+        operations: Vec<Operation>,
+    },
+    Recover {
+        expected_agents: u32,
+        quotas: Vec<RoleQuota>,
+    },
+    Pause,
+    Resume,
+    SetSorters {
+        role_sorter: Option<String>,
+        framework_sorter: Option<String>,
+    },
+    Advance(f64),
+    Tick,
+    SubmitTask {
+        framework: String,
+        resources: Resources,
+        duration: Option<f64>,
+        constraints: Vec<(String, Vec<String>)>,
+    },
+    ExpectOffers(Vec<Vec<ExpectedOffer>>),
+    ExpectInverseOffers(Vec<Vec<(String, String)>>),
+    ExpectTasks {
+        framework: String,
+        running: u64,
+    },
+}
+
+/// One expected offer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpectedOffer {
+    /// Framework name.
+    pub framework: String,
+    /// Role.
+    pub role: String,
+    /// Agent name.
+    pub agent: String,
+    /// Resources (compared by value).
+    pub resources: Resources,
+}
+
+/// A parsed allocator scenario.
+#[derive(Clone, Debug)]
+pub struct AllocatorScenario {
+    /// The file name, for messages.
+    pub file: String,
+    /// The `description`, if any.
+    pub description: Option<String>,
+    /// The configuration from the file.
+    pub config: ScenarioConfig,
+    /// The events, each with its location (`event 3 (add_agent)`).
+    pub events: Vec<(String, Op)>,
+}
+
+impl AllocatorScenario {
+    /// Parses an allocator scenario document.
+    pub fn parse(doc: &Document) -> Result<AllocatorScenario, ScenarioError> {
+        doc.check_keys(&["config", "events", "description"])?;
+        let description = match doc.root.get("description") {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(doc.error(Some("description"), "expected a string")),
+        };
+        let config = parse_config(&doc.config()?)?;
+        let mut events = Vec::new();
+        for f in doc.events()? {
+            events.push((f.location.clone(), parse_op(&f)?));
+        }
+        Ok(AllocatorScenario { file: doc.file.clone(), description, config, events })
+    }
+}
+
+fn parse_config(f: &Fields<'_>) -> Result<ScenarioConfig, ScenarioError> {
+    f.check_keys(&[
+        "allocator",
+        "role_sorter",
+        "framework_sorter",
+        "allocation_interval",
+        "min_allocatable_resources",
+        "fair_sharing_excluded_resource_names",
+        "filter_gpu_resources",
+        "seed",
+    ])?;
+    let interval = f.opt_f64("allocation_interval")?;
+    if interval.is_some_and(|i| i <= 0.0) {
+        return Err(f.error("allocation_interval", "must be positive"));
+    }
+    let min = match f.opt_str_list("min_allocatable_resources")? {
+        None => None,
+        Some(list) => Some(
+            list.iter()
+                .map(|s| {
+                    Quantities::parse(s)
+                        .map_err(|e| f.error("min_allocatable_resources", e.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(ScenarioConfig {
+        allocator: f.opt_str("allocator")?.map(str::to_owned),
+        role_sorter: f.opt_str("role_sorter")?.map(str::to_owned),
+        framework_sorter: f.opt_str("framework_sorter")?.map(str::to_owned),
+        allocation_interval: interval,
+        min_allocatable_resources: min,
+        fair_sharing_excluded_resource_names: f
+            .opt_str_list("fair_sharing_excluded_resource_names")?
+            .map(|l| l.into_iter().map(str::to_owned).collect()),
+        filter_gpu_resources: f.opt_bool("filter_gpu_resources")?,
+        seed: f.opt_u64("seed")?,
+    })
+}
+
+fn strings(f: &Fields<'_>, field: &str) -> Result<Vec<String>, ScenarioError> {
+    Ok(f.opt_str_list(field)?.unwrap_or_default().into_iter().map(str::to_owned).collect())
+}
+
+fn parse_resources(f: &Fields<'_>, field: &str, text: &str) -> Result<Resources, ScenarioError> {
+    text.parse().map_err(|e: allocator_api::resources::ParseError| f.error(field, e.to_string()))
+}
+
+fn agent_caps(f: &Fields<'_>) -> Result<Option<AgentCapabilities>, ScenarioError> {
+    let Some(list) = f.opt_str_list("capabilities")? else { return Ok(None) };
+    let mut caps = AgentCapabilities(0);
+    for name in list {
+        caps = caps.with(AgentCapabilities::from_name(name).ok_or_else(|| {
+            f.error("capabilities", format!("unknown agent capability '{name}'"))
+        })?);
+    }
+    Ok(Some(caps))
+}
+
+fn framework_caps(f: &Fields<'_>) -> Result<Option<FrameworkCapabilities>, ScenarioError> {
+    let Some(list) = f.opt_str_list("capabilities")? else { return Ok(None) };
+    let mut caps = FrameworkCapabilities(0);
+    for name in list {
+        caps = caps.with(FrameworkCapabilities::from_name(name).ok_or_else(|| {
+            f.error("capabilities", format!("unknown framework capability '{name}'"))
+        })?);
+    }
+    Ok(Some(caps))
+}
+
+fn attributes(f: &Fields<'_>) -> Result<Option<Vec<Attribute>>, ScenarioError> {
+    let Some(obj) = f.opt_object("attributes")? else { return Ok(None) };
+    obj.iter()
+        .map(|(k, v)| {
+            let value = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => return Err(f.error("attributes", format!("'{k}': expected text or a number"))),
+            };
+            Ok(Attribute { name: k.as_str().into(), value: value.as_str().into() })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn unavailability_value(
+    f: &Fields<'_>,
+    field: &str,
+    v: Option<&Value>,
+) -> Result<Option<Unavailability>, ScenarioError> {
+    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
+    let Some(obj) = v.as_object() else {
+        return Err(f.error(field, "expected {start, [duration]} or null"));
+    };
+    let start = obj
+        .get("start")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| f.error(field, "'start' must be a number"))?;
+    let duration = match obj.get("duration") {
+        None | Some(Value::Null) => None,
+        Some(d) => Some(
+            d.as_f64()
+                .filter(|d| *d >= 0.0)
+                .ok_or_else(|| f.error(field, "'duration' must be a non-negative number"))?,
+        ),
+    };
+    if let Some(k) = obj.keys().find(|k| *k != "start" && *k != "duration") {
+        return Err(f.error(field, format!("unknown key '{k}'")));
+    }
+    Ok(Some(Unavailability { start, duration: duration.into() }))
+}
+
+fn agent_used(f: &Fields<'_>) -> Result<AgentUsed, ScenarioError> {
+    let Some(obj) = f.opt_object("used")? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (fw, v) in obj {
+        match v {
+            Value::String(s) => out.push((fw.clone(), None, parse_resources(f, "used", s)?)),
+            Value::Object(roles) => {
+                for (role, r) in roles {
+                    let Some(text) = r.as_str() else {
+                        return Err(f.error(
+                            "used",
+                            format!("'{fw}' / '{role}': expected a resources string"),
+                        ));
+                    };
+                    out.push((fw.clone(), Some(role.clone()), parse_resources(f, "used", text)?));
+                }
+            }
+            _ => {
+                return Err(
+                    f.error("used", format!("'{fw}': expected resources or {{role: resources}}"))
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn min_allocatable(f: &Fields<'_>) -> Result<Option<Vec<RoleMinAllocatable>>, ScenarioError> {
+    let Some(obj) = f.opt_object("min_allocatable_resources")? else { return Ok(None) };
+    let mut out = Vec::new();
+    for (role, v) in obj {
+        let Some(list) = v.as_array() else {
+            return Err(f.error(
+                "min_allocatable_resources",
+                format!("'{role}': expected a list of quantity strings"),
+            ));
+        };
+        let mut sets = Vec::new();
+        for item in list {
+            let text = item.as_str().ok_or_else(|| {
+                f.error("min_allocatable_resources", format!("'{role}': expected strings"))
+            })?;
+            sets.push(
+                Quantities::parse(text)
+                    .map_err(|e| f.error("min_allocatable_resources", e.to_string()))?,
+            );
+        }
+        out.push(RoleMinAllocatable { role: role.as_str().into(), sets: sets.into() });
+    }
+    Ok(Some(out))
+}
+
+fn operations(f: &Fields<'_>) -> Result<Vec<Operation>, ScenarioError> {
+    let Some(Value::Array(list)) = f.get("operations") else {
+        return Err(f.error("operations", "expected a list"));
+    };
+    list.iter()
+        .map(|op| {
+            let obj = op.as_object().ok_or_else(|| f.error("operations", "expected objects"))?;
+            let kind = match obj.get("type").and_then(Value::as_str) {
+                Some("reserve") => OperationKind::RESERVE,
+                Some("unreserve") => OperationKind::UNRESERVE,
+                Some("create") => OperationKind::CREATE,
+                Some("destroy") => OperationKind::DESTROY,
+                _ => {
+                    return Err(f.error(
+                        "operations",
+                        "'type' must be reserve, unreserve, create or destroy",
+                    ));
+                }
+            };
+            let text = obj
+                .get("resources")
+                .and_then(Value::as_str)
+                .ok_or_else(|| f.error("operations", "'resources' missing"))?;
+            Ok(Operation { kind, resources: parse_resources(f, "operations", text)? })
+        })
+        .collect()
+}
+
+fn quota(f: &Fields<'_>, field: &str, obj: &Map<String, Value>) -> Result<Quota, ScenarioError> {
+    let mut q = Quota::default();
+    for (k, v) in obj {
+        let text =
+            v.as_str().ok_or_else(|| f.error(field, format!("'{k}' must be a quantity string")))?;
+        let parsed = Quantities::parse(text).map_err(|e| f.error(field, e.to_string()))?;
+        match k.as_str() {
+            "guarantees" => q.guarantees = parsed,
+            "limits" => q.limits = parsed,
+            other => {
+                return Err(
+                    f.error(field, format!("unknown key '{other}' (expected guarantees, limits)"))
+                );
+            }
+        }
+    }
+    Ok(q)
+}
+
+fn offers_list(f: &Fields<'_>, v: &Value) -> Result<Vec<ExpectedOffer>, ScenarioError> {
+    let Some(list) = v.as_array() else { return Err(f.error("offers", "expected a list")) };
+    list.iter()
+        .map(|o| {
+            let obj = o.as_object().ok_or_else(|| f.error("offers", "expected objects"))?;
+            let get = |k: &str| {
+                obj.get(k)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| f.error("offers", format!("'{k}' missing")))
+            };
+            if let Some(k) = obj
+                .keys()
+                .find(|k| !["framework", "role", "agent", "resources"].contains(&k.as_str()))
+            {
+                return Err(f.error("offers", format!("unknown key '{k}'")));
+            }
+            Ok(ExpectedOffer {
+                framework: get("framework")?,
+                role: get("role")?,
+                agent: get("agent")?,
+                resources: parse_resources(f, "offers", &get("resources")?)?,
+            })
+        })
+        .collect()
+}
+
+fn inverse_list(f: &Fields<'_>, v: &Value) -> Result<Vec<(String, String)>, ScenarioError> {
+    let Some(list) = v.as_array() else { return Err(f.error("inverse_offers", "expected a list")) };
+    list.iter()
+        .map(|o| {
+            let obj = o.as_object().ok_or_else(|| f.error("inverse_offers", "expected objects"))?;
+            let get = |k: &str| {
+                obj.get(k)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| f.error("inverse_offers", format!("'{k}' missing")))
+            };
+            Ok((get("framework")?, get("agent")?))
+        })
+        .collect()
+}
+
+fn alternatives<T>(
+    f: &Fields<'_>,
+    field: &str,
+    one: impl Fn(&Fields<'_>, &Value) -> Result<Vec<T>, ScenarioError>,
+) -> Result<Vec<Vec<T>>, ScenarioError> {
+    match (f.get(field), f.get("one_of")) {
+        (Some(v), None) => Ok(vec![one(f, v)?]),
+        (None, Some(Value::Array(alts))) if !alts.is_empty() => {
+            alts.iter().map(|v| one(f, v)).collect()
+        }
+        _ => Err(f.error(field, format!("give exactly one of '{field}' or a non-empty 'one_of'"))),
+    }
+}
+
+fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
+    let s = |k: &str| f.str(k).map(str::to_owned);
+    Ok(match f.op() {
+        "add_agent" => {
+            f.check_keys(&[
+                "agent",
+                "resources",
+                "hostname",
+                "capabilities",
+                "attributes",
+                "used",
+                "unavailability",
+            ])?;
+            Op::AddAgent {
+                agent: s("agent")?,
+                resources: f.resources("resources")?,
+                hostname: f.opt_str("hostname")?.map(str::to_owned),
+                capabilities: agent_caps(f)?,
+                attributes: attributes(f)?.unwrap_or_default(),
+                used: agent_used(f)?,
+                unavailability: unavailability_value(f, "unavailability", f.get("unavailability"))?,
+            }
+        }
+        op @ ("remove_agent" | "activate_agent" | "deactivate_agent") => {
+            f.check_keys(&["agent"])?;
+            let a = s("agent")?;
+            match op {
+                "remove_agent" => Op::RemoveAgent(a),
+                "activate_agent" => Op::ActivateAgent(a),
+                _ => Op::DeactivateAgent(a),
+            }
+        }
+        "update_agent" => {
+            f.check_keys(&["agent", "resources", "capabilities", "attributes"])?;
+            let resources = match f.opt_str("resources")? {
+                Some(t) => Some(parse_resources(f, "resources", t)?),
+                None => None,
+            };
+            Op::UpdateAgent {
+                agent: s("agent")?,
+                resources,
+                capabilities: agent_caps(f)?,
+                attributes: attributes(f)?,
+            }
+        }
+        "add_resource_provider" => {
+            f.check_keys(&["agent", "resources", "used"])?;
+            Op::AddResourceProvider {
+                agent: s("agent")?,
+                resources: f.resources("resources")?,
+                used: agent_used(f)?,
+            }
+        }
+        "add_framework" => {
+            f.check_keys(&[
+                "framework",
+                "roles",
+                "capabilities",
+                "active",
+                "used",
+                "suppressed_roles",
+                "min_allocatable_resources",
+                "tasks",
+            ])?;
+            let roles = f.opt_str_list("roles")?.ok_or_else(|| f.error("roles", "missing"))?;
+            if roles.is_empty() {
+                return Err(f.error("roles", "a framework needs at least one role"));
+            }
+            let mut used = Vec::new();
+            if let Some(obj) = f.opt_object("used")? {
+                for (agent, v) in obj {
+                    let text = v.as_str().ok_or_else(|| {
+                        f.error("used", format!("'{agent}': expected a resources string"))
+                    })?;
+                    used.push((agent.clone(), parse_resources(f, "used", text)?));
+                }
+            }
+            let tasks = match f.opt_object("tasks")? {
+                None => None,
+                Some(obj) => Some(task_spec(f, obj)?),
+            };
+            Op::AddFramework {
+                framework: s("framework")?,
+                roles: roles.into_iter().map(str::to_owned).collect(),
+                capabilities: framework_caps(f)?.unwrap_or(FrameworkCapabilities::MULTI_ROLE),
+                active: f.opt_bool("active")?.unwrap_or(true),
+                used,
+                suppressed_roles: strings(f, "suppressed_roles")?,
+                min_allocatable: min_allocatable(f)?.unwrap_or_default(),
+                tasks,
+            }
+        }
+        op @ ("remove_framework" | "activate_framework" | "deactivate_framework") => {
+            f.check_keys(&["framework"])?;
+            let fw = s("framework")?;
+            match op {
+                "remove_framework" => Op::RemoveFramework(fw),
+                "activate_framework" => Op::ActivateFramework(fw),
+                _ => Op::DeactivateFramework(fw),
+            }
+        }
+        "update_framework" => {
+            f.check_keys(&[
+                "framework",
+                "roles",
+                "capabilities",
+                "suppressed_roles",
+                "min_allocatable_resources",
+            ])?;
+            Op::UpdateFramework {
+                framework: s("framework")?,
+                roles: f.opt_str_list("roles")?.map(|l| l.into_iter().map(str::to_owned).collect()),
+                capabilities: framework_caps(f)?,
+                suppressed_roles: f
+                    .opt_str_list("suppressed_roles")?
+                    .map(|l| l.into_iter().map(str::to_owned).collect()),
+                min_allocatable: min_allocatable(f)?,
+            }
+        }
+        "recover_resources" => {
+            f.check_keys(&["framework", "agent", "resources", "role", "refuse_seconds"])?;
+            let text = f.str("resources")?;
+            let resources =
+                if text == "all" { None } else { Some(parse_resources(f, "resources", text)?) };
+            Op::RecoverResources {
+                framework: s("framework")?,
+                agent: s("agent")?,
+                resources,
+                role: f.opt_str("role")?.map(str::to_owned),
+                refuse_seconds: f.opt_f64("refuse_seconds")?,
+            }
+        }
+        op @ ("suppress_offers" | "revive_offers") => {
+            f.check_keys(&["framework", "roles"])?;
+            let (fw, roles) = (s("framework")?, strings(f, "roles")?);
+            if op == "suppress_offers" {
+                Op::SuppressOffers(fw, roles)
+            } else {
+                Op::ReviveOffers(fw, roles)
+            }
+        }
+        "update_quota" => {
+            f.check_keys(&["role", "guarantees", "limits"])?;
+            let mut q = Quota::default();
+            if f.get("guarantees").is_some() {
+                q.guarantees = f.quantities("guarantees")?;
+            }
+            if f.get("limits").is_some() {
+                q.limits = f.quantities("limits")?;
+            }
+            Op::UpdateQuota(s("role")?, q)
+        }
+        "update_weights" => {
+            f.check_keys(&["weights"])?;
+            let obj = f.opt_object("weights")?.ok_or_else(|| f.error("weights", "missing"))?;
+            let mut weights = Vec::new();
+            for (role, w) in obj {
+                let w = w.as_f64().filter(|w| w.is_finite() && *w > 0.0).ok_or_else(|| {
+                    f.error("weights", format!("'{role}': weight must be a positive number"))
+                })?;
+                weights.push((role.clone(), w));
+            }
+            Op::UpdateWeights(weights)
+        }
+        "update_whitelist" => {
+            f.check_keys(&["hostnames"])?;
+            Op::UpdateWhitelist(
+                f.opt_str_list("hostnames")?.map(|l| l.into_iter().map(str::to_owned).collect()),
+            )
+        }
+        "update_unavailability" => {
+            f.check_keys(&["agent", "unavailability"])?;
+            Op::UpdateUnavailability(
+                s("agent")?,
+                unavailability_value(f, "unavailability", f.get("unavailability"))?,
+            )
+        }
+        "update_inverse_offer" => {
+            f.check_keys(&["agent", "framework", "status", "refuse_seconds"])?;
+            let status = match f.opt_str("status")? {
+                None => None,
+                Some("accept") => Some(InverseOfferStatus::ACCEPT),
+                Some("decline") => Some(InverseOfferStatus::DECLINE),
+                Some(other) => {
+                    return Err(
+                        f.error("status", format!("'{other}': expected accept, decline or null"))
+                    );
+                }
+            };
+            Op::UpdateInverseOffer {
+                agent: s("agent")?,
+                framework: s("framework")?,
+                status,
+                refuse_seconds: f.opt_f64("refuse_seconds")?,
+            }
+        }
+        "update_allocation" => {
+            f.check_keys(&["framework", "agent", "role", "operations"])?;
+            Op::UpdateAllocation {
+                framework: s("framework")?,
+                agent: s("agent")?,
+                role: s("role")?,
+                operations: operations(f)?,
+            }
+        }
+        "update_available" => {
+            f.check_keys(&["agent", "operations"])?;
+            Op::UpdateAvailable { agent: s("agent")?, operations: operations(f)? }
+        }
+        "recover" => {
+            f.check_keys(&["expected_agents", "quotas"])?;
+            let expected = f
+                .opt_u64("expected_agents")?
+                .ok_or_else(|| f.error("expected_agents", "missing"))?;
+            let expected_agents =
+                u32::try_from(expected).map_err(|_| f.error("expected_agents", "too large"))?;
+            let mut quotas = Vec::new();
+            if let Some(obj) = f.opt_object("quotas")? {
+                for (role, v) in obj {
+                    let q = v.as_object().ok_or_else(|| {
+                        f.error("quotas", format!("'{role}': expected {{guarantees, limits}}"))
+                    })?;
+                    quotas.push(RoleQuota {
+                        role: role.as_str().into(),
+                        quota: quota(f, "quotas", q)?,
+                    });
+                }
+            }
+            Op::Recover { expected_agents, quotas }
+        }
+        "pause" => {
+            f.check_keys(&[])?;
+            Op::Pause
+        }
+        "resume" => {
+            f.check_keys(&[])?;
+            Op::Resume
+        }
+        "set_sorters" => {
+            f.check_keys(&["role_sorter", "framework_sorter"])?;
+            Op::SetSorters {
+                role_sorter: f.opt_str("role_sorter")?.map(str::to_owned),
+                framework_sorter: f.opt_str("framework_sorter")?.map(str::to_owned),
+            }
+        }
+        "advance" => {
+            f.check_keys(&["seconds"])?;
+            let secs = f.f64("seconds")?;
+            if secs < 0.0 {
+                return Err(f.error("seconds", "the clock cannot go back"));
+            }
+            Op::Advance(secs)
+        }
+        "tick" => {
+            f.check_keys(&[])?;
+            Op::Tick
+        }
+        "submit_task" => {
+            f.check_keys(&["framework", "resources", "duration", "constraints"])?;
+            let duration = f.opt_f64("duration")?;
+            if duration.is_some_and(|d| d < 0.0) {
+                return Err(f.error("duration", "must not be negative"));
+            }
+            let mut constraints = Vec::new();
+            if let Some(obj) = f.opt_object("constraints")? {
+                for (attr, v) in obj {
+                    let values = v
+                        .as_array()
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|x| x.as_str().map(str::to_owned))
+                                .collect::<Option<Vec<_>>>()
+                        })
+                        .ok_or_else(|| {
+                            f.error("constraints", format!("'{attr}': expected a list of strings"))
+                        })?;
+                    constraints.push((attr.clone(), values));
+                }
+            }
+            Op::SubmitTask {
+                framework: s("framework")?,
+                resources: f.resources("resources")?,
+                duration,
+                constraints,
+            }
+        }
+        "expect_offers" => {
+            f.check_keys(&["offers", "one_of"])?;
+            Op::ExpectOffers(alternatives(f, "offers", offers_list)?)
+        }
+        "expect_inverse_offers" => {
+            f.check_keys(&["inverse_offers", "one_of"])?;
+            Op::ExpectInverseOffers(alternatives(f, "inverse_offers", inverse_list)?)
+        }
+        "expect_tasks" => {
+            f.check_keys(&["framework", "running"])?;
+            Op::ExpectTasks {
+                framework: s("framework")?,
+                running: f.opt_u64("running")?.ok_or_else(|| f.error("running", "missing"))?,
+            }
+        }
+        other => return Err(f.error("op", format!("unknown op '{other}'"))),
+    })
+}
+
+fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, ScenarioError> {
+    let mut spec = TaskSpec {
+        resources: None,
+        count: None,
+        duration: None,
+        per_offer: None,
+        refuse_seconds: 5.0,
+    };
+    for (k, v) in obj {
+        let num = || {
+            v.as_f64()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| f.error("tasks", format!("'{k}' must be a non-negative number")))
+        };
+        let int = || {
+            v.as_u64()
+                .ok_or_else(|| f.error("tasks", format!("'{k}' must be a non-negative integer")))
+        };
+        match k.as_str() {
+            "resources" => {
+                let text =
+                    v.as_str().ok_or_else(|| f.error("tasks", "'resources' must be a string"))?;
+                let r = parse_resources(f, "tasks", text)?;
+                if r.is_empty() {
+                    return Err(f.error("tasks", "'resources' of a task must not be empty"));
+                }
+                spec.resources = Some(r);
+            }
+            "count" => spec.count = Some(int()?),
+            "duration" => spec.duration = Some(num()?),
+            "per_offer" => spec.per_offer = Some(int()?),
+            "refuse_seconds" => {
+                spec.refuse_seconds = v
+                    .as_f64()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| f.error("tasks", "'refuse_seconds' must be a number"))?
+            }
+            other => {
+                return Err(f.error(
+                    "tasks",
+                    format!("unknown key '{other}' (expected resources, count, duration, per_offer, refuse_seconds)"),
+                ));
+            }
+        }
+    }
+    Ok(spec)
+}

@@ -1,0 +1,1215 @@
+//! The built-in allocator `hierarchical` (alias `HierarchicalDRF`): Mesos's hierarchical
+//! allocator over any pair of sorters.
+//!
+//! It keeps agents, frameworks, a role sorter holding only roles with tracked frameworks, and
+//! one framework sorter per role, and implements the allocation run of
+//! `../shared/reference/mesos-allocator.md` section 3 (rules R1–R17, R23–R25): candidate
+//! agents shuffled with the seeded generator; for each agent, roles in role-sorter order and
+//! frameworks in their role's sorter order; the first eligible framework gets everything
+//! allocatable to the role on that agent, after the capability gates, the incapable-resource
+//! strip, the min-allocatable check and the refuse filters; sorters are updated at once, so later
+//! agents in the same run see every grant.
+//!
+//! Quota (R18–R22) is not implemented yet: `update_quota` and `recover`'s quotas are
+//! recorded but do not change offers.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use allocator_api::rng::Rng;
+use allocator_api::{
+    AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
+    FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, InverseOffer,
+    InverseOfferStatus, InverseOfferStatusEntry, ModuleError, OfferBatch, Operation, Quantities,
+    Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter, SorterConfig,
+    Unavailability,
+};
+
+/// Creates sorters for the allocator (the role sorter once, a framework sorter per role).
+pub type SorterFactory =
+    Box<dyn Fn(&SorterConfig) -> std::result::Result<Box<dyn Sorter>, String> + Send>;
+
+const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
+const EPSILON: f64 = 1e-9;
+
+/// A refuse filter (Mesos rule R5/R6).
+#[derive(Clone, Debug)]
+struct OfferFilter {
+    resources: Resources,
+    /// Blocks every run before this time.
+    expires: f64,
+    /// Also blocks the periodic run at this time (the first after the filter was made).
+    first_periodic: f64,
+}
+
+impl OfferFilter {
+    fn active(&self, now: f64, periodic: bool) -> bool {
+        now < self.expires - EPSILON || (periodic && (now - self.first_periodic).abs() < EPSILON)
+    }
+
+    fn expired(&self, now: f64) -> bool {
+        now >= self.expires - EPSILON && now > self.first_periodic + EPSILON
+    }
+}
+
+#[derive(Debug)]
+struct Agent {
+    info: AgentInfo,
+    total: Resources,
+    /// Offered or allocated, per framework and role.
+    allocated: BTreeMap<FrameworkId, BTreeMap<String, Resources>>,
+    /// `total` minus everything allocated (non-shared only).
+    free: Resources,
+    activated: bool,
+    has_gpu: bool,
+    maintenance: Option<Unavailability>,
+}
+
+impl Agent {
+    fn recompute_free(&mut self) {
+        let mut free = self.total.filter(|r| !r.is_shared());
+        for roles in self.allocated.values() {
+            for res in roles.values() {
+                free.subtract(res);
+            }
+        }
+        self.free = free;
+    }
+
+    /// Everything that may be offered: free non-shared resources plus every shared resource.
+    fn available(&self) -> Resources {
+        let mut a = self.free.clone();
+        a.add(&self.total.shared());
+        a
+    }
+}
+
+#[derive(Debug)]
+struct Framework {
+    info: FrameworkInfo,
+    active: bool,
+    suppressed: BTreeSet<String>,
+    min_allocatable: HashMap<String, Vec<Quantities>>,
+    offer_filters: HashMap<(String, AgentId), Vec<OfferFilter>>,
+    inverse_filters: HashMap<AgentId, f64>,
+}
+
+impl Framework {
+    fn roles(&self) -> impl Iterator<Item = &str> {
+        self.info.roles.iter().map(RString::as_str)
+    }
+
+    fn has(&self, cap: FrameworkCapabilities) -> bool {
+        self.info.capabilities.has(cap)
+    }
+}
+
+struct RoleState {
+    client: ClientId,
+    sorter: Box<dyn Sorter>,
+    frameworks: BTreeSet<FrameworkId>,
+}
+
+/// Mesos's hierarchical allocator over pluggable sorters. See the [module docs](self).
+pub struct HierarchicalAllocator {
+    options: AllocatorOptions,
+    sorter_config: SorterConfig,
+    now: f64,
+    rng: Rng,
+    paused: bool,
+    agents: BTreeMap<AgentId, Agent>,
+    frameworks: BTreeMap<FrameworkId, Framework>,
+    role_sorter: Box<dyn Sorter>,
+    roles: BTreeMap<String, RoleState>,
+    role_by_client: HashMap<ClientId, String>,
+    next_role_client: u32,
+    weights: HashMap<String, f64>,
+    quotas: BTreeMap<String, Quota>,
+    whitelist: Option<HashSet<String>>,
+    make_role_sorter: SorterFactory,
+    make_framework_sorter: SorterFactory,
+    outstanding_inverse: HashSet<(AgentId, FrameworkId)>,
+    inverse_statuses: BTreeMap<(AgentId, FrameworkId), (InverseOfferStatus, f64)>,
+    recovery: Option<(usize, f64)>,
+    role_buf: RVec<ClientId>,
+    fw_buf: RVec<ClientId>,
+}
+
+fn sorter_error(what: &str, e: ModuleError) -> ModuleError {
+    ModuleError::failed(format!("{what}: {e}"))
+}
+
+impl HierarchicalAllocator {
+    /// A new allocator with sorters from the given factories.
+    pub fn new(
+        options: &AllocatorOptions,
+        make_role_sorter: SorterFactory,
+        make_framework_sorter: SorterFactory,
+    ) -> std::result::Result<HierarchicalAllocator, String> {
+        let sorter_config = SorterConfig {
+            fairness_excluded_resource_names: options.fairness_excluded_resource_names.clone(),
+            seed: options.seed,
+        };
+        let role_sorter = make_role_sorter(&sorter_config)?;
+        Ok(HierarchicalAllocator {
+            options: options.clone(),
+            sorter_config,
+            now: 0.0,
+            rng: Rng::new(options.seed),
+            paused: false,
+            agents: BTreeMap::new(),
+            frameworks: BTreeMap::new(),
+            role_sorter,
+            roles: BTreeMap::new(),
+            role_by_client: HashMap::new(),
+            next_role_client: 0,
+            weights: HashMap::new(),
+            quotas: BTreeMap::new(),
+            whitelist: None,
+            make_role_sorter,
+            make_framework_sorter,
+            outstanding_inverse: HashSet::new(),
+            inverse_statuses: BTreeMap::new(),
+            recovery: None,
+            role_buf: RVec::new(),
+            fw_buf: RVec::new(),
+        })
+    }
+
+    /// Replaces both kinds of sorter, rebuilding them from the allocator's own records of agents,
+    /// roles, weights, frameworks and allocations: no allocation is lost or duplicated.
+    pub fn replace_sorters(
+        &mut self,
+        make_role_sorter: SorterFactory,
+        make_framework_sorter: SorterFactory,
+    ) -> std::result::Result<(), String> {
+        let mut role_sorter = make_role_sorter(&self.sorter_config)?;
+        let mut fresh: BTreeMap<String, Box<dyn Sorter>> = BTreeMap::new();
+        for role in self.roles.keys() {
+            fresh.insert(role.clone(), make_framework_sorter(&self.sorter_config)?);
+        }
+        let fail = |e: ModuleError| e.to_string();
+        for (id, agent) in &self.agents {
+            let q = agent.total.scalar_quantities();
+            role_sorter.add_agent(*id, &q).map_err(fail)?;
+            for s in fresh.values_mut() {
+                s.add_agent(*id, &q).map_err(fail)?;
+            }
+        }
+        for (path, w) in &self.weights {
+            role_sorter.update_weight(path, *w).map_err(fail)?;
+        }
+        for (role, state) in &self.roles {
+            role_sorter.add(state.client, role).map_err(fail)?;
+            role_sorter.activate(state.client).map_err(fail)?;
+            let fs = fresh.get_mut(role).expect("created above");
+            for fw in &state.frameworks {
+                let framework = &self.frameworks[fw];
+                fs.add(ClientId(fw.0), &framework.info.name).map_err(fail)?;
+                if framework.active && !framework.suppressed.contains(role) {
+                    fs.activate(ClientId(fw.0)).map_err(fail)?;
+                }
+            }
+        }
+        for (agent_id, agent) in &self.agents {
+            for (fw, roles) in &agent.allocated {
+                for (role, res) in roles {
+                    if let Some(state) = self.roles.get(role) {
+                        role_sorter.allocated(state.client, *agent_id, res).map_err(fail)?;
+                        fresh
+                            .get_mut(role)
+                            .expect("role tracked")
+                            .allocated(ClientId(fw.0), *agent_id, res)
+                            .map_err(fail)?;
+                    }
+                }
+            }
+        }
+        self.role_sorter = role_sorter;
+        for (role, sorter) in fresh {
+            self.roles.get_mut(&role).expect("role tracked").sorter = sorter;
+        }
+        self.make_role_sorter = make_role_sorter;
+        self.make_framework_sorter = make_framework_sorter;
+        Ok(())
+    }
+
+    /// The weighted dominant share of each tracked role, for reports (from the role sorter).
+    pub fn role_shares(&self) -> Vec<(String, f64)> {
+        self.roles
+            .iter()
+            .map(|(r, s)| (r.clone(), self.role_sorter.dominant_share(s.client).unwrap_or(0.0)))
+            .collect()
+    }
+
+    /// What each framework holds per role and agent (offered or allocated).
+    pub fn allocations(&self) -> Vec<Allocation> {
+        let mut out = Vec::new();
+        for (agent_id, agent) in &self.agents {
+            for (fw, roles) in &agent.allocated {
+                for (role, res) in roles {
+                    out.push(Allocation {
+                        framework: *fw,
+                        agent: *agent_id,
+                        role: role.as_str().into(),
+                        resources: res.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// An agent's total and what is allocated on it, for invariant checks.
+    pub fn agent_ledger(&self, agent: AgentId) -> Option<(Resources, Resources)> {
+        let a = self.agents.get(&agent)?;
+        let mut used = Resources::new();
+        for roles in a.allocated.values() {
+            for r in roles.values() {
+                used.add(r);
+            }
+        }
+        Some((a.total.clone(), used))
+    }
+
+    fn framework(&self, id: FrameworkId, call: &str) -> Result<&Framework> {
+        self.frameworks
+            .get(&id)
+            .ok_or_else(|| ModuleError::rejected(format!("{call}: unknown {id}")))
+    }
+
+    fn agent(&self, id: AgentId, call: &str) -> Result<&Agent> {
+        self.agents.get(&id).ok_or_else(|| ModuleError::rejected(format!("{call}: unknown {id}")))
+    }
+
+    /// Tracks `fw` under `role`, adding the role to the role sorter and creating its framework
+    /// sorter on first use.
+    fn track_framework_under_role(&mut self, fw: FrameworkId, role: &str) -> Result<()> {
+        if !self.roles.contains_key(role) {
+            let client = ClientId(self.next_role_client);
+            self.next_role_client += 1;
+            self.role_sorter.add(client, role).map_err(|e| sorter_error("role sorter add", e))?;
+            self.role_sorter
+                .activate(client)
+                .map_err(|e| sorter_error("role sorter activate", e))?;
+            let mut sorter =
+                (self.make_framework_sorter)(&self.sorter_config).map_err(ModuleError::failed)?;
+            for (id, agent) in &self.agents {
+                sorter
+                    .add_agent(*id, &agent.total.scalar_quantities())
+                    .map_err(|e| sorter_error("framework sorter add_agent", e))?;
+            }
+            self.role_by_client.insert(client, role.to_owned());
+            self.roles
+                .insert(role.to_owned(), RoleState { client, sorter, frameworks: BTreeSet::new() });
+        }
+        let state = self.roles.get_mut(role).expect("just ensured");
+        if state.frameworks.insert(fw) {
+            let name =
+                self.frameworks.get(&fw).map(|f| f.info.name.to_string()).unwrap_or_default();
+            state
+                .sorter
+                .add(ClientId(fw.0), &name)
+                .map_err(|e| sorter_error("framework sorter add", e))?;
+            if let Some(f) = self.frameworks.get(&fw)
+                && f.active
+                && !f.suppressed.contains(role)
+            {
+                state
+                    .sorter
+                    .activate(ClientId(fw.0))
+                    .map_err(|e| sorter_error("framework sorter activate", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Untracks `fw` under `role` when it neither subscribes to the role nor holds resources
+    /// under it; removes the role when no framework is left.
+    fn try_untrack_framework_under_role(&mut self, fw: FrameworkId, role: &str) -> Result<()> {
+        let subscribed = self.frameworks.get(&fw).is_some_and(|f| f.roles().any(|r| r == role));
+        let holds = self
+            .agents
+            .values()
+            .any(|a| a.allocated.get(&fw).is_some_and(|m| m.contains_key(role)));
+        if subscribed || holds {
+            return Ok(());
+        }
+        let Some(state) = self.roles.get_mut(role) else { return Ok(()) };
+        if state.frameworks.remove(&fw) {
+            state
+                .sorter
+                .remove(ClientId(fw.0))
+                .map_err(|e| sorter_error("framework sorter remove", e))?;
+        }
+        if state.frameworks.is_empty() {
+            let state = self.roles.remove(role).expect("present");
+            self.role_by_client.remove(&state.client);
+            self.role_sorter
+                .remove(state.client)
+                .map_err(|e| sorter_error("role sorter remove", e))?;
+        }
+        Ok(())
+    }
+
+    fn track_allocated(
+        &mut self,
+        agent: AgentId,
+        fw: FrameworkId,
+        role: &str,
+        res: &Resources,
+    ) -> Result<()> {
+        if res.is_empty() {
+            return Ok(());
+        }
+        self.track_framework_under_role(fw, role)?;
+        let state = self.roles.get_mut(role).expect("tracked");
+        self.role_sorter
+            .allocated(state.client, agent, res)
+            .map_err(|e| sorter_error("role sorter allocated", e))?;
+        state
+            .sorter
+            .allocated(ClientId(fw.0), agent, res)
+            .map_err(|e| sorter_error("framework sorter allocated", e))
+    }
+
+    fn untrack_allocated(
+        &mut self,
+        agent: AgentId,
+        fw: FrameworkId,
+        role: &str,
+        res: &Resources,
+    ) -> Result<()> {
+        if res.is_empty() {
+            return Ok(());
+        }
+        if let Some(state) = self.roles.get_mut(role) {
+            self.role_sorter
+                .unallocated(state.client, agent, res)
+                .map_err(|e| sorter_error("role sorter unallocated", e))?;
+            if state.frameworks.contains(&fw) {
+                state
+                    .sorter
+                    .unallocated(ClientId(fw.0), agent, res)
+                    .map_err(|e| sorter_error("framework sorter unallocated", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn set_framework_activity(&mut self, fw: FrameworkId, role: &str, active: bool) -> Result<()> {
+        if let Some(state) = self.roles.get_mut(role)
+            && state.frameworks.contains(&fw)
+        {
+            let r = if active {
+                state.sorter.activate(ClientId(fw.0))
+            } else {
+                state.sorter.deactivate(ClientId(fw.0))
+            };
+            r.map_err(|e| sorter_error("framework sorter (de)activate", e))?;
+        }
+        Ok(())
+    }
+
+    /// Mesos's `allocatable`: the framework's per-role sets if it has them (empty: anything),
+    /// else the global ones (empty: anything); true when the resources contain any one set.
+    fn allocatable(&self, fw: &Framework, role: &str, res: &Resources) -> bool {
+        if res.is_empty() {
+            return false;
+        }
+        let sets = fw
+            .min_allocatable
+            .get(role)
+            .map_or(self.options.min_allocatable_resources.as_slice(), Vec::as_slice);
+        sets.is_empty() || sets.iter().any(|q| res.contains_quantities(q))
+    }
+
+    /// Rule 3.3e: drop what the framework cannot receive.
+    fn strip_incapable(fw: &Framework, res: Resources) -> Resources {
+        let shared = fw.has(FrameworkCapabilities::SHARED_RESOURCES);
+        let revocable = fw.has(FrameworkCapabilities::REVOCABLE_RESOURCES);
+        let refinement = fw.has(FrameworkCapabilities::RESERVATION_REFINEMENT);
+        if shared && revocable && refinement {
+            return res;
+        }
+        res.filter(|r| {
+            (shared || !r.is_shared())
+                && (revocable || !r.is_revocable())
+                && (refinement || !r.is_refined_reservation())
+        })
+    }
+
+    /// Rule 3.3g.
+    fn is_filtered(
+        &self,
+        fw: &Framework,
+        role: &str,
+        agent_id: AgentId,
+        agent: &Agent,
+        offer: &Resources,
+        periodic: bool,
+    ) -> bool {
+        let caps = agent.info.capabilities;
+        if fw.has(FrameworkCapabilities::MULTI_ROLE) && !caps.has(AgentCapabilities::MULTI_ROLE) {
+            return true;
+        }
+        if role.contains('/') && !caps.has(AgentCapabilities::HIERARCHICAL_ROLE) {
+            return true;
+        }
+        fw.offer_filters.get(&(role.to_owned(), agent_id)).is_some_and(|fs| {
+            fs.iter().any(|f| f.active(self.now, periodic) && f.resources.contains(offer))
+        })
+    }
+
+    fn expire_filters(&mut self) {
+        let now = self.now;
+        for fw in self.frameworks.values_mut() {
+            fw.offer_filters.retain(|_, fs| {
+                fs.retain(|f| !f.expired(now));
+                !fs.is_empty()
+            });
+            fw.inverse_filters.retain(|_, until| now < *until - EPSILON);
+        }
+    }
+
+    fn first_periodic_after(&self, c: f64) -> f64 {
+        let interval = self.options.allocation_interval;
+        if interval <= 0.0 {
+            return c;
+        }
+        ((c / interval + EPSILON).floor() + 1.0) * interval
+    }
+
+    fn check_recovery(&mut self) {
+        if let Some((expected, deadline)) = self.recovery
+            && (self.agents.len() >= expected || self.now >= deadline - EPSILON)
+        {
+            self.recovery = None;
+            self.paused = false;
+            log::info!("allocator recovery finished with {} agents", self.agents.len());
+        }
+    }
+
+    fn run(&mut self, candidates: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
+        let mut agents: Vec<AgentId> = candidates
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.agents.get(id).is_some_and(|a| {
+                    a.activated
+                        && self
+                            .whitelist
+                            .as_ref()
+                            .is_none_or(|w| w.contains(a.info.hostname.as_str()))
+                })
+            })
+            .collect();
+        agents.sort();
+        agents.dedup();
+        self.rng.shuffle(&mut agents);
+
+        let mut offerable: BTreeMap<(FrameworkId, String, AgentId), Resources> = BTreeMap::new();
+        for agent_id in agents.iter().copied() {
+            let mut shared_offered = Resources::new();
+            if self.agents[&agent_id].available().is_empty() {
+                continue; // R14
+            }
+            let mut role_order = std::mem::take(&mut self.role_buf);
+            self.role_sorter
+                .sort(&mut role_order)
+                .map_err(|e| sorter_error("role sorter sort", e))?;
+            for &role_client in role_order.iter() {
+                let Some(role) = self.role_by_client.get(&role_client).cloned() else { continue };
+                if self.agents[&agent_id].available().is_empty() {
+                    break;
+                }
+                let mut fw_order = std::mem::take(&mut self.fw_buf);
+                self.roles
+                    .get_mut(&role)
+                    .expect("role in sorter")
+                    .sorter
+                    .sort(&mut fw_order)
+                    .map_err(|e| sorter_error("framework sorter sort", e))?;
+                for &fw_client in fw_order.iter() {
+                    let fw_id = FrameworkId(fw_client.0);
+                    let Some(fw) = self.frameworks.get(&fw_id) else { continue };
+                    let agent = &self.agents[&agent_id];
+                    // (b) what the role may get here
+                    let available = agent.available().allocatable_to(&role) - &shared_offered;
+                    if available.is_empty() {
+                        break;
+                    }
+                    // (c) quick exit
+                    if !self.allocatable(fw, &role, &available) {
+                        continue;
+                    }
+                    // (d) GPU gate (R24)
+                    if self.options.filter_gpu_resources
+                        && agent.has_gpu
+                        && !fw.has(FrameworkCapabilities::GPU_RESOURCES)
+                    {
+                        continue;
+                    }
+                    // (e) strip what the framework cannot receive
+                    let to_offer = Self::strip_incapable(fw, available);
+                    if to_offer.is_empty() {
+                        continue;
+                    }
+                    // (f) min-allocatable (R17)
+                    if !self.allocatable(fw, &role, &to_offer) {
+                        continue;
+                    }
+                    // (g) capability and refuse filters (R5, R6, R24)
+                    if self.is_filtered(fw, &role, agent_id, agent, &to_offer, periodic) {
+                        continue;
+                    }
+                    let agent = self.agents.get_mut(&agent_id).expect("candidate");
+                    agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+                    agent
+                        .allocated
+                        .entry(fw_id)
+                        .or_default()
+                        .entry(role.clone())
+                        .or_default()
+                        .add(&to_offer);
+                    shared_offered.add(&to_offer.shared());
+                    self.track_allocated(agent_id, fw_id, &role, &to_offer)?;
+                    offerable.entry((fw_id, role.clone(), agent_id)).or_default().add(&to_offer);
+                }
+                self.fw_buf = fw_order;
+            }
+            self.role_buf = role_order;
+        }
+        for ((framework, role, agent), resources) in offerable {
+            out.offers.push(Allocation { framework, agent, role: role.as_str().into(), resources });
+        }
+        self.generate_inverse_offers(&agents, out);
+        Ok(())
+    }
+
+    /// R23: one inverse offer per run to each active framework holding resources on an agent
+    /// under maintenance, unless one is outstanding or filtered.
+    fn generate_inverse_offers(&mut self, agents: &[AgentId], out: &mut OfferBatch) {
+        let mut sorted = agents.to_vec();
+        sorted.sort();
+        for agent_id in sorted {
+            let agent = &self.agents[&agent_id];
+            let Some(unavailability) = agent.maintenance else { continue };
+            for fw_id in agent.allocated.keys() {
+                let Some(fw) = self.frameworks.get(fw_id) else { continue };
+                if !fw.active
+                    || self.outstanding_inverse.contains(&(agent_id, *fw_id))
+                    || fw.inverse_filters.contains_key(&agent_id)
+                {
+                    continue;
+                }
+                self.outstanding_inverse.insert((agent_id, *fw_id));
+                out.inverse_offers.push(InverseOffer {
+                    framework: *fw_id,
+                    agent: agent_id,
+                    unavailability,
+                });
+            }
+        }
+    }
+
+    fn release(
+        &mut self,
+        agent_id: AgentId,
+        fw: FrameworkId,
+        role: &str,
+        res: &Resources,
+    ) -> Result<()> {
+        let agent = self.agents.get_mut(&agent_id).expect("checked");
+        let held = agent.allocated.get_mut(&fw).and_then(|m| m.get_mut(role)).expect("checked");
+        held.subtract(res);
+        if held.is_empty() {
+            let roles = agent.allocated.get_mut(&fw).expect("present");
+            roles.remove(role);
+            if roles.is_empty() {
+                agent.allocated.remove(&fw);
+            }
+        }
+        agent.free.add(&res.filter(|r| !r.is_shared()));
+        self.untrack_allocated(agent_id, fw, role, res)?;
+        self.try_untrack_framework_under_role(fw, role)
+    }
+}
+
+fn clamp_refuse(seconds: f64) -> Option<f64> {
+    if seconds == 0.0 || seconds.is_nan() {
+        None
+    } else if seconds < 0.0 {
+        Some(DEFAULT_REFUSE_SECONDS)
+    } else {
+        Some(seconds.min(FILTER_MAX_SECONDS))
+    }
+}
+
+fn info_roles(info: &FrameworkInfo) -> Vec<String> {
+    info.roles.iter().map(|r| r.to_string()).collect()
+}
+
+impl Allocator for HierarchicalAllocator {
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        if now + EPSILON < self.now {
+            return Err(ModuleError::rejected(format!(
+                "set_time: time went back from {} to {now}",
+                self.now
+            )));
+        }
+        self.now = now;
+        self.check_recovery();
+        Ok(())
+    }
+
+    fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()> {
+        if quotas.is_empty() {
+            return Ok(());
+        }
+        for q in quotas {
+            self.quotas.insert(q.role.to_string(), q.quota.clone());
+        }
+        let expected = (f64::from(expected_agents) * self.options.agent_recovery_factor) as usize;
+        if expected > 0 {
+            self.paused = true;
+            self.recovery = Some((expected, self.now + self.options.recovery_timeout));
+            log::info!(
+                "allocator paused until {expected} agents are back or {}s pass",
+                self.options.recovery_timeout
+            );
+        }
+        Ok(())
+    }
+
+    fn add_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        used: &[Allocation],
+        active: bool,
+        options: &FrameworkOptions,
+    ) -> Result<()> {
+        if self.frameworks.contains_key(&info.id) {
+            return Err(ModuleError::rejected(format!(
+                "add_framework: {} ({}) already added",
+                info.id, info.name
+            )));
+        }
+        // Validate `used` before changing anything.
+        let mut extra: HashMap<AgentId, Resources> = HashMap::new();
+        for u in used.iter().filter(|u| self.agents.contains_key(&u.agent)) {
+            let agent = &self.agents[&u.agent];
+            let recorded = agent
+                .allocated
+                .get(&info.id)
+                .and_then(|m| m.get(u.role.as_str()))
+                .cloned()
+                .unwrap_or_default();
+            let missing = u.resources.clone() - &recorded;
+            let need = extra.entry(u.agent).or_default();
+            need.add(&missing.filter(|r| !r.is_shared()));
+            if !agent.free.contains(need) {
+                return Err(ModuleError::rejected(format!(
+                    "add_framework: {} uses {} on {} ({}), more than is free there ({})",
+                    info.name, u.resources, u.agent, agent.info.name, agent.free
+                )));
+            }
+        }
+        let framework = Framework {
+            info: info.clone(),
+            active,
+            suppressed: options.suppressed_roles.iter().map(|r| r.to_string()).collect(),
+            min_allocatable: options
+                .min_allocatable_resources
+                .iter()
+                .map(|m| (m.role.to_string(), m.sets.to_vec()))
+                .collect(),
+            offer_filters: HashMap::new(),
+            inverse_filters: HashMap::new(),
+        };
+        self.frameworks.insert(info.id, framework);
+        for role in info_roles(info) {
+            self.track_framework_under_role(info.id, &role)?;
+        }
+        for u in used {
+            let Some(agent) = self.agents.get_mut(&u.agent) else { continue };
+            let slot =
+                agent.allocated.entry(info.id).or_default().entry(u.role.to_string()).or_default();
+            let missing = u.resources.clone() - slot;
+            slot.add(&missing);
+            agent.free.subtract(&missing.filter(|r| !r.is_shared()));
+            self.track_allocated(u.agent, info.id, &u.role, &u.resources)?;
+        }
+        Ok(())
+    }
+
+    fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        self.framework(framework, "remove_framework")?;
+        let holdings: Vec<(AgentId, String, Resources)> =
+            self.agents
+                .iter()
+                .flat_map(|(a, agent)| {
+                    agent.allocated.get(&framework).into_iter().flat_map(move |m| {
+                        m.iter().map(move |(r, res)| (*a, r.clone(), res.clone()))
+                    })
+                })
+                .collect();
+        let roles: Vec<String> = self
+            .roles
+            .iter()
+            .filter(|(_, s)| s.frameworks.contains(&framework))
+            .map(|(r, _)| r.clone())
+            .collect();
+        self.frameworks.remove(&framework);
+        for (agent, role, res) in holdings {
+            self.release(agent, framework, &role, &res)?;
+        }
+        for role in roles {
+            self.try_untrack_framework_under_role(framework, &role)?;
+        }
+        self.outstanding_inverse.retain(|(_, f)| *f != framework);
+        self.inverse_statuses.retain(|(_, f), _| *f != framework);
+        Ok(())
+    }
+
+    fn activate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        let fw = self.framework(framework, "activate_framework")?;
+        let roles: Vec<String> =
+            fw.roles().filter(|r| !fw.suppressed.contains(*r)).map(str::to_owned).collect();
+        self.frameworks.get_mut(&framework).expect("checked").active = true;
+        for role in roles {
+            self.set_framework_activity(framework, &role, true)?;
+        }
+        Ok(())
+    }
+
+    fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        let tracked: Vec<String> = self
+            .roles
+            .iter()
+            .filter(|(_, s)| s.frameworks.contains(&framework))
+            .map(|(r, _)| r.clone())
+            .collect();
+        let fw = self.frameworks.get_mut(&framework).ok_or_else(|| {
+            ModuleError::rejected(format!("deactivate_framework: unknown {framework}"))
+        })?;
+        fw.active = false;
+        fw.offer_filters.clear();
+        fw.inverse_filters.clear();
+        for role in tracked {
+            self.set_framework_activity(framework, &role, false)?;
+        }
+        Ok(())
+    }
+
+    fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()> {
+        let old = self.framework(info.id, "update_framework")?;
+        let old_roles: BTreeSet<String> = old.roles().map(str::to_owned).collect();
+        let new_roles: BTreeSet<String> = info_roles(info).into_iter().collect();
+        let suppressed: BTreeSet<String> =
+            options.suppressed_roles.iter().map(|r| r.to_string()).collect();
+        {
+            let fw = self.frameworks.get_mut(&info.id).expect("checked");
+            fw.info = info.clone();
+            fw.suppressed = suppressed.clone();
+            fw.min_allocatable = options
+                .min_allocatable_resources
+                .iter()
+                .map(|m| (m.role.to_string(), m.sets.to_vec()))
+                .collect();
+            fw.offer_filters.retain(|(role, _), _| new_roles.contains(role));
+        }
+        for role in new_roles.difference(&old_roles) {
+            self.track_framework_under_role(info.id, role)?;
+        }
+        for role in old_roles.difference(&new_roles) {
+            self.set_framework_activity(info.id, role, false)?;
+            self.try_untrack_framework_under_role(info.id, role)?;
+        }
+        let active = self.frameworks[&info.id].active;
+        for role in &new_roles {
+            self.set_framework_activity(info.id, role, active && !suppressed.contains(role))?;
+        }
+        Ok(())
+    }
+
+    fn add_agent(
+        &mut self,
+        info: &AgentInfo,
+        unavailability: Option<&Unavailability>,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()> {
+        if self.agents.contains_key(&info.id) {
+            return Err(ModuleError::rejected(format!(
+                "add_agent: {} ({}) already added",
+                info.id, info.name
+            )));
+        }
+        let mut used_total = Resources::new();
+        for u in used {
+            used_total.add(&u.resources.filter(|r| !r.is_shared()));
+        }
+        if !total.contains(&used_total) {
+            return Err(ModuleError::rejected(format!(
+                "add_agent: {} uses {used_total}, more than its total {total}",
+                info.name
+            )));
+        }
+        let mut agent = Agent {
+            info: info.clone(),
+            total: total.clone(),
+            allocated: BTreeMap::new(),
+            free: Resources::new(),
+            activated: true,
+            has_gpu: total.scalar("gpus").is_positive(),
+            maintenance: unavailability.copied(),
+        };
+        for u in used {
+            agent
+                .allocated
+                .entry(u.framework)
+                .or_default()
+                .entry(u.role.to_string())
+                .or_default()
+                .add(&u.resources);
+        }
+        agent.recompute_free();
+        let q = total.scalar_quantities();
+        self.role_sorter
+            .add_agent(info.id, &q)
+            .map_err(|e| sorter_error("role sorter add_agent", e))?;
+        for state in self.roles.values_mut() {
+            state
+                .sorter
+                .add_agent(info.id, &q)
+                .map_err(|e| sorter_error("framework sorter add_agent", e))?;
+        }
+        self.agents.insert(info.id, agent);
+        for u in used {
+            if self.frameworks.contains_key(&u.framework) {
+                self.track_allocated(info.id, u.framework, &u.role, &u.resources)?;
+            }
+        }
+        self.check_recovery();
+        Ok(())
+    }
+
+    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
+        let a = self.agent(agent, "remove_agent")?;
+        let holdings: Vec<(FrameworkId, String, Resources)> = a
+            .allocated
+            .iter()
+            .flat_map(|(f, m)| m.iter().map(move |(r, res)| (*f, r.clone(), res.clone())))
+            .collect();
+        for (fw, role, res) in holdings {
+            if self.frameworks.contains_key(&fw) {
+                self.release(agent, fw, &role, &res)?;
+            }
+        }
+        self.role_sorter
+            .remove_agent(agent)
+            .map_err(|e| sorter_error("role sorter remove_agent", e))?;
+        for state in self.roles.values_mut() {
+            state
+                .sorter
+                .remove_agent(agent)
+                .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
+        }
+        for fw in self.frameworks.values_mut() {
+            fw.offer_filters.retain(|(_, a), _| *a != agent);
+            fw.inverse_filters.remove(&agent);
+        }
+        self.outstanding_inverse.retain(|(a, _)| *a != agent);
+        self.inverse_statuses.retain(|(a, _), _| *a != agent);
+        self.agents.remove(&agent);
+        Ok(())
+    }
+
+    fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()> {
+        let old = self.agent(info.id, "update_agent")?;
+        let attributes_changed = old.info.attributes != info.attributes;
+        let total_changed = total.is_some_and(|t| *t != old.total);
+        if attributes_changed {
+            for fw in self.frameworks.values_mut() {
+                fw.offer_filters.retain(|(_, a), _| *a != info.id);
+                fw.inverse_filters.remove(&info.id);
+            }
+        }
+        let agent = self.agents.get_mut(&info.id).expect("checked");
+        agent.info = info.clone();
+        if let (true, Some(t)) = (total_changed, total) {
+            agent.total = t.clone();
+            agent.has_gpu = t.scalar("gpus").is_positive();
+            agent.recompute_free();
+            let q = t.scalar_quantities();
+            self.role_sorter
+                .remove_agent(info.id)
+                .map_err(|e| sorter_error("role sorter remove_agent", e))?;
+            self.role_sorter
+                .add_agent(info.id, &q)
+                .map_err(|e| sorter_error("role sorter add_agent", e))?;
+            for state in self.roles.values_mut() {
+                state
+                    .sorter
+                    .remove_agent(info.id)
+                    .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
+                state
+                    .sorter
+                    .add_agent(info.id, &q)
+                    .map_err(|e| sorter_error("framework sorter add_agent", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add_resource_provider(
+        &mut self,
+        agent: AgentId,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()> {
+        let a = self.agent(agent, "add_resource_provider")?;
+        let mut info = a.info.clone();
+        let new_total = a.total.clone() + total;
+        info.capabilities = info.capabilities.with(AgentCapabilities::RESOURCE_PROVIDER);
+        self.update_agent(&info, Some(&new_total))?;
+        for u in used {
+            if self.frameworks.contains_key(&u.framework) {
+                let a = self.agents.get_mut(&agent).expect("checked");
+                a.allocated
+                    .entry(u.framework)
+                    .or_default()
+                    .entry(u.role.to_string())
+                    .or_default()
+                    .add(&u.resources);
+                a.free.subtract(&u.resources.filter(|r| !r.is_shared()));
+                self.track_allocated(agent, u.framework, &u.role, &u.resources)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn activate_agent(&mut self, agent: AgentId) -> Result<()> {
+        self.agents
+            .get_mut(&agent)
+            .ok_or_else(|| ModuleError::rejected(format!("activate_agent: unknown {agent}")))?
+            .activated = true;
+        Ok(())
+    }
+
+    fn deactivate_agent(&mut self, agent: AgentId) -> Result<()> {
+        self.agents
+            .get_mut(&agent)
+            .ok_or_else(|| ModuleError::rejected(format!("deactivate_agent: unknown {agent}")))?
+            .activated = false;
+        Ok(())
+    }
+
+    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
+        self.whitelist = hostnames.map(|h| h.iter().map(|s| s.to_string()).collect());
+        Ok(())
+    }
+
+    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
+        log::info!("received resource requests from {framework}: {requests:?} (advisory; ignored)");
+        Ok(())
+    }
+
+    fn update_allocation(
+        &mut self,
+        _framework: FrameworkId,
+        _agent: AgentId,
+        _role: &str,
+        _operations: &[Operation],
+    ) -> Result<()> {
+        Err(ModuleError::unsupported(
+            "update_allocation (offer operations are not implemented yet)",
+        ))
+    }
+
+    fn update_available(&mut self, _agent: AgentId, _operations: &[Operation]) -> Result<()> {
+        Err(ModuleError::unsupported("update_available (operations are not implemented yet)"))
+    }
+
+    fn update_unavailability(
+        &mut self,
+        agent: AgentId,
+        unavailability: Option<&Unavailability>,
+    ) -> Result<()> {
+        let a = self.agents.get_mut(&agent).ok_or_else(|| {
+            ModuleError::rejected(format!("update_unavailability: unknown {agent}"))
+        })?;
+        a.maintenance = unavailability.copied();
+        for fw in self.frameworks.values_mut() {
+            fw.inverse_filters.remove(&agent);
+        }
+        self.outstanding_inverse.retain(|(a, _)| *a != agent);
+        self.inverse_statuses.retain(|(a, _), _| *a != agent);
+        Ok(())
+    }
+
+    fn update_inverse_offer(
+        &mut self,
+        agent: AgentId,
+        framework: FrameworkId,
+        status: Option<InverseOfferStatus>,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()> {
+        self.agent(agent, "update_inverse_offer")?;
+        self.framework(framework, "update_inverse_offer")?;
+        self.outstanding_inverse.remove(&(agent, framework));
+        if let Some(s) = status {
+            self.inverse_statuses.insert((agent, framework), (s, self.now));
+        }
+        if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
+            let until = self.now + t;
+            self.frameworks
+                .get_mut(&framework)
+                .expect("checked")
+                .inverse_filters
+                .insert(agent, until);
+        }
+        Ok(())
+    }
+
+    fn inverse_offer_statuses(&self, out: &mut RVec<InverseOfferStatusEntry>) -> Result<()> {
+        out.clear();
+        for ((agent, framework), (status, timestamp)) in &self.inverse_statuses {
+            out.push(InverseOfferStatusEntry {
+                agent: *agent,
+                framework: *framework,
+                status: *status,
+                timestamp: *timestamp,
+            });
+        }
+        Ok(())
+    }
+
+    fn recover_resources(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        resources: &Resources,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()> {
+        if resources.is_empty() {
+            return Ok(());
+        }
+        // Mesos: resources of removed frameworks or agents were recovered when they went.
+        if !self.frameworks.contains_key(&framework) || !self.agents.contains_key(&agent) {
+            log::debug!("recover_resources for unknown {framework} or {agent}: already recovered");
+            return Ok(());
+        }
+        let held = self.agents[&agent]
+            .allocated
+            .get(&framework)
+            .and_then(|m| m.get(role))
+            .cloned()
+            .unwrap_or_default();
+        if !held.contains(resources) {
+            return Err(ModuleError::rejected(format!(
+                "recover_resources: {framework} holds {held} under role '{role}' on {agent}, cannot recover {resources}"
+            )));
+        }
+        self.release(agent, framework, role, resources)?;
+        if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
+            let lifetime = t.max(self.options.allocation_interval);
+            let filter = OfferFilter {
+                resources: resources.clone(),
+                expires: self.now + lifetime,
+                first_periodic: self.first_periodic_after(self.now),
+            };
+            self.frameworks
+                .get_mut(&framework)
+                .expect("checked")
+                .offer_filters
+                .entry((role.to_owned(), agent))
+                .or_default()
+                .push(filter);
+        }
+        Ok(())
+    }
+
+    fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        let fw = self.framework(framework, "suppress_offers")?;
+        let roles: Vec<String> = if roles.is_empty() {
+            fw.roles().map(str::to_owned).collect()
+        } else {
+            roles.iter().map(|r| r.to_string()).collect()
+        };
+        for role in roles {
+            self.frameworks.get_mut(&framework).expect("checked").suppressed.insert(role.clone());
+            self.set_framework_activity(framework, &role, false)?;
+        }
+        Ok(())
+    }
+
+    fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        let fw = self.framework(framework, "revive_offers")?;
+        let roles: Vec<String> = if roles.is_empty() {
+            fw.roles().map(str::to_owned).collect()
+        } else {
+            roles.iter().map(|r| r.to_string()).collect()
+        };
+        let fw = self.frameworks.get_mut(&framework).expect("checked");
+        fw.inverse_filters.clear();
+        let active = fw.active;
+        for role in &roles {
+            fw.offer_filters.retain(|(r, _), _| r != role);
+            fw.suppressed.remove(role);
+        }
+        for role in roles {
+            self.set_framework_activity(framework, &role, active)?;
+        }
+        Ok(())
+    }
+
+    fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
+        if quota.guarantees.is_empty() && quota.limits.is_empty() {
+            self.quotas.remove(role);
+        } else {
+            self.quotas.insert(role.to_owned(), quota.clone());
+        }
+        Ok(())
+    }
+
+    fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()> {
+        for w in weights {
+            if !(w.weight.is_finite() && w.weight > 0.0) {
+                return Err(ModuleError::rejected(format!(
+                    "update_weights: weight of '{}' must be positive, got {}",
+                    w.role, w.weight
+                )));
+            }
+        }
+        for w in weights {
+            self.weights.insert(w.role.to_string(), w.weight);
+            self.role_sorter
+                .update_weight(&w.role, w.weight)
+                .map_err(|e| sorter_error("role sorter update_weight", e))?;
+        }
+        Ok(())
+    }
+
+    fn pause(&mut self) -> Result<()> {
+        self.paused = true;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        self.paused = false;
+        self.recovery = None;
+        Ok(())
+    }
+
+    fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
+        self.check_recovery();
+        if self.paused {
+            return Ok(());
+        }
+        self.expire_filters();
+        self.run(agents, periodic, out)
+    }
+}

@@ -1,0 +1,1287 @@
+//! The simulated master: drives an allocator (built-in or module) with scenario events on a
+//! virtual clock, keeps the host's own ledger of offers and allocations, plays simulated
+//! frameworks, checks expectations and collects the summary.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Instant;
+
+use allocator_api::{
+    AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkId,
+    FrameworkInfo, FrameworkOptions, ModuleError, OfferBatch, Quantities, RString, Resources,
+    RoleWeight,
+};
+use serde_json::{Value, json};
+
+use crate::allocator_scenario::{AllocatorScenario, ExpectedOffer, Op, TaskSpec};
+use crate::hierarchical::HierarchicalAllocator;
+use crate::output::EventStream;
+use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
+
+const EPSILON: f64 = 1e-9;
+
+/// The allocator being driven.
+pub enum Engine {
+    /// The built-in `hierarchical` allocator (supports `set_sorters`).
+    Builtin(Box<HierarchicalAllocator>),
+    /// An allocator module.
+    Module(Box<dyn Allocator>),
+}
+
+impl Engine {
+    fn get(&mut self) -> &mut dyn Allocator {
+        match self {
+            Engine::Builtin(a) => a.as_mut(),
+            Engine::Module(a) => a.as_mut(),
+        }
+    }
+}
+
+/// What the simulation was asked to run with (after scenario config and flags are merged).
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// `--allocator`.
+    pub allocator: String,
+    /// `--role_sorter`.
+    pub role_sorter: String,
+    /// `--framework_sorter`.
+    pub framework_sorter: String,
+    /// Options passed to the allocator.
+    pub options: AllocatorOptions,
+}
+
+/// A run that could not go on: bad input the parser could not see (an unknown name), a call the
+/// allocator refused, or a module fault. One line, naming the event.
+#[derive(Debug, thiserror::Error)]
+#[error("scenario '{file}': {location}: {message}")]
+pub struct SimulationError {
+    /// The scenario file.
+    pub file: String,
+    /// The event (`event 4 (remove_agent)`).
+    pub location: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+#[derive(Debug)]
+struct AgentRecord {
+    info: AgentInfo,
+    total: Resources,
+    present: bool,
+}
+
+#[derive(Debug, Clone)]
+struct QueuedTask {
+    resources: Resources,
+    duration: Option<f64>,
+    constraints: Vec<(String, Vec<String>)>,
+    submitted: f64,
+}
+
+#[derive(Debug, Clone)]
+struct RunningTask {
+    id: u64,
+    agent: AgentId,
+    role: String,
+    resources: Resources,
+}
+
+#[derive(Debug)]
+struct SimFramework {
+    spec: TaskSpec,
+    launched: u64,
+    running: Vec<RunningTask>,
+    queue: VecDeque<QueuedTask>,
+    submitted: u64,
+    waits: Vec<f64>,
+}
+
+#[derive(Debug)]
+struct FrameworkRecord {
+    info: FrameworkInfo,
+    options: FrameworkOptions,
+    present: bool,
+    sim: Option<SimFramework>,
+}
+
+/// Per-role statistics.
+#[derive(Debug, Default, Clone)]
+struct RoleStats {
+    offers: u64,
+    tasks: u64,
+    share_time: f64,
+}
+
+/// The outcome of a simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Expectations that held.
+    pub passed: usize,
+    /// Failed expectations, each as a readable diff.
+    pub failures: Vec<String>,
+    /// The human summary.
+    pub summary: String,
+    /// The JSON summary event.
+    pub summary_json: Value,
+}
+
+/// The simulated master. See the [module documentation](self).
+pub struct Simulation<'r> {
+    registry: &'r ModuleRegistry,
+    setup: Setup,
+    file: String,
+    engine: Engine,
+    interval: f64,
+    now: f64,
+    next_periodic: f64,
+    runs: u64,
+    agent_ids: BTreeMap<String, AgentId>,
+    agents: Vec<AgentRecord>,
+    framework_ids: BTreeMap<String, FrameworkId>,
+    frameworks: Vec<Option<FrameworkRecord>>,
+    framework_names: Vec<String>,
+    ledger: BTreeMap<(FrameworkId, AgentId, String), Resources>,
+    finishes: BTreeMap<(u64, u64), (FrameworkId, u64)>,
+    next_task: u64,
+    pending_offers: BTreeMap<(String, String, String), Resources>,
+    pending_inverse: BTreeSet<(String, String)>,
+    role_stats: BTreeMap<String, RoleStats>,
+    role_alloc: BTreeMap<String, Quantities>,
+    cluster: Quantities,
+    util_time: BTreeMap<String, f64>,
+    run_micros: Vec<u64>,
+    passed: usize,
+    failures: Vec<String>,
+    batch: OfferBatch,
+    excluded: Vec<String>,
+}
+
+fn time_key(t: f64) -> u64 {
+    (t.max(0.0) * 1e6).round() as u64
+}
+
+impl<'r> Simulation<'r> {
+    /// Creates the allocator named in `setup` (built-in or module) and an empty cluster.
+    pub fn new(
+        registry: &'r ModuleRegistry,
+        setup: Setup,
+        file: &str,
+    ) -> Result<Simulation<'r>, String> {
+        let engine =
+            if setup.allocator == BUILTIN_ALLOCATOR || setup.allocator == BUILTIN_ALLOCATOR_ALIAS {
+                let role = registry
+                    .sorter_factory(&setup.role_sorter, "--role_sorter")
+                    .map_err(|e| e.to_string())?;
+                let fw = registry
+                    .sorter_factory(&setup.framework_sorter, "--framework_sorter")
+                    .map_err(|e| e.to_string())?;
+                log::info!(
+                    "allocator: built-in hierarchical; role sorter: {}; framework sorter: {}",
+                    registry.describe_sorter(&setup.role_sorter),
+                    registry.describe_sorter(&setup.framework_sorter)
+                );
+                Engine::Builtin(Box::new(HierarchicalAllocator::new(&setup.options, role, fw)?))
+            } else {
+                log::info!("allocator: module '{}'", setup.allocator);
+                Engine::Module(
+                    registry
+                        .create_allocator_module(&setup.allocator, &setup.options)
+                        .map_err(|e| e.to_string())?,
+                )
+            };
+        let interval = setup.options.allocation_interval;
+        let excluded =
+            setup.options.fairness_excluded_resource_names.iter().map(|s| s.to_string()).collect();
+        Ok(Simulation {
+            registry,
+            setup,
+            file: file.to_owned(),
+            engine,
+            interval,
+            now: 0.0,
+            next_periodic: interval,
+            runs: 0,
+            agent_ids: BTreeMap::new(),
+            agents: Vec::new(),
+            framework_ids: BTreeMap::new(),
+            frameworks: Vec::new(),
+            framework_names: Vec::new(),
+            ledger: BTreeMap::new(),
+            finishes: BTreeMap::new(),
+            next_task: 0,
+            pending_offers: BTreeMap::new(),
+            pending_inverse: BTreeSet::new(),
+            role_stats: BTreeMap::new(),
+            role_alloc: BTreeMap::new(),
+            cluster: Quantities::new(),
+            util_time: BTreeMap::new(),
+            run_micros: Vec::new(),
+            passed: 0,
+            failures: Vec::new(),
+            batch: OfferBatch::default(),
+            excluded,
+        })
+    }
+
+    /// Runs every event of `scenario`, then writes the summary.
+    pub fn run(
+        &mut self,
+        scenario: &AllocatorScenario,
+        out: &mut EventStream,
+    ) -> Result<Outcome, SimulationError> {
+        self.run_with_progress(scenario, out, &mut |_, _| {})
+    }
+
+    /// Like [`run`](Self::run), calling `progress(done, total)` after each event.
+    pub fn run_with_progress(
+        &mut self,
+        scenario: &AllocatorScenario,
+        out: &mut EventStream,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Outcome, SimulationError> {
+        let total = scenario.events.len();
+        for (index, (location, op)) in scenario.events.iter().enumerate() {
+            self.apply(index, op, out).map_err(|message| SimulationError {
+                file: self.file.clone(),
+                location: location.clone(),
+                message,
+            })?;
+            progress(index + 1, total);
+        }
+        let (summary, summary_json) = self.summary();
+        out.emit(&summary_json);
+        out.flush();
+        Ok(Outcome { passed: self.passed, failures: self.failures.clone(), summary, summary_json })
+    }
+
+    fn call(&self, what: &str, r: allocator_api::Result<()>) -> Result<(), String> {
+        check_call(&self.setup.allocator, what, r)
+    }
+
+    fn agent_id(&self, name: &str) -> Result<AgentId, String> {
+        match self.agent_ids.get(name) {
+            Some(id) if self.agents[id.index()].present => Ok(*id),
+            _ => Err(format!("unknown agent '{name}'")),
+        }
+    }
+
+    fn framework_id(&self, name: &str) -> Result<FrameworkId, String> {
+        match self.framework_ids.get(name) {
+            Some(id) if self.frameworks[id.index()].as_ref().is_some_and(|f| f.present) => Ok(*id),
+            _ => Err(format!("unknown framework '{name}'")),
+        }
+    }
+
+    /// The id of a framework name, assigned on first mention (a framework may be named in an
+    /// agent's `used` before it is added).
+    fn framework_id_or_new(&mut self, name: &str) -> FrameworkId {
+        if let Some(id) = self.framework_ids.get(name) {
+            return *id;
+        }
+        let id = FrameworkId(self.frameworks.len() as u32);
+        self.frameworks.push(None);
+        self.framework_names.push(name.to_owned());
+        self.framework_ids.insert(name.to_owned(), id);
+        id
+    }
+
+    fn all_agents(&self) -> Vec<AgentId> {
+        self.agent_ids.values().copied().filter(|id| self.agents[id.index()].present).collect()
+    }
+
+    fn fw_name(&self, id: FrameworkId) -> &str {
+        self.framework_names.get(id.index()).map_or("?", String::as_str)
+    }
+
+    fn agent_name(&self, id: AgentId) -> &str {
+        self.agents.get(id.index()).map_or("?", |a| a.info.name.as_str())
+    }
+
+    fn ledger_add(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
+        if r.is_empty() {
+            return;
+        }
+        self.ledger.entry((fw, agent, role.to_owned())).or_default().add(r);
+        self.role_alloc.entry(role.to_owned()).or_default().add(&r.scalar_quantities());
+    }
+
+    fn ledger_remove(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
+        let key = (fw, agent, role.to_owned());
+        if let Some(held) = self.ledger.get_mut(&key) {
+            held.subtract(r);
+            if held.is_empty() {
+                self.ledger.remove(&key);
+            }
+        }
+        if let Some(q) = self.role_alloc.get_mut(role) {
+            q.subtract(&r.scalar_quantities());
+        }
+    }
+
+    fn held(&self, fw: FrameworkId, agent: AgentId, role: &str) -> Resources {
+        self.ledger.get(&(fw, agent, role.to_owned())).cloned().unwrap_or_default()
+    }
+
+    /// Moves the clock to `t`, integrating shares and utilisation over the elapsed time.
+    fn set_clock(&mut self, t: f64) -> Result<(), String> {
+        let dt = t - self.now;
+        if dt > 0.0 {
+            for (role, q) in &self.role_alloc {
+                let share = dominant_share(q, &self.cluster, &self.excluded);
+                self.role_stats.entry(role.clone()).or_default().share_time += share * dt;
+            }
+            let mut used = Quantities::new();
+            for q in self.role_alloc.values() {
+                used.add(q);
+            }
+            for total in self.cluster.iter() {
+                if total.value.is_positive() {
+                    let frac = used.get(&total.name).as_f64() / total.value.as_f64();
+                    *self.util_time.entry(total.name.to_string()).or_default() += frac * dt;
+                }
+            }
+        }
+        self.now = t;
+        let r = self.engine.get().set_time(t);
+        self.call("set_time", r)
+    }
+
+    /// Advances the virtual clock, running task completions and the periodic runs that fall due.
+    fn advance(&mut self, seconds: f64, out: &mut EventStream) -> Result<(), String> {
+        let target = self.now + seconds;
+        loop {
+            let next_finish = self.finishes.keys().next().map(|(t, _)| *t as f64 / 1e6);
+            let next = match next_finish {
+                Some(f) if f < self.next_periodic - EPSILON => f,
+                _ => self.next_periodic,
+            };
+            if next > target + EPSILON {
+                break;
+            }
+            self.set_clock(next)?;
+            let due = time_key(self.now);
+            while let Some((&key, _)) = self.finishes.iter().next() {
+                if key.0 > due {
+                    break;
+                }
+                let (fw, task) = self.finishes.remove(&key).expect("present");
+                self.finish_task(fw, task)?;
+            }
+            if (self.now - self.next_periodic).abs() < EPSILON {
+                let agents = self.all_agents();
+                self.allocation_run(&agents, true, out)?;
+                self.next_periodic += self.interval;
+            }
+        }
+        self.set_clock(target)
+    }
+
+    fn finish_task(&mut self, fw: FrameworkId, task: u64) -> Result<(), String> {
+        let Some(Some(rec)) = self.frameworks.get_mut(fw.index()) else { return Ok(()) };
+        let Some(sim) = rec.sim.as_mut() else { return Ok(()) };
+        let Some(pos) = sim.running.iter().position(|t| t.id == task) else { return Ok(()) };
+        let t = sim.running.remove(pos);
+        if !self.agents[t.agent.index()].present {
+            return Ok(());
+        }
+        self.ledger_remove(fw, t.agent, &t.role, &t.resources);
+        let r = self.engine.get().recover_resources(fw, t.agent, &t.role, &t.resources, None);
+        self.call("recover_resources (task finished)", r)
+    }
+
+    /// One allocation run: offers go into the ledger and the stream, then simulated frameworks
+    /// answer theirs.
+    fn allocation_run(
+        &mut self,
+        agents: &[AgentId],
+        periodic: bool,
+        out: &mut EventStream,
+    ) -> Result<(), String> {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        let start = Instant::now();
+        let r = self.engine.get().allocate(agents, periodic, &mut batch);
+        let micros = start.elapsed().as_micros() as u64;
+        self.call("allocate", r)?;
+        self.runs += 1;
+        self.run_micros.push(micros);
+        let mut accepted = Vec::new();
+        for offer in batch.offers.iter() {
+            let known_fw = self
+                .frameworks
+                .get(offer.framework.index())
+                .and_then(Option::as_ref)
+                .is_some_and(|f| f.present);
+            let known_agent = self.agents.get(offer.agent.index()).is_some_and(|a| a.present);
+            if !known_fw || !known_agent || offer.resources.is_empty() {
+                log::error!(
+                    "dropping an offer from allocator '{}' to {} on {}: unknown framework or agent, or empty",
+                    self.setup.allocator,
+                    offer.framework,
+                    offer.agent
+                );
+                continue;
+            }
+            let role = offer.role.to_string();
+            self.ledger_add(offer.framework, offer.agent, &role, &offer.resources);
+            self.role_stats.entry(role.clone()).or_default().offers += 1;
+            let (fw, agent) =
+                (self.fw_name(offer.framework).to_owned(), self.agent_name(offer.agent).to_owned());
+            out.emit(&json!({"event": "offer", "time": self.now, "run": self.runs, "framework": fw,
+                             "role": role, "agent": agent, "resources": offer.resources.to_string()}));
+            self.pending_offers.entry((fw, role, agent)).or_default().add(&offer.resources);
+            accepted.push(offer.clone());
+        }
+        for inv in batch.inverse_offers.iter() {
+            let (fw, agent) =
+                (self.fw_name(inv.framework).to_owned(), self.agent_name(inv.agent).to_owned());
+            let u = inv.unavailability;
+            let unavailability = match u.duration.into_option() {
+                Some(d) => json!({"start": u.start, "duration": d}),
+                None => json!({"start": u.start}),
+            };
+            out.emit(
+                &json!({"event": "inverse_offer", "time": self.now, "framework": fw, "agent": agent,
+                             "unavailability": unavailability}),
+            );
+            self.pending_inverse.insert((fw, agent));
+        }
+        out.emit(&json!({"event": "allocation_run", "time": self.now, "run": self.runs, "agents": agents.len(),
+                         "offers": accepted.len(), "micros": micros}));
+        self.batch = batch;
+        for offer in accepted {
+            self.answer_offer(&offer)?;
+        }
+        Ok(())
+    }
+
+    /// A simulated framework answers an offer: launch what fits, decline the rest.
+    fn answer_offer(&mut self, offer: &Allocation) -> Result<(), String> {
+        let fw = offer.framework;
+        let role = offer.role.to_string();
+        let attrs = self.agents[offer.agent.index()].info.attributes.clone();
+        let now = self.now;
+        let Some(Some(rec)) = self.frameworks.get_mut(fw.index()) else { return Ok(()) };
+        let Some(sim) = rec.sim.as_mut() else { return Ok(()) };
+        let mut remaining = offer.resources.clone();
+        let mut launched: Vec<(Resources, Option<f64>)> = Vec::new();
+        let limit = sim.spec.per_offer.unwrap_or(u64::MAX);
+        // Trace-driven tasks first, first come first served (a task that does not fit is passed over).
+        let mut i = 0;
+        while i < sim.queue.len() && (launched.len() as u64) < limit {
+            let t = &sim.queue[i];
+            let ok = t.constraints.iter().all(|(k, values)| {
+                attrs
+                    .iter()
+                    .any(|a| a.name.as_str() == k && values.iter().any(|v| v == a.value.as_str()))
+            });
+            if ok && let Some(piece) = take(&remaining, &t.resources) {
+                remaining.subtract(&piece);
+                let t = sim.queue.remove(i).expect("index checked");
+                sim.waits.push(now - t.submitted);
+                launched.push((piece, t.duration));
+                continue;
+            }
+            i += 1;
+        }
+        if let Some(task) = sim.spec.resources.clone() {
+            while (launched.len() as u64) < limit && sim.spec.count.is_none_or(|c| sim.launched < c)
+            {
+                let Some(piece) = take(&remaining, &task) else { break };
+                remaining.subtract(&piece);
+                sim.launched += 1;
+                launched.push((piece, sim.spec.duration));
+            }
+        }
+        let refuse = sim.spec.refuse_seconds;
+        for (resources, duration) in launched {
+            let id = self.next_task;
+            self.next_task += 1;
+            sim.running.push(RunningTask {
+                id,
+                agent: offer.agent,
+                role: role.clone(),
+                resources: resources.clone(),
+            });
+            if let Some(d) = duration {
+                self.finishes.insert((time_key(now + d), id), (fw, id));
+            }
+            self.role_stats.entry(role.clone()).or_default().tasks += 1;
+            let r = self.engine.get().transition_offered_to_allocated(offer.agent, &resources);
+            check_call(&self.setup.allocator, "transition_offered_to_allocated", r)?;
+        }
+        if !remaining.is_empty() {
+            self.ledger_remove(fw, offer.agent, &role, &remaining);
+            let r = self.engine.get().recover_resources(
+                fw,
+                offer.agent,
+                &role,
+                &remaining,
+                Some(refuse),
+            );
+            self.call("recover_resources (declined)", r)?;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, index: usize, op: &Op, out: &mut EventStream) -> Result<(), String> {
+        match op {
+            Op::AddAgent {
+                agent,
+                resources,
+                hostname,
+                capabilities,
+                attributes,
+                used,
+                unavailability,
+            } => {
+                if self.agent_ids.get(agent).is_some_and(|id| self.agents[id.index()].present) {
+                    return Err(format!("agent '{agent}' is already added"));
+                }
+                let id = *self
+                    .agent_ids
+                    .entry(agent.clone())
+                    .or_insert(AgentId(self.agents.len() as u32));
+                let info = AgentInfo {
+                    id,
+                    name: agent.as_str().into(),
+                    hostname: hostname.as_deref().unwrap_or(agent).into(),
+                    attributes: attributes.clone().into(),
+                    capabilities: capabilities.unwrap_or_else(AgentCapabilities::all),
+                };
+                let mut allocations = Vec::new();
+                for (fw_name, role, res) in used {
+                    let fw = self.framework_id_or_new(fw_name);
+                    let role = match role {
+                        Some(r) => r.clone(),
+                        None => self
+                            .frameworks
+                            .get(fw.index())
+                            .and_then(Option::as_ref)
+                            .and_then(|f| f.info.roles.first().map(|r| r.to_string()))
+                            .ok_or_else(|| format!("framework '{fw_name}' is not known yet: give its used resources as {{role: resources}}"))?,
+                    };
+                    allocations.push(Allocation {
+                        framework: fw,
+                        agent: id,
+                        role: role.as_str().into(),
+                        resources: res.clone(),
+                    });
+                }
+                let r = self.engine.get().add_agent(
+                    &info,
+                    unavailability.as_ref(),
+                    resources,
+                    &allocations,
+                );
+                self.call("add_agent", r)?;
+                let record = AgentRecord { info, total: resources.clone(), present: true };
+                if id.index() == self.agents.len() {
+                    self.agents.push(record);
+                } else {
+                    self.agents[id.index()] = record;
+                }
+                self.cluster.add(&resources.scalar_quantities());
+                for a in allocations {
+                    self.ledger_add(a.framework, id, &a.role, &a.resources);
+                }
+                self.allocation_run(&[id], false, out)
+            }
+            Op::RemoveAgent(name) => {
+                let id = self.agent_id(name)?;
+                let r = self.engine.get().remove_agent(id);
+                self.call("remove_agent", r)?;
+                let keys: Vec<_> = self.ledger.keys().filter(|k| k.1 == id).cloned().collect();
+                for (fw, a, role) in keys {
+                    let held = self.held(fw, a, &role);
+                    self.ledger_remove(fw, a, &role, &held);
+                }
+                for rec in self.frameworks.iter_mut().flatten() {
+                    if let Some(sim) = rec.sim.as_mut() {
+                        sim.running.retain(|t| t.agent != id);
+                    }
+                }
+                let rec = &mut self.agents[id.index()];
+                rec.present = false;
+                self.cluster.subtract(&rec.total.scalar_quantities());
+                Ok(())
+            }
+            Op::ActivateAgent(name) => {
+                let id = self.agent_id(name)?;
+                let r = self.engine.get().activate_agent(id);
+                self.call("activate_agent", r)
+            }
+            Op::DeactivateAgent(name) => {
+                let id = self.agent_id(name)?;
+                let r = self.engine.get().deactivate_agent(id);
+                self.call("deactivate_agent", r)
+            }
+            Op::UpdateAgent { agent, resources, capabilities, attributes } => {
+                let id = self.agent_id(agent)?;
+                let rec = &self.agents[id.index()];
+                let mut info = rec.info.clone();
+                if let Some(c) = capabilities {
+                    info.capabilities = *c;
+                }
+                if let Some(a) = attributes {
+                    info.attributes = a.clone().into();
+                }
+                let changed =
+                    info != rec.info || resources.as_ref().is_some_and(|r| *r != rec.total);
+                let r = self.engine.get().update_agent(&info, resources.as_ref());
+                self.call("update_agent", r)?;
+                let rec = &mut self.agents[id.index()];
+                rec.info = info;
+                if let Some(t) = resources {
+                    let old = std::mem::replace(&mut rec.total, t.clone());
+                    self.cluster.subtract(&old.scalar_quantities());
+                    self.cluster.add(&t.scalar_quantities());
+                }
+                if changed { self.allocation_run(&[id], false, out) } else { Ok(()) }
+            }
+            Op::AddResourceProvider { agent, resources, used } => {
+                let id = self.agent_id(agent)?;
+                let mut allocations = Vec::new();
+                for (fw_name, role, res) in used {
+                    let fw = self.framework_id(fw_name)?;
+                    let role = role.clone().unwrap_or_else(|| {
+                        self.frameworks[fw.index()]
+                            .as_ref()
+                            .and_then(|f| f.info.roles.first().map(|r| r.to_string()))
+                            .unwrap_or_default()
+                    });
+                    allocations.push(Allocation {
+                        framework: fw,
+                        agent: id,
+                        role: role.as_str().into(),
+                        resources: res.clone(),
+                    });
+                }
+                let r = self.engine.get().add_resource_provider(id, resources, &allocations);
+                self.call("add_resource_provider", r)?;
+                let rec = &mut self.agents[id.index()];
+                rec.total.add(resources);
+                self.cluster.add(&resources.scalar_quantities());
+                for a in allocations {
+                    self.ledger_add(a.framework, id, &a.role, &a.resources);
+                }
+                Ok(())
+            }
+            Op::AddFramework {
+                framework,
+                roles,
+                capabilities,
+                active,
+                used,
+                suppressed_roles,
+                min_allocatable,
+                tasks,
+            } => {
+                if self.framework_id(framework).is_ok() {
+                    return Err(format!("framework '{framework}' is already added"));
+                }
+                let id = self.framework_id_or_new(framework);
+                let info = FrameworkInfo {
+                    id,
+                    name: framework.as_str().into(),
+                    roles: roles.iter().map(|r| RString::from(r.as_str())).collect(),
+                    capabilities: *capabilities,
+                };
+                let options = FrameworkOptions {
+                    suppressed_roles: suppressed_roles
+                        .iter()
+                        .map(|r| RString::from(r.as_str()))
+                        .collect(),
+                    min_allocatable_resources: min_allocatable.clone().into(),
+                };
+                let mut allocations = Vec::new();
+                for (agent, res) in used {
+                    let agent_id = self.agent_id(agent)?;
+                    allocations.push(Allocation {
+                        framework: id,
+                        agent: agent_id,
+                        role: roles[0].as_str().into(),
+                        resources: res.clone(),
+                    });
+                }
+                let r = self.engine.get().add_framework(&info, &allocations, *active, &options);
+                self.call("add_framework", r)?;
+                for a in &allocations {
+                    let recorded = self.held(id, a.agent, &a.role);
+                    let missing = a.resources.clone() - &recorded;
+                    self.ledger_add(id, a.agent, &a.role, &missing);
+                }
+                let sim = tasks.clone().map(|spec| SimFramework {
+                    spec,
+                    launched: 0,
+                    running: Vec::new(),
+                    queue: VecDeque::new(),
+                    submitted: 0,
+                    waits: Vec::new(),
+                });
+                self.frameworks[id.index()] =
+                    Some(FrameworkRecord { info, options, present: true, sim });
+                if *active {
+                    let agents = self.all_agents();
+                    self.allocation_run(&agents, false, out)?;
+                }
+                Ok(())
+            }
+            Op::RemoveFramework(name) => {
+                let id = self.framework_id(name)?;
+                let r = self.engine.get().remove_framework(id);
+                self.call("remove_framework", r)?;
+                let keys: Vec<_> = self.ledger.keys().filter(|k| k.0 == id).cloned().collect();
+                for (fw, a, role) in keys {
+                    let held = self.held(fw, a, &role);
+                    self.ledger_remove(fw, a, &role, &held);
+                }
+                self.finishes.retain(|_, (f, _)| *f != id);
+                if let Some(rec) = self.frameworks[id.index()].as_mut() {
+                    rec.present = false;
+                    if let Some(sim) = rec.sim.as_mut() {
+                        sim.running.clear();
+                    }
+                }
+                Ok(())
+            }
+            Op::ActivateFramework(name) => {
+                let id = self.framework_id(name)?;
+                let r = self.engine.get().activate_framework(id);
+                self.call("activate_framework", r)?;
+                let agents = self.all_agents();
+                self.allocation_run(&agents, false, out)
+            }
+            Op::DeactivateFramework(name) => {
+                let id = self.framework_id(name)?;
+                let r = self.engine.get().deactivate_framework(id);
+                self.call("deactivate_framework", r)
+            }
+            Op::UpdateFramework {
+                framework,
+                roles,
+                capabilities,
+                suppressed_roles,
+                min_allocatable,
+            } => {
+                let id = self.framework_id(framework)?;
+                let rec = self.frameworks[id.index()].as_ref().expect("present");
+                let mut info = rec.info.clone();
+                let mut options = rec.options.clone();
+                if let Some(r) = roles {
+                    if r.is_empty() {
+                        return Err("a framework needs at least one role".into());
+                    }
+                    info.roles = r.iter().map(|x| RString::from(x.as_str())).collect();
+                }
+                if let Some(c) = capabilities {
+                    info.capabilities = *c;
+                }
+                if let Some(s) = suppressed_roles {
+                    options.suppressed_roles =
+                        s.iter().map(|x| RString::from(x.as_str())).collect();
+                }
+                if let Some(m) = min_allocatable {
+                    options.min_allocatable_resources = m.clone().into();
+                }
+                let r = self.engine.get().update_framework(&info, &options);
+                self.call("update_framework", r)?;
+                let rec = self.frameworks[id.index()].as_mut().expect("present");
+                rec.info = info;
+                rec.options = options;
+                Ok(())
+            }
+            Op::RecoverResources { framework, agent, resources, role, refuse_seconds } => {
+                let fw = self.framework_id(framework)?;
+                let agent_id = self.agent_id(agent)?;
+                let roles: Vec<String> = match role {
+                    Some(r) => vec![r.clone()],
+                    None => self
+                        .ledger
+                        .keys()
+                        .filter(|k| k.0 == fw && k.1 == agent_id)
+                        .map(|k| k.2.clone())
+                        .collect(),
+                };
+                let mut targets: Vec<(String, Resources)> = Vec::new();
+                match resources {
+                    None => {
+                        for r in roles {
+                            let held = self.held(fw, agent_id, &r);
+                            if !held.is_empty() {
+                                targets.push((r, held));
+                            }
+                        }
+                    }
+                    Some(res) => {
+                        let r = roles.into_iter().find(|r| self.held(fw, agent_id, r).contains(res)).ok_or_else(|| {
+                            format!("framework '{framework}' does not hold {res} on agent '{agent}'{}",
+                                role.as_ref().map(|r| format!(" under role '{r}'")).unwrap_or_default())
+                        })?;
+                        targets.push((r, res.clone()));
+                    }
+                }
+                for (r, res) in targets {
+                    let call = self.engine.get().recover_resources(
+                        fw,
+                        agent_id,
+                        &r,
+                        &res,
+                        *refuse_seconds,
+                    );
+                    self.call("recover_resources", call)?;
+                    self.ledger_remove(fw, agent_id, &r, &res);
+                }
+                Ok(())
+            }
+            Op::SuppressOffers(name, roles) => {
+                let id = self.framework_id(name)?;
+                let roles: Vec<RString> = roles.iter().map(|r| r.as_str().into()).collect();
+                let r = self.engine.get().suppress_offers(id, &roles);
+                self.call("suppress_offers", r)
+            }
+            Op::ReviveOffers(name, roles) => {
+                let id = self.framework_id(name)?;
+                let roles: Vec<RString> = roles.iter().map(|r| r.as_str().into()).collect();
+                let r = self.engine.get().revive_offers(id, &roles);
+                self.call("revive_offers", r)?;
+                let agents = self.all_agents();
+                self.allocation_run(&agents, false, out)
+            }
+            Op::UpdateQuota(role, quota) => {
+                let r = self.engine.get().update_quota(role, quota);
+                self.call("update_quota", r)
+            }
+            Op::UpdateWeights(weights) => {
+                let w: Vec<RoleWeight> = weights
+                    .iter()
+                    .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
+                    .collect();
+                let r = self.engine.get().update_weights(&w);
+                self.call("update_weights", r)
+            }
+            Op::UpdateWhitelist(hosts) => {
+                let list: Option<Vec<RString>> =
+                    hosts.as_ref().map(|h| h.iter().map(|x| x.as_str().into()).collect());
+                let r = self.engine.get().update_whitelist(list.as_deref());
+                self.call("update_whitelist", r)
+            }
+            Op::UpdateUnavailability(agent, u) => {
+                let id = self.agent_id(agent)?;
+                let r = self.engine.get().update_unavailability(id, u.as_ref());
+                self.call("update_unavailability", r)?;
+                self.allocation_run(&[id], false, out)
+            }
+            Op::UpdateInverseOffer { agent, framework, status, refuse_seconds } => {
+                let (a, f) = (self.agent_id(agent)?, self.framework_id(framework)?);
+                let r = self.engine.get().update_inverse_offer(a, f, *status, *refuse_seconds);
+                self.call("update_inverse_offer", r)
+            }
+            Op::UpdateAllocation { framework, agent, role, operations } => {
+                let (f, a) = (self.framework_id(framework)?, self.agent_id(agent)?);
+                let r = self.engine.get().update_allocation(f, a, role, operations);
+                self.call("update_allocation", r)
+            }
+            Op::UpdateAvailable { agent, operations } => {
+                let a = self.agent_id(agent)?;
+                let r = self.engine.get().update_available(a, operations);
+                self.call("update_available", r)
+            }
+            Op::Recover { expected_agents, quotas } => {
+                let r = self.engine.get().recover(*expected_agents, quotas);
+                self.call("recover", r)
+            }
+            Op::Pause => {
+                let r = self.engine.get().pause();
+                self.call("pause", r)
+            }
+            Op::Resume => {
+                let r = self.engine.get().resume();
+                self.call("resume", r)
+            }
+            Op::SetSorters { role_sorter, framework_sorter } => {
+                let Engine::Builtin(alloc) = &mut self.engine else {
+                    return Err(format!(
+                        "set_sorters needs the built-in allocator, not module '{}'",
+                        self.setup.allocator
+                    ));
+                };
+                let role = role_sorter.clone().unwrap_or_else(|| self.setup.role_sorter.clone());
+                let fw =
+                    framework_sorter.clone().unwrap_or_else(|| self.setup.framework_sorter.clone());
+                let rf = self
+                    .registry
+                    .sorter_factory(&role, "role_sorter")
+                    .map_err(|e| e.to_string())?;
+                let ff = self
+                    .registry
+                    .sorter_factory(&fw, "framework_sorter")
+                    .map_err(|e| e.to_string())?;
+                alloc.replace_sorters(rf, ff)?;
+                log::info!("sorters switched to role: {role}, framework: {fw}");
+                self.setup.role_sorter = role;
+                self.setup.framework_sorter = fw;
+                Ok(())
+            }
+            Op::Advance(s) => self.advance(*s, out),
+            Op::Tick => self.advance(self.interval, out),
+            Op::SubmitTask { framework, resources, duration, constraints } => {
+                let id = self.framework_id(framework)?;
+                let now = self.now;
+                let rec = self.frameworks[id.index()].as_mut().expect("present");
+                let sim = rec.sim.as_mut().ok_or_else(|| {
+                    format!("framework '{framework}' is not simulated (add it with \"tasks\")")
+                })?;
+                sim.submitted += 1;
+                sim.queue.push_back(QueuedTask {
+                    resources: resources.clone(),
+                    duration: *duration,
+                    constraints: constraints.clone(),
+                    submitted: now,
+                });
+                Ok(())
+            }
+            Op::ExpectOffers(alternatives) => {
+                let actual = std::mem::take(&mut self.pending_offers);
+                let ok = alternatives.iter().any(|alt| offers_match(alt, &actual));
+                let expected = if alternatives.len() == 1 {
+                    offers_json(&alternatives[0])
+                } else {
+                    Value::Array(alternatives.iter().map(|a| offers_json(a)).collect())
+                };
+                let actual_json: Vec<Value> = actual
+                    .iter()
+                    .map(|((f, r, a), res)| json!({"framework": f, "role": r, "agent": a, "resources": res.to_string()}))
+                    .collect();
+                self.expectation(index, ok, expected, Value::Array(actual_json), out);
+                Ok(())
+            }
+            Op::ExpectInverseOffers(alternatives) => {
+                let actual = std::mem::take(&mut self.pending_inverse);
+                let ok = alternatives
+                    .iter()
+                    .any(|alt| alt.iter().cloned().collect::<BTreeSet<_>>() == actual);
+                let to_json = |l: &mut dyn Iterator<Item = &(String, String)>| -> Value {
+                    Value::Array(l.map(|(f, a)| json!({"framework": f, "agent": a})).collect())
+                };
+                let expected = if alternatives.len() == 1 {
+                    to_json(&mut alternatives[0].iter())
+                } else {
+                    Value::Array(alternatives.iter().map(|a| to_json(&mut a.iter())).collect())
+                };
+                let actual_json = to_json(&mut actual.iter());
+                self.expectation(index, ok, expected, actual_json, out);
+                Ok(())
+            }
+            Op::ExpectTasks { framework, running } => {
+                let id = self.framework_id(framework)?;
+                let rec = self.frameworks[id.index()].as_ref().expect("present");
+                let count = rec.sim.as_ref().map_or(0, |s| s.running.len() as u64);
+                self.expectation(index, count == *running, json!(running), json!(count), out);
+                Ok(())
+            }
+        }
+    }
+
+    fn expectation(
+        &mut self,
+        index: usize,
+        ok: bool,
+        expected: Value,
+        actual: Value,
+        out: &mut EventStream,
+    ) {
+        out.emit(&json!({"event": "expectation", "index": index, "ok": ok, "expected": expected, "actual": actual}));
+        if ok {
+            self.passed += 1;
+        } else {
+            self.failures.push(format!(
+                "scenario '{}': event {index}: expectation failed at time {}\n  expected: {}\n  actual:   {}",
+                self.file,
+                self.now,
+                pretty(&expected),
+                pretty(&actual)
+            ));
+        }
+    }
+
+    /// The human summary and the JSON summary event.
+    fn summary(&self) -> (String, Value) {
+        let mut metrics = serde_json::Map::new();
+        let mut micros = self.run_micros.clone();
+        micros.sort_unstable();
+        let pct = |p: f64| -> f64 {
+            if micros.is_empty() {
+                0.0
+            } else {
+                let i = ((micros.len() as f64 - 1.0) * p).round() as usize;
+                micros[i] as f64 / 1000.0
+            }
+        };
+        let max = micros.last().copied().unwrap_or(0) as f64 / 1000.0;
+        metrics.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
+        metrics.insert("allocator/mesos/allocation_run_ms/p50".into(), json!(pct(0.5)));
+        metrics.insert("allocator/mesos/allocation_run_ms/p99".into(), json!(pct(0.99)));
+        metrics.insert("allocator/mesos/allocation_run_ms/max".into(), json!(max));
+        let mut roles_json = serde_json::Map::new();
+        let mut text = String::new();
+        text.push_str(&format!(
+            "allocator '{}' (role sorter {}, framework sorter {}), {:.1}s simulated, {} allocation runs\n",
+            self.setup.allocator, self.setup.role_sorter, self.setup.framework_sorter, self.now, self.runs
+        ));
+        text.push_str(&format!(
+            "{:<24} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
+            "ROLE",
+            "SHARE",
+            "AVG SHARE",
+            "OFFERS",
+            "TASKS",
+            "SUBMITTED",
+            "STARTED",
+            "PENDING",
+            "WAIT MEAN",
+            "WAIT P99"
+        ));
+        let mut role_names: BTreeSet<&String> = self.role_stats.keys().collect();
+        role_names.extend(self.role_alloc.keys());
+        for role in role_names {
+            let stats = self.role_stats.get(role).cloned().unwrap_or_default();
+            let share = self
+                .role_alloc
+                .get(role)
+                .map_or(0.0, |q| dominant_share(q, &self.cluster, &self.excluded));
+            let avg = if self.now > 0.0 { stats.share_time / self.now } else { share };
+            let (submitted, started, pending, waits) = self.trace_stats(role);
+            let (mean, p99) = wait_stats(&waits);
+            metrics.insert(format!("allocator/mesos/roles/{role}/shares/dominant"), json!(share));
+            let mut r = json!({"dominant_share": share, "average_dominant_share": avg, "offers": stats.offers,
+                               "tasks_launched": stats.tasks});
+            if submitted > 0 {
+                r["tasks_submitted"] = json!(submitted);
+                r["tasks_started"] = json!(started);
+                r["tasks_pending"] = json!(pending);
+                r["wait_mean_seconds"] = json!(mean);
+                r["wait_p99_seconds"] = json!(p99);
+            }
+            roles_json.insert(role.clone(), r);
+            let trace = |x: u64| if submitted > 0 { x.to_string() } else { "-".into() };
+            let secs = |x: f64| if submitted > 0 { format!("{x:.1}s") } else { "-".into() };
+            text.push_str(&format!(
+                "{:<24} {:>10.4} {:>10.4} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
+                role,
+                share,
+                avg,
+                stats.offers,
+                stats.tasks,
+                trace(submitted),
+                trace(started),
+                trace(pending),
+                secs(mean),
+                secs(p99)
+            ));
+        }
+        let mut used = Quantities::new();
+        for q in self.role_alloc.values() {
+            used.add(q);
+        }
+        let mut util = serde_json::Map::new();
+        text.push_str("utilisation:");
+        for total in self.cluster.iter().filter(|t| t.value.is_positive()) {
+            let frac = used.get(&total.name).as_f64() / total.value.as_f64();
+            let avg = if self.now > 0.0 {
+                self.util_time.get(total.name.as_str()).copied().unwrap_or(0.0) / self.now
+            } else {
+                frac
+            };
+            util.insert(
+                total.name.to_string(),
+                json!({"allocated": used.get(&total.name).as_f64(), "total": total.value.as_f64(),
+                                                         "final": frac, "average": avg}),
+            );
+            text.push_str(&format!(
+                " {} {:.1}% (avg {:.1}%)",
+                total.name,
+                frac * 100.0,
+                avg * 100.0
+            ));
+        }
+        text.push('\n');
+        text.push_str(&format!(
+            "allocation run latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
+            pct(0.5),
+            pct(0.99),
+            max
+        ));
+        text.push_str(&format!(
+            "expectations: {} passed, {} failed\n",
+            self.passed,
+            self.failures.len()
+        ));
+        let json = json!({"event": "summary", "time": self.now, "allocator": self.setup.allocator,
+                          "role_sorter": self.setup.role_sorter, "framework_sorter": self.setup.framework_sorter,
+                          "metrics": metrics, "roles": roles_json, "utilisation": util,
+                          "expectations": {"passed": self.passed, "failed": self.failures.len()}});
+        (text, json)
+    }
+
+    fn trace_stats(&self, role: &str) -> (u64, u64, u64, Vec<f64>) {
+        let (mut submitted, mut pending) = (0, 0);
+        let mut waits = Vec::new();
+        for rec in self.frameworks.iter().flatten() {
+            if rec.info.roles.first().map(RString::as_str) != Some(role) {
+                continue;
+            }
+            if let Some(sim) = &rec.sim {
+                submitted += sim.submitted;
+                pending += sim.queue.len() as u64;
+                waits.extend(sim.waits.iter().copied());
+            }
+        }
+        (submitted, waits.len() as u64, pending, waits)
+    }
+
+    /// Checks the host's ledger against every agent's total: nothing over-committed.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        let mut per_agent: BTreeMap<AgentId, Resources> = BTreeMap::new();
+        for ((_, agent, _), res) in &self.ledger {
+            per_agent.entry(*agent).or_default().add(&res.filter(|r| !r.is_shared()));
+        }
+        for (agent, used) in per_agent {
+            let total = &self.agents[agent.index()].total;
+            if !total.contains(&used) {
+                return Err(format!(
+                    "agent '{}' is over-committed: {used} allocated of {total}",
+                    self.agent_name(agent)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// The number of allocation runs so far.
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    /// Running tasks of a simulated framework.
+    pub fn running_tasks(&self, framework: &str) -> Option<usize> {
+        let id = self.framework_ids.get(framework)?;
+        self.frameworks[id.index()].as_ref()?.sim.as_ref().map(|s| s.running.len())
+    }
+
+    /// The unweighted dominant share of a role from the host's ledger.
+    pub fn role_share(&self, role: &str) -> f64 {
+        self.role_alloc.get(role).map_or(0.0, |q| dominant_share(q, &self.cluster, &self.excluded))
+    }
+
+    /// The allocations the built-in allocator records (empty for modules).
+    pub fn allocator_records(&self) -> Vec<Allocation> {
+        match &self.engine {
+            Engine::Builtin(a) => a.allocations(),
+            Engine::Module(_) => Vec::new(),
+        }
+    }
+
+    /// The host ledger as allocations.
+    pub fn ledger(&self) -> Vec<Allocation> {
+        self.ledger
+            .iter()
+            .map(|((f, a, r), res)| Allocation {
+                framework: *f,
+                agent: *a,
+                role: r.as_str().into(),
+                resources: res.clone(),
+            })
+            .collect()
+    }
+}
+
+fn check_call(allocator: &str, what: &str, r: allocator_api::Result<()>) -> Result<(), String> {
+    r.map_err(|e: ModuleError| {
+        if e.is_fault() {
+            format!("allocator '{allocator}' failed in {what}: {e}")
+        } else {
+            format!("the allocator refused {what}: {e}")
+        }
+    })
+}
+
+/// Takes a task's resources from an offer: scalars by quantity (unreserved first, then
+/// reservations, in canonical order), other resources exactly. `None` when they do not fit.
+fn take(offer: &Resources, task: &Resources) -> Option<Resources> {
+    let want = task.scalar_quantities();
+    if !offer.scalar_quantities().contains(&want) {
+        return None;
+    }
+    let others = task.filter(|r| !r.is_scalar());
+    if !offer.contains(&others) {
+        return None;
+    }
+    let mut piece = offer.filter(|r| !r.is_shared()).shrink(&want, false);
+    if piece.scalar_quantities() != want {
+        return None;
+    }
+    piece.add(&others);
+    Some(piece)
+}
+
+/// Unweighted dominant share of `alloc` over `total`, skipping excluded names.
+pub fn dominant_share(alloc: &Quantities, total: &Quantities, excluded: &[String]) -> f64 {
+    let mut share = 0.0f64;
+    for q in alloc.iter() {
+        if excluded.iter().any(|e| e == q.name.as_str()) {
+            continue;
+        }
+        let t = total.get(&q.name);
+        if t.is_positive() {
+            share = share.max(q.value.as_f64() / t.as_f64());
+        }
+    }
+    share
+}
+
+fn wait_stats(waits: &[f64]) -> (f64, f64) {
+    if waits.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut w = waits.to_vec();
+    w.sort_by(f64::total_cmp);
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let p99 = w[((w.len() as f64 - 1.0) * 0.99).round() as usize];
+    (mean, p99)
+}
+
+fn offers_match(
+    expected: &[ExpectedOffer],
+    actual: &BTreeMap<(String, String, String), Resources>,
+) -> bool {
+    let mut want: BTreeMap<(String, String, String), Resources> = BTreeMap::new();
+    for e in expected {
+        want.entry((e.framework.clone(), e.role.clone(), e.agent.clone()))
+            .or_default()
+            .add(&e.resources);
+    }
+    want == *actual
+}
+
+fn offers_json(list: &[ExpectedOffer]) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|o| json!({"framework": o.framework, "role": o.role, "agent": o.agent, "resources": o.resources.to_string()}))
+            .collect(),
+    )
+}
+
+fn pretty(v: &Value) -> String {
+    match v {
+        Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
+            let lines: Vec<String> = items.iter().map(|i| format!("\n    {i}")).collect();
+            lines.concat()
+        }
+        other => other.to_string(),
+    }
+}
