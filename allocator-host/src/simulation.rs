@@ -523,7 +523,9 @@ impl<'r> Simulation<'r> {
         Ok(())
     }
 
-    fn apply(&mut self, index: usize, op: &Op, out: &mut EventStream) -> Result<(), String> {
+    /// Applies one event (`index` is its position, for expectation events). On an error the
+    /// host's records are unchanged (the allocator refused before anything was recorded).
+    pub fn apply(&mut self, index: usize, op: &Op, out: &mut EventStream) -> Result<(), String> {
         match op {
             Op::AddAgent {
                 agent,
@@ -1139,22 +1141,47 @@ impl<'r> Simulation<'r> {
         (submitted, waits.len() as u64, pending, waits)
     }
 
-    /// Checks the host's ledger against every agent's total: nothing over-committed.
-    pub fn check_conservation(&self) -> Result<(), String> {
+    /// Agents whose allocations (from the host's ledger) exceed their total. Only a shrinking
+    /// `update_agent` can make one (Mesos rule R14); allocation runs never do.
+    pub fn overcommitted_agents(&self) -> Vec<AgentId> {
         let mut per_agent: BTreeMap<AgentId, Resources> = BTreeMap::new();
         for ((_, agent, _), res) in &self.ledger {
             per_agent.entry(*agent).or_default().add(&res.filter(|r| !r.is_shared()));
         }
-        for (agent, used) in per_agent {
-            let total = &self.agents[agent.index()].total;
-            if !total.contains(&used) {
-                return Err(format!(
-                    "agent '{}' is over-committed: {used} allocated of {total}",
-                    self.agent_name(agent)
-                ));
+        per_agent
+            .into_iter()
+            .filter(|(agent, used)| !self.agents[agent.index()].total.contains(used))
+            .map(|(agent, _)| agent)
+            .collect()
+    }
+
+    /// Checks the host's ledger against every agent's total: nothing over-committed.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        match self.overcommitted_agents().first() {
+            None => Ok(()),
+            Some(agent) => Err(format!(
+                "agent '{}' is over-committed: {} allocated of {}",
+                self.agent_name(*agent),
+                self.agent_used(*agent),
+                self.agents[agent.index()].total
+            )),
+        }
+    }
+
+    /// The total of a present agent.
+    pub fn agent_total(&self, agent: AgentId) -> Option<&Resources> {
+        self.agents.get(agent.index()).filter(|a| a.present).map(|a| &a.total)
+    }
+
+    /// What the host's ledger records on `agent` (non-shared resources).
+    pub fn agent_used(&self, agent: AgentId) -> Resources {
+        let mut used = Resources::new();
+        for ((_, a, _), res) in &self.ledger {
+            if *a == agent {
+                used.add(&res.filter(|r| !r.is_shared()));
             }
         }
-        Ok(())
+        used
     }
 
     /// The current virtual time.

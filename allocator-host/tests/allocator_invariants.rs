@@ -1,0 +1,197 @@
+//! Property tests over random event sequences driven through the built-in allocator: the
+//! invariants of issue 5 hold after every event.
+
+use std::collections::BTreeMap;
+
+use allocator_api::{AgentCapabilities, AgentId, FrameworkCapabilities, Resources};
+use allocator_host::ModuleRegistry;
+use allocator_host::allocator_scenario::{Op, TaskSpec};
+use allocator_host::output::EventStream;
+use allocator_host::simulation::{Setup, Simulation};
+use proptest::prelude::*;
+
+const ROLES: [&str; 4] = ["r1", "r2", "a/b", "a"];
+const AGENT_SHAPES: [&str; 5] = [
+    "cpus:4;mem:1024",
+    "cpus:2;mem:512;cpus(r1):2;mem(r1):256",
+    "cpus:8;mem:4096;gpus:1",
+    "cpus:1;mem:256;cpus(a):1;cpus{revocable}:2",
+    "cpus:2;mem:2048;disk(r2)[v1]{shared}:100;ports:[31000-31010]",
+];
+
+fn add_framework(
+    framework: String,
+    role: &str,
+    caps: FrameworkCapabilities,
+    tasks: Option<TaskSpec>,
+) -> Op {
+    Op::AddFramework {
+        framework,
+        roles: vec![role.to_owned()],
+        capabilities: caps,
+        active: true,
+        used: vec![],
+        suppressed_roles: vec![],
+        min_allocatable: vec![],
+        tasks,
+    }
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let agent = (0..6usize).prop_map(|i| format!("a{i}"));
+    let fw = (0..5usize).prop_map(|i| format!("f{i}"));
+    prop_oneof![
+        3 => (agent.clone(), 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::AddAgent {
+            agent: a,
+            resources: AGENT_SHAPES[s].parse().unwrap(),
+            hostname: None,
+            capabilities: None,
+            attributes: vec![],
+            used: vec![],
+            unavailability: None,
+        }),
+        1 => agent.clone().prop_map(Op::RemoveAgent),
+        1 => agent.clone().prop_map(Op::DeactivateAgent),
+        1 => agent.clone().prop_map(Op::ActivateAgent),
+        3 => (fw.clone(), 0..ROLES.len(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+            |(f, r, gpu, rev, sim)| {
+                let mut caps = FrameworkCapabilities::MULTI_ROLE;
+                if gpu {
+                    caps = caps.with(FrameworkCapabilities::GPU_RESOURCES);
+                }
+                if rev {
+                    caps = caps
+                        .with(FrameworkCapabilities::REVOCABLE_RESOURCES)
+                        .with(FrameworkCapabilities::SHARED_RESOURCES);
+                }
+                let tasks = sim.then(|| TaskSpec {
+                    resources: Some("cpus:1;mem:128".parse().unwrap()),
+                    count: Some(6),
+                    duration: Some(2.5),
+                    per_offer: Some(2),
+                    refuse_seconds: 1.0,
+                });
+                add_framework(f, ROLES[r], caps, tasks)
+            }
+        ),
+        1 => fw.clone().prop_map(Op::RemoveFramework),
+        1 => fw.clone().prop_map(Op::DeactivateFramework),
+        1 => fw.clone().prop_map(Op::ActivateFramework),
+        1 => fw.clone().prop_map(|f| Op::SuppressOffers(f, vec![])),
+        1 => fw.clone().prop_map(|f| Op::ReviveOffers(f, vec![])),
+        3 => (fw, agent.clone(), prop::option::of(-1.0f64..4.0)).prop_map(|(f, a, refuse)| {
+            Op::RecoverResources { framework: f, agent: a, resources: None, role: None, refuse_seconds: refuse }
+        }),
+        1 => (0..ROLES.len(), 1u32..5)
+            .prop_map(|(r, w)| Op::UpdateWeights(vec![(ROLES[r].to_owned(), f64::from(w))])),
+        1 => (agent, 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::UpdateAgent {
+            agent: a,
+            resources: Some(AGENT_SHAPES[s].parse().unwrap()),
+            capabilities: Some(AgentCapabilities::all()),
+            attributes: None,
+        }),
+        4 => (1u32..4).prop_map(|n| Op::Advance(f64::from(n) * 0.5)),
+    ]
+}
+
+fn agents(sim: &Simulation<'_>) -> impl Iterator<Item = AgentId> {
+    (0..16u32).map(AgentId).filter(|a| sim.agent_total(*a).is_some())
+}
+
+fn setup(seed: u64) -> Setup {
+    let options = allocator_api::AllocatorOptions { seed, ..Default::default() };
+    Setup {
+        allocator: "hierarchical".into(),
+        role_sorter: "drf".into(),
+        framework_sorter: "drf".into(),
+        options,
+    }
+}
+
+struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `ops`, checking the invariants after each; returns the event stream without timings.
+fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
+    let registry = ModuleRegistry::new();
+    let mut sim = Simulation::new(&registry, setup(seed), "proptest").unwrap();
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let mut out = EventStream::writer(Box::new(SharedBuf(buf.clone())));
+    for (i, op) in ops.iter().enumerate() {
+        let before: BTreeMap<AgentId, Resources> =
+            agents(&sim).map(|a| (a, sim.agent_used(a))).collect();
+        let _ = sim.apply(i, op, &mut out); // a refused event changes nothing
+        // No agent is ever offered more than it has: whatever an event adds on an agent fits in
+        // what was free there (its total, as of now, minus what was held before).
+        for agent in agents(&sim) {
+            let held_before = before.get(&agent).cloned().unwrap_or_default();
+            let used = sim.agent_used(agent);
+            let added = used.clone() - &held_before;
+            let free = sim.agent_total(agent).unwrap().filter(|r| !r.is_shared()) - &held_before;
+            prop_assert!(
+                free.contains(&added),
+                "{} offered on {} with only {} free, after {:?}",
+                added,
+                agent,
+                free,
+                op
+            );
+        }
+        // Only a shrinking update_agent can leave an agent over-committed (R14).
+        if !matches!(op, Op::UpdateAgent { .. }) {
+            for agent in sim.overcommitted_agents() {
+                prop_assert!(
+                    before
+                        .get(&agent)
+                        .is_some_and(|b| !sim.agent_total(agent).unwrap().contains(b)),
+                    "{:?} after {:?}",
+                    sim.check_conservation(),
+                    op
+                );
+            }
+        }
+        // No role receives another role's reservation.
+        for a in sim.ledger() {
+            for r in a.resources.iter() {
+                prop_assert!(r.is_allocatable_to(&a.role), "{} offered to role {}", r, a.role);
+            }
+        }
+        // The allocator's records equal the host's ledger, so offered + allocated + available
+        // == total on every agent (the allocator derives available from its records).
+        let key = |a: &allocator_api::Allocation| (a.framework, a.agent, a.role.to_string());
+        let mut ours = sim.ledger();
+        let mut theirs = sim.allocator_records();
+        ours.sort_by_key(key);
+        theirs.sort_by_key(key);
+        prop_assert_eq!(ours, theirs, "after {:?}", op);
+    }
+    out.flush();
+    drop(out);
+    let text = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+    Ok(text.lines().filter(|l| !l.contains("\"allocation_run\"")).collect::<Vec<_>>().join("\n"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn invariants_hold_after_every_event(ops in prop::collection::vec(op(), 1..60), seed in 0u64..4) {
+        run_checked(&ops, seed)?;
+    }
+
+    #[test]
+    fn same_seed_gives_the_same_offers(ops in prop::collection::vec(op(), 1..40), seed in 0u64..1000) {
+        let a = run_checked(&ops, seed)?;
+        let b = run_checked(&ops, seed)?;
+        prop_assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,156 @@
+//! Every allocator scenario (`examples/scenarios/`, `tests/scenarios/allocator/`) passes through
+//! `allocator-master`, with the built-in DRF sorters and with the DRF module loaded from its
+//! `.so`; the embedded default workload runs and is deterministic under a seed.
+
+use std::path::PathBuf;
+
+use workspace_tests::{run_master, workspace_root};
+
+fn scenarios(folder: &str) -> Vec<PathBuf> {
+    let dir = workspace_root().join(folder);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    files
+}
+
+fn check(file: &PathBuf, extra: &[&str]) {
+    let path = file.display().to_string();
+    let mut args = vec!["--scenario", path.as_str(), "--output", "/dev/null"];
+    args.extend_from_slice(extra);
+    let out = run_master(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{path} {extra:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn rule_scenarios_pass_with_the_builtin_sorters() {
+    for f in scenarios("tests/scenarios/allocator") {
+        check(&f, &[]);
+    }
+}
+
+#[test]
+fn rule_scenarios_pass_with_the_drf_module() {
+    for f in scenarios("tests/scenarios/allocator") {
+        check(&f, &["--modules", "examples/modules.json"]);
+    }
+}
+
+#[test]
+fn example_scenarios_pass() {
+    for f in scenarios("examples/scenarios") {
+        check(&f, &[]);
+        check(&f, &["--modules", "examples/modules.json"]);
+    }
+}
+
+#[test]
+fn the_drf_paper_example_gives_both_frameworks_two_thirds() {
+    let out = run_master(&["--scenario", "examples/scenarios/drf_paper.json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    for role in ["roleA", "roleB"] {
+        let share = summary["roles"][role]["dominant_share"].as_f64().unwrap();
+        assert!((share - 2.0 / 3.0).abs() < 1e-9, "{role}: {share}");
+        let metric = summary["metrics"][format!("allocator/mesos/roles/{role}/shares/dominant")]
+            .as_f64()
+            .unwrap();
+        assert!((metric - 2.0 / 3.0).abs() < 1e-9);
+    }
+    assert_eq!(summary["roles"]["roleA"]["tasks_launched"], 3);
+    assert_eq!(summary["roles"]["roleB"]["tasks_launched"], 2);
+}
+
+#[test]
+fn a_failed_allocator_expectation_exits_1_with_both_sides() {
+    let dir = workspace_tests::target_dir().join("allocator-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("wrong.json");
+    std::fs::write(
+        &file,
+        r#"{"events": [{"op": "add_framework", "framework": "f1", "roles": ["r1"]},
+            {"op": "add_agent", "agent": "a1", "resources": "cpus:2;mem:1024"},
+            {"op": "expect_offers", "offers": [{"framework": "f1", "role": "r1", "agent": "a1", "resources": "cpus:1;mem:1024"}]}]}"#,
+    )
+    .unwrap();
+    let out = run_master(&["--scenario", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("event 2: expectation failed"), "{err}");
+    assert!(
+        err.contains(r#"expected: "#) && err.contains(r#""resources":"cpus:1;mem:1024""#),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"actual:   "#) && err.contains(r#""resources":"cpus:2;mem:1024""#),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_malformed_allocator_scenario_exits_2_naming_event_and_field() {
+    let dir = workspace_tests::target_dir().join("allocator-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (text, fragment) in [
+        (
+            r#"{"events": [{"op": "add_agent", "agent": "a1"}]}"#,
+            "event 0 (add_agent), field 'resources': missing",
+        ),
+        (
+            r#"{"events": [{"op": "add_agent", "agent": "a1", "resources": "cpus:1"}, {"op": "fly"}]}"#,
+            "event 1 (fly), field 'op': unknown op 'fly'",
+        ),
+        (r#"{"config": {"seed": -1}, "events": []}"#, "config, field 'seed'"),
+        (r#"{"events": [], "extra": 1}"#, "top level, field 'extra': unknown key"),
+        (
+            r#"{"events": [{"op": "remove_agent", "agent": "ghost"}]}"#,
+            "event 0 (remove_agent): unknown agent 'ghost'",
+        ),
+    ] {
+        let file = dir.join("malformed.json");
+        std::fs::write(&file, text).unwrap();
+        let out = run_master(&["--scenario", file.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(fragment), "{text}: {err}");
+    }
+}
+
+#[test]
+fn the_embedded_default_workload_runs_and_summarises() {
+    let out = run_master(&["--output", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for fragment in
+        ["services", "batch", "analytics", "ml", "utilisation: cpus", "allocation run latency: p50"]
+    {
+        assert!(err.contains(fragment), "{fragment}: {err}");
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_event_stream() {
+    let run = |seed: &str| {
+        let out = run_master(&["--seed", seed]);
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.contains("\"allocation_run\"") && !l.contains("\"summary\""))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (a, b, c) = (run("7"), run("7"), run("8"));
+    assert!(a.len() > 1000);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
