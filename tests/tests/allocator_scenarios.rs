@@ -2,7 +2,7 @@
 //! `allocator-master`, with the built-in DRF sorters and with the DRF module loaded from its
 //! `.so`; the embedded default workload runs and is deterministic under a seed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use workspace_tests::{run_master, workspace_root};
 
@@ -18,7 +18,7 @@ fn scenarios(folder: &str) -> Vec<PathBuf> {
     files
 }
 
-fn check(file: &PathBuf, extra: &[&str]) {
+fn check(file: &Path, extra: &[&str]) {
     let path = file.display().to_string();
     let mut args = vec!["--scenario", path.as_str(), "--output", "/dev/null"];
     args.extend_from_slice(extra);
