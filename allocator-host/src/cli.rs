@@ -73,6 +73,33 @@ pub struct Args {
     /// Print every loaded module (name, kind, library, API version, author, description) and exit.
     #[arg(long = "list-modules", alias = "list_modules")]
     pub list_modules: bool,
+    /// A subcommand; without one, run the scenario (or the embedded default workload).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Run Mesos's benchmarks against the configured (built-in or module) sorters and allocator.
+    Bench(BenchArgs),
+}
+
+/// `allocator-master bench` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Which benchmark: `full-sort` (sorter) or `decline-offers` (allocator).
+    #[arg(value_parser = ["full-sort", "decline-offers"])]
+    pub benchmark: String,
+    /// Agent counts (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000,10000")]
+    pub agents: Vec<u32>,
+    /// Client counts for full-sort, framework counts for decline-offers (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    pub clients: Vec<u32>,
+    /// Allocation runs timed per decline-offers configuration.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.
@@ -102,6 +129,9 @@ pub fn run(args: &Args) -> Result<u8, String> {
     if args.list_modules {
         print_modules(&registry);
         return Ok(0);
+    }
+    if let Some(Command::Bench(bench)) = &args.command {
+        return run_bench(args, bench, &registry);
     }
     for (flag, name) in
         [("--role_sorter", &args.role_sorter), ("--framework_sorter", &args.framework_sorter)]
@@ -154,6 +184,73 @@ pub fn run(args: &Args) -> Result<u8, String> {
     }
     eprint!("{}", outcome.summary);
     Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED })
+}
+
+fn run_bench(args: &Args, bench: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {
+    use crate::bench;
+    let role = args.role_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
+    let framework = args.framework_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
+    match bench.benchmark.as_str() {
+        "full-sort" => {
+            println!("FullSort, sorter {} ({})", role, registry.describe_sorter(&role));
+            println!("{:>7} {:>7}  {}", "agents", "clients", "phase times (ms)");
+            for &agents in &bench.agents {
+                for &clients in &bench.clients {
+                    let make = registry
+                        .sorter_factory(&role, "--role_sorter")
+                        .map_err(|e| e.to_string())?;
+                    let mut sorter = make(&bench::sorter_config())?;
+                    let phases = bench::sorter_full_sort(sorter.as_mut(), agents, clients)?;
+                    let cols: Vec<String> = phases
+                        .iter()
+                        .map(|p| format!("{} {:.2}", p.name, p.elapsed.as_secs_f64() * 1e3))
+                        .collect();
+                    println!("{agents:>7} {clients:>7}  {}", cols.join(" | "));
+                }
+            }
+        }
+        _ => {
+            let allocator = args.allocator.clone().unwrap_or_else(|| BUILTIN_ALLOCATOR.into());
+            println!(
+                "DeclineOffers, allocator {allocator}, role sorter {role}, framework sorter {framework}"
+            );
+            println!("{:>7} {:>10} {:>12} {:>12}", "agents", "frameworks", "median ms", "max ms");
+            for &agents in &bench.agents {
+                for &frameworks in &bench.clients {
+                    let mut alloc: Box<dyn allocator_api::Allocator> = if allocator
+                        == BUILTIN_ALLOCATOR
+                        || allocator == crate::registry::BUILTIN_ALLOCATOR_ALIAS
+                    {
+                        let r = registry
+                            .sorter_factory(&role, "--role_sorter")
+                            .map_err(|e| e.to_string())?;
+                        let f = registry
+                            .sorter_factory(&framework, "--framework_sorter")
+                            .map_err(|e| e.to_string())?;
+                        Box::new(bench::builtin_allocator(r, f)?)
+                    } else {
+                        registry
+                            .create_allocator_module(&allocator, &AllocatorOptions::default())
+                            .map_err(|e| e.to_string())?
+                    };
+                    let times = bench::decline_offers(
+                        alloc.as_mut(),
+                        agents,
+                        frameworks,
+                        bench.rounds,
+                        1.0,
+                    )?;
+                    let max = times.iter().max().copied().unwrap_or_default();
+                    println!(
+                        "{agents:>7} {frameworks:>10} {:>12.2} {:>12.2}",
+                        bench::median(&times).as_secs_f64() * 1e3,
+                        max.as_secs_f64() * 1e3
+                    );
+                }
+            }
+        }
+    }
+    Ok(0)
 }
 
 fn excluded_flag(args: &Args) -> Option<Vec<String>> {

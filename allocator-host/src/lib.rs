@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod allocator_scenario;
+pub mod bench;
 pub mod cli;
 pub mod hierarchical;
 pub mod manifest;

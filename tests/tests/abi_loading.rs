@@ -87,11 +87,16 @@ fn two_libraries_load_side_by_side() {
 fn the_readme_module_example_is_the_tested_fixture() {
     let root = workspace_tests::workspace_root();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let fixture = std::fs::read_to_string(root.join("tests/fixtures/minimal_module/src/lib.rs")).unwrap();
-    let start = readme.find("```rust\nuse allocator_api::*;").expect("README has the example") + "```rust\n".len();
+    let fixture =
+        std::fs::read_to_string(root.join("tests/fixtures/minimal_module/src/lib.rs")).unwrap();
+    let start = readme.find("```rust\nuse allocator_api::*;").expect("README has the example")
+        + "```rust\n".len();
     let end = start + readme[start..].find("```").unwrap();
     let code = |text: &str| -> Vec<String> {
-        text.lines().filter(|l| !l.trim_start().starts_with("//") && !l.trim().is_empty()).map(str::to_owned).collect()
+        text.lines()
+            .filter(|l| !l.trim_start().starts_with("//") && !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
     };
     assert_eq!(code(&readme[start..end]), code(&fixture));
     assert!(code(&fixture).len() < 30, "the example must stay under 30 lines of code");

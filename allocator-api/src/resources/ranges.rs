@@ -31,30 +31,35 @@ pub(crate) fn union(a: &[Range], b: &[Range]) -> RVec<Range> {
     normalize(a.iter().chain(b.iter()).copied().collect())
 }
 
-/// `a` without the values in `b` (both canonical).
+/// `a` without the values in `b` (both canonical): one linear merge.
 pub(crate) fn difference(a: &[Range], b: &[Range]) -> RVec<Range> {
-    let mut out = Vec::with_capacity(a.len());
+    let mut out = RVec::with_capacity(a.len());
+    let mut j = 0;
     for r in a {
-        let mut pieces = vec![*r];
-        for cut in b.iter().filter(|c| c.end >= r.begin && c.begin <= r.end) {
-            let mut next = Vec::with_capacity(pieces.len() + 1);
-            for p in pieces {
-                if cut.end < p.begin || cut.begin > p.end {
-                    next.push(p);
-                    continue;
-                }
-                if cut.begin > p.begin {
-                    next.push(Range { begin: p.begin, end: cut.begin - 1 });
-                }
-                if cut.end < p.end {
-                    next.push(Range { begin: cut.end + 1, end: p.end });
-                }
-            }
-            pieces = next;
+        let mut begin = r.begin;
+        // Skip cuts entirely before this range.
+        while j < b.len() && b[j].end < begin {
+            j += 1;
         }
-        out.extend(pieces);
+        let mut k = j;
+        let mut alive = true;
+        while k < b.len() && b[k].begin <= r.end {
+            let cut = b[k];
+            if cut.begin > begin {
+                out.push(Range { begin, end: cut.begin - 1 });
+            }
+            if cut.end >= r.end {
+                alive = false;
+                break;
+            }
+            begin = cut.end + 1;
+            k += 1;
+        }
+        if alive {
+            out.push(Range { begin, end: r.end });
+        }
     }
-    out.into()
+    out
 }
 
 /// `true` when every value of `b` is in `a` (both canonical, so each range of `b` must lie
