@@ -193,7 +193,7 @@ fn run_bench(args: &Args, bench: &BenchArgs, registry: &ModuleRegistry) -> Resul
     match bench.benchmark.as_str() {
         "full-sort" => {
             println!("FullSort, sorter {} ({})", role, registry.describe_sorter(&role));
-            println!("{:>7} {:>7}  {}", "agents", "clients", "phase times (ms)");
+            println!("{:>7} {:>7}  phase times (ms)", "agents", "clients");
             for &agents in &bench.agents {
                 for &clients in &bench.clients {
                     let make = registry
