@@ -13,6 +13,7 @@
 //! Quota (R18–R22) is not implemented yet: `update_quota` and `recover`'s quotas are
 //! recorded but do not change offers.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use allocator_api::rng::Rng;
@@ -76,10 +77,24 @@ impl Agent {
         self.free = free;
     }
 
-    /// Everything that may be offered: free non-shared resources plus every shared resource.
-    fn available(&self) -> Resources {
-        let mut a = self.free.clone();
-        a.add(&self.total.shared());
+    /// `true` when nothing at all may be offered (no free resource and no shared volume).
+    fn nothing_available(&self) -> bool {
+        self.free.is_empty() && !self.total.iter().any(|r| r.is_shared())
+    }
+
+    /// What `role` may be offered: free resources allocatable to it, plus shared volumes
+    /// allocatable to it that were not offered yet in this run.
+    fn available_to(&self, role: &str, shared_offered: &Resources) -> Resources {
+        let mut a = if self.free.iter().all(|r| r.is_allocatable_to(role)) {
+            self.free.clone()
+        } else {
+            self.free.allocatable_to(role)
+        };
+        if self.total.iter().any(|r| r.is_shared()) {
+            let mut shared = self.total.filter(|r| r.is_shared() && r.is_allocatable_to(role));
+            shared.subtract(shared_offered);
+            a.add(&shared);
+        }
         a
     }
 }
@@ -90,7 +105,8 @@ struct Framework {
     active: bool,
     suppressed: BTreeSet<String>,
     min_allocatable: HashMap<String, Vec<Quantities>>,
-    offer_filters: HashMap<(String, AgentId), Vec<OfferFilter>>,
+    /// Refuse filters by agent, then role.
+    offer_filters: HashMap<AgentId, HashMap<String, Vec<OfferFilter>>>,
     inverse_filters: HashMap<AgentId, f64>,
 }
 
@@ -327,12 +343,15 @@ impl HierarchicalAllocator {
     /// Untracks `fw` under `role` when it neither subscribes to the role nor holds resources
     /// under it; removes the role when no framework is left.
     fn try_untrack_framework_under_role(&mut self, fw: FrameworkId, role: &str) -> Result<()> {
-        let subscribed = self.frameworks.get(&fw).is_some_and(|f| f.roles().any(|r| r == role));
+        // Cheap test first: a subscribed framework stays tracked whatever it holds.
+        if self.frameworks.get(&fw).is_some_and(|f| f.roles().any(|r| r == role)) {
+            return Ok(());
+        }
         let holds = self
             .agents
             .values()
             .any(|a| a.allocated.get(&fw).is_some_and(|m| m.contains_key(role)));
-        if subscribed || holds {
+        if holds {
             return Ok(());
         }
         let Some(state) = self.roles.get_mut(role) else { return Ok(()) };
@@ -424,19 +443,17 @@ impl HierarchicalAllocator {
         sets.is_empty() || sets.iter().any(|q| res.contains_quantities(q))
     }
 
-    /// Rule 3.3e: drop what the framework cannot receive.
-    fn strip_incapable(fw: &Framework, res: Resources) -> Resources {
+    /// Rule 3.3e: drop what the framework cannot receive (borrowing when nothing is dropped).
+    fn strip_incapable<'a>(fw: &Framework, res: &'a Resources) -> Cow<'a, Resources> {
         let shared = fw.has(FrameworkCapabilities::SHARED_RESOURCES);
         let revocable = fw.has(FrameworkCapabilities::REVOCABLE_RESOURCES);
         let refinement = fw.has(FrameworkCapabilities::RESERVATION_REFINEMENT);
-        if shared && revocable && refinement {
-            return res;
-        }
-        res.filter(|r| {
+        let keep = |r: &allocator_api::Resource| {
             (shared || !r.is_shared())
                 && (revocable || !r.is_revocable())
                 && (refinement || !r.is_refined_reservation())
-        })
+        };
+        if res.iter().all(keep) { Cow::Borrowed(res) } else { Cow::Owned(res.filter(keep)) }
     }
 
     /// Rule 3.3g.
@@ -456,7 +473,7 @@ impl HierarchicalAllocator {
         if role.contains('/') && !caps.has(AgentCapabilities::HIERARCHICAL_ROLE) {
             return true;
         }
-        fw.offer_filters.get(&(role.to_owned(), agent_id)).is_some_and(|fs| {
+        fw.offer_filters.get(&agent_id).and_then(|m| m.get(role)).is_some_and(|fs| {
             fs.iter().any(|f| f.active(self.now, periodic) && f.resources.contains(offer))
         })
     }
@@ -464,9 +481,12 @@ impl HierarchicalAllocator {
     fn expire_filters(&mut self) {
         let now = self.now;
         for fw in self.frameworks.values_mut() {
-            fw.offer_filters.retain(|_, fs| {
-                fs.retain(|f| !f.expired(now));
-                !fs.is_empty()
+            fw.offer_filters.retain(|_, by_role| {
+                by_role.retain(|_, fs| {
+                    fs.retain(|f| !f.expired(now));
+                    !fs.is_empty()
+                });
+                !by_role.is_empty()
             });
             fw.inverse_filters.retain(|_, until| now < *until - EPSILON);
         }
@@ -511,7 +531,7 @@ impl HierarchicalAllocator {
         let mut offerable: BTreeMap<(FrameworkId, String, AgentId), Resources> = BTreeMap::new();
         for agent_id in agents.iter().copied() {
             let mut shared_offered = Resources::new();
-            if self.agents[&agent_id].available().is_empty() {
+            if self.agents[&agent_id].nothing_available() {
                 continue; // R14
             }
             let mut role_order = std::mem::take(&mut self.role_buf);
@@ -520,8 +540,13 @@ impl HierarchicalAllocator {
                 .map_err(|e| sorter_error("role sorter sort", e))?;
             for &role_client in role_order.iter() {
                 let Some(role) = self.role_by_client.get(&role_client).cloned() else { continue };
-                if self.agents[&agent_id].available().is_empty() {
+                if self.agents[&agent_id].nothing_available() {
                     break;
+                }
+                // (b) what the role may get here; recomputed only after a grant.
+                let mut available = self.agents[&agent_id].available_to(&role, &shared_offered);
+                if available.is_empty() {
+                    continue;
                 }
                 let mut fw_order = std::mem::take(&mut self.fw_buf);
                 self.roles
@@ -531,14 +556,12 @@ impl HierarchicalAllocator {
                     .sort(&mut fw_order)
                     .map_err(|e| sorter_error("framework sorter sort", e))?;
                 for &fw_client in fw_order.iter() {
-                    let fw_id = FrameworkId(fw_client.0);
-                    let Some(fw) = self.frameworks.get(&fw_id) else { continue };
-                    let agent = &self.agents[&agent_id];
-                    // (b) what the role may get here
-                    let available = agent.available().allocatable_to(&role) - &shared_offered;
                     if available.is_empty() {
                         break;
                     }
+                    let fw_id = FrameworkId(fw_client.0);
+                    let Some(fw) = self.frameworks.get(&fw_id) else { continue };
+                    let agent = &self.agents[&agent_id];
                     // (c) quick exit
                     if !self.allocatable(fw, &role, &available) {
                         continue;
@@ -551,7 +574,7 @@ impl HierarchicalAllocator {
                         continue;
                     }
                     // (e) strip what the framework cannot receive
-                    let to_offer = Self::strip_incapable(fw, available);
+                    let to_offer = Self::strip_incapable(fw, &available);
                     if to_offer.is_empty() {
                         continue;
                     }
@@ -563,8 +586,15 @@ impl HierarchicalAllocator {
                     if self.is_filtered(fw, &role, agent_id, agent, &to_offer, periodic) {
                         continue;
                     }
+                    let to_offer = to_offer.into_owned();
                     let agent = self.agents.get_mut(&agent_id).expect("candidate");
-                    agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+                    let shared = to_offer.shared();
+                    if shared.is_empty() {
+                        agent.free.subtract(&to_offer);
+                    } else {
+                        agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+                        shared_offered.add(&shared);
+                    }
                     agent
                         .allocated
                         .entry(fw_id)
@@ -572,7 +602,7 @@ impl HierarchicalAllocator {
                         .entry(role.clone())
                         .or_default()
                         .add(&to_offer);
-                    shared_offered.add(&to_offer.shared());
+                    available = agent.available_to(&role, &shared_offered);
                     self.track_allocated(agent_id, fw_id, &role, &to_offer)?;
                     offerable.entry((fw_id, role.clone(), agent_id)).or_default().add(&to_offer);
                 }
@@ -819,7 +849,10 @@ impl Allocator for HierarchicalAllocator {
                 .iter()
                 .map(|m| (m.role.to_string(), m.sets.to_vec()))
                 .collect();
-            fw.offer_filters.retain(|(role, _), _| new_roles.contains(role));
+            for by_role in fw.offer_filters.values_mut() {
+                by_role.retain(|role, _| new_roles.contains(role));
+            }
+            fw.offer_filters.retain(|_, by_role| !by_role.is_empty());
         }
         for role in new_roles.difference(&old_roles) {
             self.track_framework_under_role(info.id, role)?;
@@ -919,7 +952,7 @@ impl Allocator for HierarchicalAllocator {
                 .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
         }
         for fw in self.frameworks.values_mut() {
-            fw.offer_filters.retain(|(_, a), _| *a != agent);
+            fw.offer_filters.remove(&agent);
             fw.inverse_filters.remove(&agent);
         }
         self.outstanding_inverse.retain(|(a, _)| *a != agent);
@@ -934,7 +967,7 @@ impl Allocator for HierarchicalAllocator {
         let total_changed = total.is_some_and(|t| *t != old.total);
         if attributes_changed {
             for fw in self.frameworks.values_mut() {
-                fw.offer_filters.retain(|(_, a), _| *a != info.id);
+                fw.offer_filters.remove(&info.id);
                 fw.inverse_filters.remove(&info.id);
             }
         }
@@ -1127,7 +1160,9 @@ impl Allocator for HierarchicalAllocator {
                 .get_mut(&framework)
                 .expect("checked")
                 .offer_filters
-                .entry((role.to_owned(), agent))
+                .entry(agent)
+                .or_default()
+                .entry(role.to_owned())
                 .or_default()
                 .push(filter);
         }
@@ -1159,7 +1194,10 @@ impl Allocator for HierarchicalAllocator {
         fw.inverse_filters.clear();
         let active = fw.active;
         for role in &roles {
-            fw.offer_filters.retain(|(r, _), _| r != role);
+            for by_role in fw.offer_filters.values_mut() {
+                by_role.remove(role);
+            }
+            fw.offer_filters.retain(|_, by_role| !by_role.is_empty());
             fw.suppressed.remove(role);
         }
         for role in roles {

@@ -687,6 +687,21 @@ impl Tree {
     /// Writes the active leaves in pre-order (each subtree before the next sibling).
     pub fn emit_active(&self, out: &mut RVec<ClientId>) {
         out.clear();
+        // Fast path for a flat tree (every framework sorter, most role sorters): the root's
+        // children in order, up to the first inactive leaf.
+        let root = &self.nodes[ROOT];
+        if root.children.iter().all(|&c| self.nodes[c].kind != NodeKind::Internal) {
+            for &c in &root.children {
+                let n = &self.nodes[c];
+                if n.kind != NodeKind::ActiveLeaf {
+                    break;
+                }
+                if let Some(client) = n.client {
+                    out.push(client);
+                }
+            }
+            return;
+        }
         let mut stack = vec![ROOT];
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i];
