@@ -663,19 +663,13 @@ impl Tree {
                     .iter()
                     .position(|&c| nodes[c].kind == NodeKind::InactiveLeaf)
                     .unwrap_or(children.len());
-                if let Some(mut pos) = children[..active_len].iter().position(|&c| c == cur) {
-                    while pos > 0
-                        && O::compare(&nodes[cur], &nodes[children[pos - 1]]) == Ordering::Less
-                    {
-                        children.swap(pos, pos - 1);
-                        pos -= 1;
-                    }
-                    while pos + 1 < active_len
-                        && O::compare(&nodes[children[pos + 1]], &nodes[cur]) == Ordering::Less
-                    {
-                        children.swap(pos, pos + 1);
-                        pos += 1;
-                    }
+                if let Some(pos) = children[..active_len].iter().position(|&c| c == cur) {
+                    // Binary search for the new place among the other active siblings (they
+                    // are sorted), then one move: O(log n) comparisons instead of O(n).
+                    children.remove(pos);
+                    let at = children[..active_len - 1]
+                        .partition_point(|&c| O::compare(&nodes[c], &nodes[cur]) == Ordering::Less);
+                    children.insert(at, cur);
                 }
                 self.nodes[p].children = children;
             }
