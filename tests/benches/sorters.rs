@@ -23,10 +23,13 @@ fn registry() -> ModuleRegistry {
     registry
 }
 
+/// Makes a fresh sorter for one benchmark iteration.
+type MakeSorter = Box<dyn Fn() -> Box<dyn allocator_api::Sorter>>;
+
 fn full_sort(c: &mut Criterion) {
     let registry = registry();
     // (label, how to make the sorter)
-    let sorters: Vec<(&str, Box<dyn Fn() -> Box<dyn allocator_api::Sorter>>)> = vec![
+    let sorters: Vec<(&str, MakeSorter)> = vec![
         (
             "drf-builtin",
             Box::new(|| {
