@@ -528,93 +528,241 @@ impl HierarchicalAllocator {
         agents.dedup();
         self.rng.shuffle(&mut agents);
 
-        let mut offerable: BTreeMap<(FrameworkId, String, AgentId), Resources> = BTreeMap::new();
-        for agent_id in agents.iter().copied() {
-            let mut shared_offered = Resources::new();
-            if self.agents[&agent_id].nothing_available() {
-                continue; // R14
+        let mut run = RunState::default();
+        if !self.quotas.is_empty() {
+            self.quota_bookkeeping(&mut run);
+            // Stage 1: quota guarantees (R18), then the agents are shuffled again.
+            for agent_id in agents.iter().copied() {
+                self.offer_agent(agent_id, Stage::Guarantees, periodic, &mut run)?;
             }
-            let mut role_order = std::mem::take(&mut self.role_buf);
-            self.role_sorter
-                .sort(&mut role_order)
-                .map_err(|e| sorter_error("role sorter sort", e))?;
-            for &role_client in role_order.iter() {
-                let Some(role) = self.role_by_client.get(&role_client).cloned() else { continue };
-                if self.agents[&agent_id].nothing_available() {
-                    break;
-                }
-                // (b) what the role may get here; recomputed only after a grant.
-                let mut available = self.agents[&agent_id].available_to(&role, &shared_offered);
-                if available.is_empty() {
-                    continue;
-                }
-                let mut fw_order = std::mem::take(&mut self.fw_buf);
-                self.roles
-                    .get_mut(&role)
-                    .expect("role in sorter")
-                    .sorter
-                    .sort(&mut fw_order)
-                    .map_err(|e| sorter_error("framework sorter sort", e))?;
-                for &fw_client in fw_order.iter() {
-                    if available.is_empty() {
-                        break;
-                    }
-                    let fw_id = FrameworkId(fw_client.0);
-                    let Some(fw) = self.frameworks.get(&fw_id) else { continue };
-                    let agent = &self.agents[&agent_id];
-                    // (c) quick exit
-                    if !self.allocatable(fw, &role, &available) {
-                        continue;
-                    }
-                    // (d) GPU gate (R24)
-                    if self.options.filter_gpu_resources
-                        && agent.has_gpu
-                        && !fw.has(FrameworkCapabilities::GPU_RESOURCES)
-                    {
-                        continue;
-                    }
-                    // (e) strip what the framework cannot receive
-                    let to_offer = Self::strip_incapable(fw, &available);
-                    if to_offer.is_empty() {
-                        continue;
-                    }
-                    // (f) min-allocatable (R17)
-                    if !self.allocatable(fw, &role, &to_offer) {
-                        continue;
-                    }
-                    // (g) capability and refuse filters (R5, R6, R24)
-                    if self.is_filtered(fw, &role, agent_id, agent, &to_offer, periodic) {
-                        continue;
-                    }
-                    let to_offer = to_offer.into_owned();
-                    let agent = self.agents.get_mut(&agent_id).expect("candidate");
-                    let shared = to_offer.shared();
-                    if shared.is_empty() {
-                        agent.free.subtract(&to_offer);
-                    } else {
-                        agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
-                        shared_offered.add(&shared);
-                    }
-                    agent
-                        .allocated
-                        .entry(fw_id)
-                        .or_default()
-                        .entry(role.clone())
-                        .or_default()
-                        .add(&to_offer);
-                    available = agent.available_to(&role, &shared_offered);
-                    self.track_allocated(agent_id, fw_id, &role, &to_offer)?;
-                    offerable.entry((fw_id, role.clone(), agent_id)).or_default().add(&to_offer);
-                }
-                self.fw_buf = fw_order;
-            }
-            self.role_buf = role_order;
+            self.rng.shuffle(&mut agents);
         }
-        for ((framework, role, agent), resources) in offerable {
+        // Stage 2: fair share up to limits (R19, R20).
+        for agent_id in agents.iter().copied() {
+            self.offer_agent(agent_id, Stage::FairShare, periodic, &mut run)?;
+        }
+        for ((framework, role, agent), resources) in run.offerable {
             out.offers.push(Allocation { framework, agent, role: role.as_str().into(), resources });
         }
         self.generate_inverse_offers(&agents, out);
         Ok(())
+    }
+
+    /// The quota roles' consumption and the headroom at the start of a run (R18–R20).
+    fn quota_bookkeeping(&self, run: &mut RunState) {
+        for (role, quota) in &self.quotas {
+            run.consumed.insert(role.clone(), Quantities::new());
+            run.guarantees.insert(role.clone(), quota.guarantees.clone());
+            if !quota.limits.is_empty() {
+                run.limits.insert(role.clone(), quota.limits.clone());
+            }
+        }
+        for agent in self.agents.values() {
+            // Reservations count toward quota consumption whether allocated or not.
+            for r in agent.total.iter().filter(|r| !r.is_unreserved() && r.is_scalar()) {
+                if let Some(c) = run.consumed.get_mut(top_level(&r.reservation)) {
+                    c.add_amount(&r.name, r.value.quantity());
+                }
+            }
+            for roles in agent.allocated.values() {
+                for (role, res) in roles {
+                    if let Some(c) = run.consumed.get_mut(top_level(role)) {
+                        c.add(&quota_resources(res).scalar_quantities());
+                    }
+                }
+            }
+            run.available_headroom.add(&quota_resources(&agent.free).scalar_quantities());
+        }
+        for (role, guarantees) in &run.guarantees {
+            let unsatisfied = remaining(guarantees, &run.consumed[role]);
+            run.required_headroom.add(&unsatisfied);
+        }
+    }
+
+    /// Offers one agent to roles in role-sorter order and their frameworks in framework-sorter
+    /// order, applying the per-framework checks of section 3.3 and the stage's rules.
+    fn offer_agent(
+        &mut self,
+        agent_id: AgentId,
+        stage: Stage,
+        periodic: bool,
+        run: &mut RunState,
+    ) -> Result<()> {
+        if self.agents[&agent_id].nothing_available() {
+            return Ok(()); // R14
+        }
+        let mut role_order = std::mem::take(&mut self.role_buf);
+        self.role_sorter.sort(&mut role_order).map_err(|e| sorter_error("role sorter sort", e))?;
+        for &role_client in role_order.iter() {
+            let Some(role) = self.role_by_client.get(&role_client).cloned() else { continue };
+            if self.agents[&agent_id].nothing_available() {
+                break;
+            }
+            let quota_role = !role.contains('/') && self.quotas.contains_key(&role);
+            let mut unsatisfied = Quantities::new();
+            if stage == Stage::Guarantees {
+                if !quota_role || run.guarantees[&role].is_empty() {
+                    continue;
+                }
+                unsatisfied = remaining(&run.guarantees[&role], &run.consumed[&role]);
+                if unsatisfied.is_zero() {
+                    continue;
+                }
+            }
+            // (b) what the role may get here; recomputed only after a grant.
+            let shared_offered = run.shared_offered.entry(agent_id).or_default().clone();
+            let mut available = self.agents[&agent_id].available_to(&role, &shared_offered);
+            if available.is_empty() {
+                continue;
+            }
+            let mut fw_order = std::mem::take(&mut self.fw_buf);
+            self.roles
+                .get_mut(&role)
+                .expect("role in sorter")
+                .sorter
+                .sort(&mut fw_order)
+                .map_err(|e| sorter_error("framework sorter sort", e))?;
+            for &fw_client in fw_order.iter() {
+                if available.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()) {
+                    break;
+                }
+                let fw_id = FrameworkId(fw_client.0);
+                let Some(fw) = self.frameworks.get(&fw_id) else { continue };
+                let agent = &self.agents[&agent_id];
+                // (c) quick exit
+                if !self.allocatable(fw, &role, &available) {
+                    continue;
+                }
+                // (d) GPU gate (R24)
+                if self.options.filter_gpu_resources
+                    && agent.has_gpu
+                    && !fw.has(FrameworkCapabilities::GPU_RESOURCES)
+                {
+                    continue;
+                }
+                // (e) strip what the framework cannot receive
+                let stripped = Self::strip_incapable(fw, &available);
+                if stripped.is_empty() {
+                    continue;
+                }
+                let to_offer = match stage {
+                    Stage::Guarantees => {
+                        let Some(t) = self.guarantee_offer(&role, &stripped, &unsatisfied, run)
+                        else {
+                            continue;
+                        };
+                        Cow::Owned(t)
+                    }
+                    Stage::FairShare => self.fair_share_offer(&role, quota_role, stripped, run),
+                };
+                // (f) min-allocatable (R17)
+                if !self.allocatable(fw, &role, &to_offer) {
+                    continue;
+                }
+                // (g) capability and refuse filters (R5, R6, R24)
+                if self.is_filtered(fw, &role, agent_id, agent, &to_offer, periodic) {
+                    continue;
+                }
+                let to_offer = to_offer.into_owned();
+                let increase = quota_resources(&to_offer).scalar_quantities();
+                if quota_role {
+                    run.consumed.get_mut(&role).expect("quota role").add(&increase);
+                }
+                if stage == Stage::Guarantees {
+                    unsatisfied = saturating_sub(&unsatisfied, &increase);
+                    run.required_headroom = saturating_sub(&run.required_headroom, &increase);
+                }
+                run.available_headroom = saturating_sub(&run.available_headroom, &increase);
+                let shared = to_offer.shared();
+                let agent = self.agents.get_mut(&agent_id).expect("candidate");
+                if shared.is_empty() {
+                    agent.free.subtract(&to_offer);
+                } else {
+                    agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+                    run.shared_offered.entry(agent_id).or_default().add(&shared);
+                }
+                agent
+                    .allocated
+                    .entry(fw_id)
+                    .or_default()
+                    .entry(role.clone())
+                    .or_default()
+                    .add(&to_offer);
+                let shared_offered = run.shared_offered.get(&agent_id).cloned().unwrap_or_default();
+                available = self.agents[&agent_id].available_to(&role, &shared_offered);
+                self.track_allocated(agent_id, fw_id, &role, &to_offer)?;
+                run.offerable.entry((fw_id, role.clone(), agent_id)).or_default().add(&to_offer);
+            }
+            self.fw_buf = fw_order;
+        }
+        self.role_buf = role_order;
+        Ok(())
+    }
+
+    /// Stage 1's offer (R18, R21): the agent chopped to the unsatisfied guarantee, plus the role's
+    /// own reservations, non-scalars and revocable resources, plus extra scalars up to the limit
+    /// and the surplus headroom. `None` when no guaranteed resource fits.
+    fn guarantee_offer(
+        &self,
+        role: &str,
+        stripped: &Resources,
+        unsatisfied: &Quantities,
+        run: &RunState,
+    ) -> Option<Resources> {
+        let quota = quota_resources(stripped).scalars();
+        let guarantees_offering = quota.shrink(unsatisfied, false);
+        if guarantees_offering.is_empty() {
+            return None;
+        }
+        let mut to_offer = guarantees_offering.clone();
+        to_offer.add(&stripped.filter(|r| {
+            !(is_quota_resource(r) && r.is_scalar()) && (r.reservation == role || r.is_unreserved())
+        }));
+        let mut additional = quota - &guarantees_offering;
+        if let Some(limits) = run.limits.get(role) {
+            let mut used = run.consumed[role].clone();
+            used.add(&guarantees_offering.scalar_quantities());
+            additional = additional.shrink(&remaining(limits, &used), true);
+        }
+        if !run.required_headroom.is_zero() {
+            additional = additional
+                .shrink(&remaining(&run.available_headroom, &run.required_headroom), false);
+        }
+        to_offer.add(&additional);
+        Some(to_offer)
+    }
+
+    /// Stage 2's offer (R19, R20): every reservation allocatable to the role, non-scalars and
+    /// revocable resources, plus unreserved non-revocable scalars up to the role's limit and, while
+    /// guarantees need headroom, only from the surplus.
+    fn fair_share_offer<'a>(
+        &self,
+        role: &str,
+        quota_role: bool,
+        stripped: Cow<'a, Resources>,
+        run: &RunState,
+    ) -> Cow<'a, Resources> {
+        let limits = if quota_role { run.limits.get(role) } else { None };
+        if limits.is_none() && run.required_headroom.is_zero() {
+            return stripped;
+        }
+        let mut to_offer = stripped.filter(|r| !(is_quota_resource(r) && r.is_scalar()));
+        let mut additional = quota_resources(&stripped).scalars();
+        if let Some(limits) = limits {
+            additional = additional.shrink(&remaining(limits, &run.consumed[role]), true);
+        }
+        if !run.required_headroom.is_zero() {
+            let surplus = remaining(&run.available_headroom, &run.required_headroom);
+            let held_back = additional.clone() - &additional.shrink(&surplus, false);
+            if !held_back.is_empty() {
+                log::debug!(
+                    "holding back {held_back} from role '{role}' for unsatisfied quota guarantees"
+                );
+            }
+            additional = additional.shrink(&surplus, false);
+        }
+        to_offer.add(&additional);
+        Cow::Owned(to_offer)
     }
 
     /// R23: one inverse offer per run to each active framework holding resources on an agent
@@ -666,6 +814,59 @@ impl HierarchicalAllocator {
         self.untrack_allocated(agent_id, fw, role, res)?;
         self.try_untrack_framework_under_role(fw, role)
     }
+}
+
+/// The two stages of an allocation run.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Stage {
+    /// Stage 1: quota guarantees.
+    Guarantees,
+    /// Stage 2: fair share up to limits.
+    FairShare,
+}
+
+/// Bookkeeping of one allocation run.
+#[derive(Default)]
+struct RunState {
+    offerable: BTreeMap<(FrameworkId, String, AgentId), Resources>,
+    shared_offered: HashMap<AgentId, Resources>,
+    /// Per top-level quota role: quota consumption (allocated unreserved non-revocable scalars of
+    /// the role and its subroles, plus all their reservations).
+    consumed: HashMap<String, Quantities>,
+    guarantees: HashMap<String, Quantities>,
+    limits: HashMap<String, Quantities>,
+    required_headroom: Quantities,
+    available_headroom: Quantities,
+}
+
+/// The top-level role of a role path (`a` for `a/b/c`).
+fn top_level(role: &str) -> &str {
+    role.split('/').next().unwrap_or(role)
+}
+
+/// What counts toward quota: unreserved, non-revocable, non-shared resources.
+fn is_quota_resource(r: &allocator_api::Resource) -> bool {
+    r.is_unreserved() && !r.is_revocable() && !r.is_shared()
+}
+
+/// The entries of `res` that count toward quota.
+fn quota_resources(res: &Resources) -> Resources {
+    res.filter(is_quota_resource)
+}
+
+/// For every name in `bound`: what is left of it after `used` (never negative; zeros kept, so a
+/// used-up limit still limits).
+fn remaining(bound: &Quantities, used: &Quantities) -> Quantities {
+    let mut out = Quantities::new();
+    for q in bound.iter() {
+        out.set(&q.name, q.value.saturating_sub(used.get(&q.name)));
+    }
+    out
+}
+
+/// `a - b` per name, saturating at zero (zeros kept).
+fn saturating_sub(a: &Quantities, b: &Quantities) -> Quantities {
+    remaining(a, b)
 }
 
 fn clamp_refuse(seconds: f64) -> Option<f64> {
@@ -1207,6 +1408,16 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
+        for g in quota.guarantees.iter() {
+            if quota.limits.has(&g.name) && quota.limits.get(&g.name) < g.value {
+                return Err(ModuleError::rejected(format!(
+                    "update_quota: role '{role}': guarantee {}:{} is above its limit {}",
+                    g.name,
+                    g.value,
+                    quota.limits.get(&g.name)
+                )));
+            }
+        }
         if quota.guarantees.is_empty() && quota.limits.is_empty() {
             self.quotas.remove(role);
         } else {

@@ -383,9 +383,35 @@ impl<'r> Simulation<'r> {
         if !self.agents[t.agent.index()].present {
             return Ok(());
         }
-        self.ledger_remove(fw, t.agent, &t.role, &t.resources);
         let r = self.engine.get().recover_resources(fw, t.agent, &t.role, &t.resources, None);
-        self.call("recover_resources (task finished)", r)
+        self.call("recover_resources (task finished)", r)?;
+        self.ledger_remove(fw, t.agent, &t.role, &t.resources);
+        Ok(())
+    }
+
+    /// After resources of a simulated framework were recovered by a scenario event, its tasks
+    /// on that agent that no longer fit in what it holds are gone (killed with their resources).
+    fn reconcile_tasks(&mut self, fw: FrameworkId, agent: AgentId) {
+        let mut held: BTreeMap<String, Resources> = BTreeMap::new();
+        for ((f, a, role), res) in &self.ledger {
+            if *f == fw && *a == agent {
+                held.insert(role.clone(), res.clone());
+            }
+        }
+        let Some(Some(rec)) = self.frameworks.get_mut(fw.index()) else { return };
+        let Some(sim) = rec.sim.as_mut() else { return };
+        sim.running.retain(|t| {
+            if t.agent != agent {
+                return true;
+            }
+            match held.get_mut(&t.role) {
+                Some(h) if h.contains(&t.resources) => {
+                    h.subtract(&t.resources);
+                    true
+                }
+                _ => false,
+            }
+        });
     }
 
     /// One allocation run: offers go into the ledger and the stream, then simulated frameworks
@@ -833,6 +859,7 @@ impl<'r> Simulation<'r> {
                     self.call("recover_resources", call)?;
                     self.ledger_remove(fw, agent_id, &r, &res);
                 }
+                self.reconcile_tasks(fw, agent_id);
                 Ok(())
             }
             Op::SuppressOffers(name, roles) => {

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use allocator_api::{AgentCapabilities, AgentId, FrameworkCapabilities, Resources};
+use allocator_api::{
+    AgentCapabilities, AgentId, FrameworkCapabilities, Quantities, Quota, Resources, Unavailability,
+};
 use allocator_host::ModuleRegistry;
 use allocator_host::allocator_scenario::{Op, TaskSpec};
 use allocator_host::output::EventStream;
@@ -37,8 +39,15 @@ fn add_framework(
     }
 }
 
+/// Top-level roles that get quotas in the random mix (nested quota is not enforced, as upstream).
+const QUOTA_ROLES: [&str; 2] = ["r1", "r2"];
+
+fn agent_name() -> impl Strategy<Value = String> + Clone {
+    (0..6usize).prop_map(|i| format!("a{i}"))
+}
+
 fn op() -> impl Strategy<Value = Op> {
-    let agent = (0..6usize).prop_map(|i| format!("a{i}"));
+    let agent = agent_name();
     let fw = (0..5usize).prop_map(|i| format!("f{i}"));
     prop_oneof![
         3 => (agent.clone(), 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::AddAgent {
@@ -91,11 +100,46 @@ fn op() -> impl Strategy<Value = Op> {
             attributes: None,
         }),
         4 => (1u32..4).prop_map(|n| Op::Advance(f64::from(n) * 0.5)),
+        1 => (0..2usize, 0u32..8, 0u32..8).prop_map(|(r, g, l)| {
+            let mut quota = Quota::default();
+            if g > 0 {
+                quota.guarantees = Quantities::parse(&format!("cpus:{g}")).unwrap();
+            }
+            if l > 0 {
+                quota.limits = Quantities::parse(&format!("cpus:{l};mem:{}", l * 300)).unwrap();
+            }
+            Op::UpdateQuota(QUOTA_ROLES[r].to_owned(), quota)
+        }),
+        1 => (agent_name(), prop::option::of(0u32..5)).prop_map(|(a, start)| {
+            Op::UpdateUnavailability(a, start.map(|s| Unavailability { start: f64::from(s), duration: None.into() }))
+        }),
     ]
 }
 
 fn agents(sim: &Simulation<'_>) -> impl Iterator<Item = AgentId> {
     (0..16u32).map(AgentId).filter(|a| sim.agent_total(*a).is_some())
+}
+
+/// Unreserved non-revocable scalars offered or allocated to exactly `role`.
+fn quota_granted(sim: &Simulation<'_>, role: &str) -> Quantities {
+    let mut q = Quantities::new();
+    for a in sim.ledger().iter().filter(|a| a.role.as_str() == role) {
+        q.add(
+            &a.resources
+                .filter(|r| r.is_unreserved() && !r.is_revocable() && !r.is_shared())
+                .scalar_quantities(),
+        );
+    }
+    q
+}
+
+/// Scalar reservations to `role` on every present agent.
+fn reservations(sim: &Simulation<'_>, role: &str) -> Quantities {
+    let mut q = Quantities::new();
+    for a in agents(sim) {
+        q.add(&sim.agent_total(a).unwrap().reserved_to(role).scalar_quantities());
+    }
+    q
 }
 
 fn setup(seed: u64) -> Setup {
@@ -126,10 +170,16 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
     let mut sim = Simulation::new(&registry, setup(seed), "proptest").unwrap();
     let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let mut out = EventStream::writer(Box::new(SharedBuf(buf.clone())));
+    let mut limits: BTreeMap<String, Quantities> = BTreeMap::new();
     for (i, op) in ops.iter().enumerate() {
+        let granted_before: BTreeMap<&str, Quantities> =
+            QUOTA_ROLES.iter().map(|r| (*r, quota_granted(&sim, r))).collect();
         let before: BTreeMap<AgentId, Resources> =
             agents(&sim).map(|a| (a, sim.agent_used(a))).collect();
-        let _ = sim.apply(i, op, &mut out); // a refused event changes nothing
+        let applied = sim.apply(i, op, &mut out).is_ok(); // a refused event changes nothing
+        if let (true, Op::UpdateQuota(role, quota)) = (applied, op) {
+            limits.insert(role.clone(), quota.limits.clone());
+        }
         // No agent is ever offered more than it has: whatever an event adds on an agent fits in
         // what was free there (its total, as of now, minus what was held before).
         for agent in agents(&sim) {
@@ -157,6 +207,28 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
                     sim.check_conservation(),
                     op
                 );
+            }
+        }
+        // A role never receives unreserved non-revocable scalars beyond its limit (counting its
+        // reservations, allocated or not).
+        for role in QUOTA_ROLES {
+            let Some(limit) = limits.get(role).filter(|l| !l.is_empty()) else { continue };
+            let granted = quota_granted(&sim, role);
+            let mut consumed = granted.clone();
+            consumed.add(&reservations(&sim, role));
+            for q in limit.iter() {
+                // Only a resource that was granted by this event must be within the limit (a
+                // limit lowered below what is held does not take anything back).
+                if granted.get(&q.name) > granted_before[role].get(&q.name) {
+                    prop_assert!(
+                        consumed.get(&q.name) <= q.value,
+                        "role {} consumes {} over its limit {} after {:?}",
+                        role,
+                        consumed,
+                        limit,
+                        op
+                    );
+                }
             }
         }
         // No role receives another role's reservation.
