@@ -329,6 +329,74 @@ pub struct Operation {
     pub resources: Resources,
 }
 
+impl Operation {
+    /// What the operation consumes and what it produces, as two resource sets (Mesos's
+    /// `ResourceConversion`). Applying it to `r` is `r - consumed + converted`, valid when `r`
+    /// contains `consumed`.
+    ///
+    /// * reserve: the resources name the target reservation (`cpus(r1){dynamic}:2`); they
+    ///   consume the same amount unreserved.
+    /// * unreserve: the resources are dynamically reserved ones; they become unreserved.
+    /// * create: the resources are volumes (`disk(r1)[v1]:100`); they consume the same disk
+    ///   without the volume id.
+    /// * destroy: the reverse of create.
+    pub fn conversion(&self) -> std::result::Result<(Resources, Resources), String> {
+        use crate::resources::{Resource, ResourceFlags};
+        let mut consumed = Resources::new();
+        let mut converted = Resources::new();
+        for r in self.resources.iter() {
+            let (from, to): (Resource, Resource) = match self.kind {
+                OperationKind::RESERVE => {
+                    if r.is_unreserved() {
+                        return Err(format!("reserve needs a role: {r}"));
+                    }
+                    let mut plain = r.clone();
+                    plain.reservation = RString::new();
+                    plain.flags = plain.flags.without(ResourceFlags::DYNAMIC);
+                    let mut target = r.clone();
+                    target.flags = target.flags.with(ResourceFlags::DYNAMIC);
+                    (plain, target)
+                }
+                OperationKind::UNRESERVE => {
+                    if !r.flags.has(ResourceFlags::DYNAMIC) {
+                        return Err(format!("only dynamic reservations can be unreserved: {r}"));
+                    }
+                    let mut plain = r.clone();
+                    plain.reservation = RString::new();
+                    plain.flags = plain.flags.without(ResourceFlags::DYNAMIC);
+                    (r.clone(), plain)
+                }
+                OperationKind::CREATE | OperationKind::DESTROY => {
+                    if r.volume.is_empty() {
+                        return Err(format!("a persistent volume needs an id: {r}"));
+                    }
+                    let mut disk = r.clone();
+                    disk.volume = RString::new();
+                    disk.flags = disk.flags.without(ResourceFlags::SHARED);
+                    if self.kind == OperationKind::CREATE {
+                        (disk, r.clone())
+                    } else {
+                        (r.clone(), disk)
+                    }
+                }
+                other => return Err(format!("unknown operation kind {}", other.0)),
+            };
+            consumed.add_resource(from);
+            converted.add_resource(to);
+        }
+        Ok((consumed, converted))
+    }
+
+    /// Applies the operation to `resources`, or says why it cannot be applied.
+    pub fn apply(&self, resources: &Resources) -> std::result::Result<Resources, String> {
+        let (consumed, converted) = self.conversion()?;
+        if !resources.contains(&consumed) {
+            return Err(format!("{consumed} is not available in {resources}"));
+        }
+        Ok(resources.clone() - &consumed + &converted)
+    }
+}
+
 /// A caller-owned batch that [`Allocator::allocate`] fills.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, Default, PartialEq)]

@@ -1254,18 +1254,82 @@ impl Allocator for HierarchicalAllocator {
 
     fn update_allocation(
         &mut self,
-        _framework: FrameworkId,
-        _agent: AgentId,
-        _role: &str,
-        _operations: &[Operation],
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        operations: &[Operation],
     ) -> Result<()> {
-        Err(ModuleError::unsupported(
-            "update_allocation (offer operations are not implemented yet)",
-        ))
+        self.framework(framework, "update_allocation")?;
+        let a = self.agent(agent, "update_allocation")?;
+        let held =
+            a.allocated.get(&framework).and_then(|m| m.get(role)).cloned().unwrap_or_default();
+        // Apply to copies first: all operations or none.
+        let (mut new_held, mut total) = (held.clone(), a.total.clone());
+        for op in operations {
+            let (consumed, converted) = op
+                .conversion()
+                .map_err(|e| ModuleError::rejected(format!("update_allocation: {e}")))?;
+            new_held = op.apply(&new_held).map_err(|e| {
+                ModuleError::rejected(format!(
+                    "update_allocation: {framework} under role '{role}' on {agent}: {e}"
+                ))
+            })?;
+            total = total - &consumed + &converted;
+        }
+        let a = self.agents.get_mut(&agent).expect("checked");
+        a.total = total;
+        a.allocated.entry(framework).or_default().insert(role.to_owned(), new_held.clone());
+        a.recompute_free();
+        if let Some(state) = self.roles.get_mut(role) {
+            self.role_sorter
+                .update(state.client, agent, &held, &new_held)
+                .map_err(|e| sorter_error("role sorter update", e))?;
+            if state.frameworks.contains(&framework) {
+                state
+                    .sorter
+                    .update(ClientId(framework.0), agent, &held, &new_held)
+                    .map_err(|e| sorter_error("framework sorter update", e))?;
+            }
+        }
+        Ok(())
     }
 
-    fn update_available(&mut self, _agent: AgentId, _operations: &[Operation]) -> Result<()> {
-        Err(ModuleError::unsupported("update_available (operations are not implemented yet)"))
+    fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
+        let a = self.agent(agent, "update_available")?;
+        let (mut free, mut total) = (a.free.clone(), a.total.clone());
+        for op in operations {
+            let (consumed, converted) = op
+                .conversion()
+                .map_err(|e| ModuleError::rejected(format!("update_available: {e}")))?;
+            free = op
+                .apply(&free)
+                .map_err(|e| ModuleError::rejected(format!("update_available on {agent}: {e}")))?;
+            total = total - &consumed + &converted;
+        }
+        let q_changed = total.scalar_quantities() != self.agents[&agent].total.scalar_quantities();
+        let a = self.agents.get_mut(&agent).expect("checked");
+        a.total = total;
+        a.recompute_free();
+        if q_changed {
+            let q = a.total.scalar_quantities();
+            self.role_sorter
+                .remove_agent(agent)
+                .map_err(|e| sorter_error("role sorter remove_agent", e))?;
+            self.role_sorter
+                .add_agent(agent, &q)
+                .map_err(|e| sorter_error("role sorter add_agent", e))?;
+            for state in self.roles.values_mut() {
+                state
+                    .sorter
+                    .remove_agent(agent)
+                    .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
+                state
+                    .sorter
+                    .add_agent(agent, &q)
+                    .map_err(|e| sorter_error("framework sorter add_agent", e))?;
+            }
+        }
+        Ok(())
     }
 
     fn update_unavailability(

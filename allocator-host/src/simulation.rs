@@ -321,6 +321,14 @@ impl<'r> Simulation<'r> {
         self.ledger.get(&(fw, agent, role.to_owned())).cloned().unwrap_or_default()
     }
 
+    /// Records an agent's new total (after an operation).
+    fn set_agent_total(&mut self, agent: AgentId, total: Resources) {
+        let rec = &mut self.agents[agent.index()];
+        let old = std::mem::replace(&mut rec.total, total);
+        self.cluster.subtract(&old.scalar_quantities());
+        self.cluster.add(&rec.total.scalar_quantities());
+    }
+
     /// Moves the clock to `t`, integrating shares and utilisation over the elapsed time.
     fn set_clock(&mut self, t: f64) -> Result<(), String> {
         let dt = t - self.now;
@@ -907,13 +915,32 @@ impl<'r> Simulation<'r> {
             }
             Op::UpdateAllocation { framework, agent, role, operations } => {
                 let (f, a) = (self.framework_id(framework)?, self.agent_id(agent)?);
+                let held = self.held(f, a, role);
+                let mut new_held = held.clone();
+                let mut total = self.agents[a.index()].total.clone();
+                for op in operations {
+                    let (consumed, converted) = op.conversion()?;
+                    new_held = op.apply(&new_held)?;
+                    total = total - &consumed + &converted;
+                }
                 let r = self.engine.get().update_allocation(f, a, role, operations);
-                self.call("update_allocation", r)
+                self.call("update_allocation", r)?;
+                self.ledger_remove(f, a, role, &held);
+                self.ledger_add(f, a, role, &new_held);
+                self.set_agent_total(a, total);
+                Ok(())
             }
             Op::UpdateAvailable { agent, operations } => {
                 let a = self.agent_id(agent)?;
+                let mut total = self.agents[a.index()].total.clone();
+                for op in operations {
+                    let (consumed, converted) = op.conversion()?;
+                    total = total - &consumed + &converted;
+                }
                 let r = self.engine.get().update_available(a, operations);
-                self.call("update_available", r)
+                self.call("update_available", r)?;
+                self.set_agent_total(a, total);
+                Ok(())
             }
             Op::Recover { expected_agents, quotas } => {
                 let r = self.engine.get().recover(*expected_agents, quotas);

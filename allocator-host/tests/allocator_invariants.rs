@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use allocator_api::{
-    AgentCapabilities, AgentId, FrameworkCapabilities, Quantities, Quota, Resources, Unavailability,
+    AgentCapabilities, AgentId, FrameworkCapabilities, Operation, OperationKind, Quantities, Quota,
+    Resources, Unavailability,
 };
 use allocator_host::ModuleRegistry;
 use allocator_host::allocator_scenario::{Op, TaskSpec};
@@ -44,6 +45,18 @@ const QUOTA_ROLES: [&str; 2] = ["r1", "r2"];
 
 fn agent_name() -> impl Strategy<Value = String> + Clone {
     (0..6usize).prop_map(|i| format!("a{i}"))
+}
+
+fn framework_name() -> impl Strategy<Value = String> + Clone {
+    (0..5usize).prop_map(|i| format!("f{i}"))
+}
+
+/// Reserve (or unreserve) one CPU for `role`.
+fn operation(role: &str, reserve: bool) -> Operation {
+    Operation {
+        kind: if reserve { OperationKind::RESERVE } else { OperationKind::UNRESERVE },
+        resources: format!("cpus({role}){{dynamic}}:1").parse().unwrap(),
+    }
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -109,6 +122,13 @@ fn op() -> impl Strategy<Value = Op> {
                 quota.limits = Quantities::parse(&format!("cpus:{l};mem:{}", l * 300)).unwrap();
             }
             Op::UpdateQuota(QUOTA_ROLES[r].to_owned(), quota)
+        }),
+        1 => (agent_name(), 0..2usize, any::<bool>()).prop_map(|(a, r, reserve)| Op::UpdateAvailable {
+            agent: a,
+            operations: vec![operation(QUOTA_ROLES[r], reserve)],
+        }),
+        1 => (framework_name(), agent_name(), 0..2usize, any::<bool>()).prop_map(|(f, a, r, reserve)| {
+            Op::UpdateAllocation { framework: f, agent: a, role: QUOTA_ROLES[r].to_owned(), operations: vec![operation(QUOTA_ROLES[r], reserve)] }
         }),
         1 => (agent_name(), prop::option::of(0u32..5)).prop_map(|(a, start)| {
             Op::UpdateUnavailability(a, start.map(|s| Unavailability { start: f64::from(s), duration: None.into() }))
@@ -176,6 +196,8 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
             QUOTA_ROLES.iter().map(|r| (*r, quota_granted(&sim, r))).collect();
         let before: BTreeMap<AgentId, Resources> =
             agents(&sim).map(|a| (a, sim.agent_used(a))).collect();
+        let totals_before: BTreeMap<AgentId, Quantities> =
+            agents(&sim).map(|a| (a, sim.agent_total(a).unwrap().scalar_quantities())).collect();
         let applied = sim.apply(i, op, &mut out).is_ok(); // a refused event changes nothing
         if let (true, Op::UpdateQuota(role, quota)) = (applied, op) {
             limits.insert(role.clone(), quota.limits.clone());
@@ -229,6 +251,17 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
                         op
                     );
                 }
+            }
+        }
+        // Operations never change an agent's total quantities.
+        if matches!(op, Op::UpdateAllocation { .. } | Op::UpdateAvailable { .. }) {
+            for (a, q) in &totals_before {
+                prop_assert_eq!(
+                    &sim.agent_total(*a).unwrap().scalar_quantities(),
+                    q,
+                    "after {:?}",
+                    op
+                );
             }
         }
         // No role receives another role's reservation.
