@@ -70,6 +70,9 @@ pub struct Args {
     /// Write the event stream here instead of stdout.
     #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Write an SVG report (dominant share per role and utilisation over time) to FILE.
+    #[arg(long = "report", value_name = "FILE.svg")]
+    pub report: Option<PathBuf>,
     /// Print every loaded module (name, kind, library, API version, author, description) and exit.
     #[arg(long = "list-modules", alias = "list_modules")]
     pub list_modules: bool,
@@ -176,6 +179,22 @@ pub fn run(args: &Args) -> Result<u8, String> {
         .run_with_progress(&scenario, &mut out, &mut |done, total| progress.update(done, total))
         .map_err(|e| e.to_string())?;
     progress.finish();
+    if let Some(path) = &args.report {
+        let title = scenario.description.as_deref().map_or_else(
+            || doc.file.clone(),
+            |d| {
+                let first = d.split(". ").next().unwrap_or(d);
+                if first.chars().count() > 110 {
+                    format!("{}…", first.chars().take(110).collect::<String>())
+                } else {
+                    first.to_owned()
+                }
+            },
+        );
+        std::fs::write(path, sim.report_svg(&title))
+            .map_err(|e| format!("cannot write --report '{}': {e}", path.display()))?;
+        eprintln!("report written to {}", path.display());
+    }
     for failure in &outcome.failures {
         eprintln!("{failure}");
     }

@@ -1528,3 +1528,57 @@ impl Allocator for HierarchicalAllocator {
         self.run(agents, periodic, out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use allocator_api::{AgentCapabilities, FrameworkCapabilities};
+
+    use super::*;
+
+    fn drf() -> SorterFactory {
+        Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
+    }
+
+    #[test]
+    fn inverse_offer_statuses_are_queryable() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let agent = AgentInfo {
+            id: AgentId(0),
+            name: "a1".into(),
+            hostname: "a1".into(),
+            attributes: RVec::new(),
+            capabilities: AgentCapabilities::all(),
+        };
+        let fw = FrameworkInfo {
+            id: FrameworkId(0),
+            name: "f1".into(),
+            roles: vec![RString::from("r1")].into(),
+            capabilities: FrameworkCapabilities::MULTI_ROLE,
+        };
+        a.add_framework(&fw, &[], true, &FrameworkOptions::default()).unwrap();
+        a.add_agent(&agent, None, &"cpus:1;mem:64".parse().unwrap(), &[]).unwrap();
+        a.set_time(3.0).unwrap();
+        a.update_inverse_offer(AgentId(0), FrameworkId(0), Some(InverseOfferStatus::ACCEPT), None)
+            .unwrap();
+        let mut out = RVec::new();
+        a.inverse_offer_statuses(&mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].status, InverseOfferStatus::ACCEPT);
+        assert_eq!(out[0].timestamp, 3.0);
+        a.update_unavailability(AgentId(0), None).unwrap();
+        a.inverse_offer_statuses(&mut out).unwrap();
+        assert!(out.is_empty(), "clearing maintenance clears the statuses");
+    }
+
+    #[test]
+    fn a_guarantee_above_its_limit_is_refused() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let quota = Quota {
+            guarantees: Quantities::parse("cpus:4").unwrap(),
+            limits: Quantities::parse("cpus:2").unwrap(),
+        };
+        let e = a.update_quota("q", &quota).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        assert!(e.message.contains("above its limit"), "{e}");
+    }
+}

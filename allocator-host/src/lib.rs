@@ -16,6 +16,7 @@ pub mod hierarchical;
 pub mod manifest;
 pub mod output;
 pub mod registry;
+pub mod report;
 pub mod scenario;
 pub mod simulation;
 pub mod sorter_scenario;

@@ -153,6 +153,7 @@ pub struct Simulation<'r> {
     failures: Vec<String>,
     batch: OfferBatch,
     excluded: Vec<String>,
+    series: crate::report::Series,
 }
 
 fn time_key(t: f64) -> u64 {
@@ -219,6 +220,7 @@ impl<'r> Simulation<'r> {
             failures: Vec::new(),
             batch: OfferBatch::default(),
             excluded,
+            series: crate::report::Series::default(),
         })
     }
 
@@ -247,6 +249,7 @@ impl<'r> Simulation<'r> {
             })?;
             progress(index + 1, total);
         }
+        self.sample();
         let (summary, summary_json) = self.summary();
         out.emit(&summary_json);
         out.flush();
@@ -319,6 +322,46 @@ impl<'r> Simulation<'r> {
 
     fn held(&self, fw: FrameworkId, agent: AgentId, role: &str) -> Resources {
         self.ledger.get(&(fw, agent, role.to_owned())).cloned().unwrap_or_default()
+    }
+
+    /// Records one point of the report's time series (shares and utilisation now).
+    fn sample(&mut self) {
+        let shares: BTreeMap<String, f64> = self
+            .role_alloc
+            .iter()
+            .map(|(r, q)| (r.clone(), dominant_share(q, &self.cluster, &self.excluded)))
+            .collect();
+        let mut used = Quantities::new();
+        for q in self.role_alloc.values() {
+            used.add(q);
+        }
+        let util: BTreeMap<String, f64> = self
+            .cluster
+            .iter()
+            .filter(|t| t.value.is_positive())
+            .map(|t| (t.name.to_string(), used.get(&t.name).as_f64() / t.value.as_f64()))
+            .collect();
+        if self.series.times.last() == Some(&self.now) && !self.series.times.is_empty() {
+            // Keep one point per instant: the latest state wins.
+            self.series.times.pop();
+            for v in self.series.shares.values_mut().chain(self.series.utilisation.values_mut()) {
+                v.pop();
+            }
+        }
+        self.series.push(self.now, &shares, &util);
+    }
+
+    /// Renders the report of the run so far as SVG.
+    pub fn report_svg(&self, title: &str) -> String {
+        let subtitle = format!(
+            "allocator {}, role sorter {}, framework sorter {}; {} allocation runs over {:.0} s",
+            self.setup.allocator,
+            self.setup.role_sorter,
+            self.setup.framework_sorter,
+            self.runs,
+            self.now
+        );
+        crate::report::render_svg(title, &subtitle, &self.series)
     }
 
     /// Records an agent's new total (after an operation).
@@ -485,6 +528,7 @@ impl<'r> Simulation<'r> {
         for offer in accepted {
             self.answer_offer(&offer)?;
         }
+        self.sample();
         Ok(())
     }
 
