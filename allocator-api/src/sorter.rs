@@ -15,7 +15,7 @@
 //! * Clients are added **inactive**; inactive clients keep their allocations but are left out
 //!   of [`sort`](Sorter::sort). `activate`/`deactivate` are idempotent.
 //! * Calls that name an unknown client or agent, or add a client or agent twice, return
-//!   [`ModuleError::rejected`] and change nothing.
+//!   [`ModuleError::rejected`](crate::ModuleError::rejected) and change nothing.
 //! * Methods must not block and must not keep references to arguments after returning. Output
 //!   parameters are caller-owned buffers: the sorter clears them and writes its answer.
 //! * A sorter is used from one thread at a time (it is `Send`, not `Sync`).

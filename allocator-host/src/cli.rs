@@ -86,6 +86,28 @@ pub struct Args {
 pub enum Command {
     /// Run Mesos's benchmarks against the configured (built-in or module) sorters and allocator.
     Bench(BenchArgs),
+    /// Convert a cluster trace into a scenario (on stdout).
+    Import(ImportArgs),
+}
+
+/// `allocator-master import` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ImportArgs {
+    /// The trace format.
+    #[arg(value_parser = ["alibaba-gpu-v2023"])]
+    pub format: String,
+    /// The node list (`openb_node_list_all_node.csv`).
+    #[arg(long, value_name = "NODES.csv")]
+    pub nodes: PathBuf,
+    /// The pod list (`openb_pod_list_default.csv`, …).
+    #[arg(long, value_name = "PODS.csv")]
+    pub pods: PathBuf,
+    /// Trace seconds per simulated second (compresses the trace's time).
+    #[arg(long = "time-scale", alias = "time_scale", default_value_t = 1.0, value_name = "K")]
+    pub time_scale: f64,
+    /// Import only the first N pods.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
 }
 
 /// `allocator-master bench` arguments.
@@ -133,8 +155,10 @@ pub fn run(args: &Args) -> Result<u8, String> {
         print_modules(&registry);
         return Ok(0);
     }
-    if let Some(Command::Bench(bench)) = &args.command {
-        return run_bench(args, bench, &registry);
+    match &args.command {
+        Some(Command::Bench(bench)) => return run_bench(args, bench, &registry),
+        Some(Command::Import(import)) => return run_import(import),
+        None => {}
     }
     for (flag, name) in
         [("--role_sorter", &args.role_sorter), ("--framework_sorter", &args.framework_sorter)]
@@ -203,6 +227,23 @@ pub fn run(args: &Args) -> Result<u8, String> {
     }
     eprint!("{}", outcome.summary);
     Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED })
+}
+
+fn run_import(args: &ImportArgs) -> Result<u8, String> {
+    let options = crate::import::ImportOptions { time_scale: args.time_scale, limit: args.limit };
+    let imported = crate::import::alibaba_gpu_v2023(&args.nodes, &args.pods, &options)?;
+    for bad in &imported.bad_rows {
+        eprintln!("{bad}");
+    }
+    let text = serde_json::to_string_pretty(&imported.scenario).map_err(|e| e.to_string())?;
+    println!("{text}");
+    eprintln!(
+        "imported {} nodes and {} pods ({} rows skipped)",
+        imported.nodes,
+        imported.pods,
+        imported.bad_rows.len()
+    );
+    Ok(0)
 }
 
 fn run_bench(args: &Args, bench: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {

@@ -609,12 +609,6 @@ impl HierarchicalAllocator {
                     continue;
                 }
             }
-            // (b) what the role may get here; recomputed only after a grant.
-            let shared_offered = run.shared_offered.entry(agent_id).or_default().clone();
-            let mut available = self.agents[&agent_id].available_to(&role, &shared_offered);
-            if available.is_empty() {
-                continue;
-            }
             let mut fw_order = std::mem::take(&mut self.fw_buf);
             self.roles
                 .get_mut(&role)
@@ -622,6 +616,17 @@ impl HierarchicalAllocator {
                 .sorter
                 .sort(&mut fw_order)
                 .map_err(|e| sorter_error("framework sorter sort", e))?;
+            if fw_order.is_empty() {
+                self.fw_buf = fw_order;
+                continue; // no active, unsuppressed framework in this role
+            }
+            // (b) what the role may get here; recomputed only after a grant.
+            let shared_offered = run.shared_offered.get(&agent_id).cloned().unwrap_or_default();
+            let mut available = self.agents[&agent_id].available_to(&role, &shared_offered);
+            if available.is_empty() {
+                self.fw_buf = fw_order;
+                continue;
+            }
             for &fw_client in fw_order.iter() {
                 if available.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()) {
                     break;

@@ -13,6 +13,7 @@ pub mod allocator_scenario;
 pub mod bench;
 pub mod cli;
 pub mod hierarchical;
+pub mod import;
 pub mod manifest;
 pub mod output;
 pub mod registry;

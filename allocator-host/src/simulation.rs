@@ -93,6 +93,16 @@ struct SimFramework {
     queue: VecDeque<QueuedTask>,
     submitted: u64,
     waits: Vec<f64>,
+    /// The framework suppressed its offers because it had nothing to launch.
+    suppressed: bool,
+}
+
+impl SimFramework {
+    /// Whether the framework still has tasks to launch.
+    fn has_pending(&self) -> bool {
+        !self.queue.is_empty()
+            || (self.spec.resources.is_some() && self.spec.count.is_none_or(|c| self.launched < c))
+    }
 }
 
 #[derive(Debug)]
@@ -154,6 +164,9 @@ pub struct Simulation<'r> {
     batch: OfferBatch,
     excluded: Vec<String>,
     series: crate::report::Series,
+    /// Seconds during which a GPU task was waiting, and the integral of the idle GPU fraction
+    /// over those seconds (fragmentation).
+    gpu_wait: (f64, f64),
 }
 
 fn time_key(t: f64) -> u64 {
@@ -221,6 +234,7 @@ impl<'r> Simulation<'r> {
             batch: OfferBatch::default(),
             excluded,
             series: crate::report::Series::default(),
+            gpu_wait: (0.0, 0.0),
         })
     }
 
@@ -390,6 +404,18 @@ impl<'r> Simulation<'r> {
                     *self.util_time.entry(total.name.to_string()).or_default() += frac * dt;
                 }
             }
+            let gpus = self.cluster.get("gpus");
+            let gpu_task_waits = self.frameworks.iter().flatten().any(|f| {
+                f.present
+                    && f.sim.as_ref().is_some_and(|s| {
+                        s.queue.iter().any(|t| t.resources.scalar("gpus").is_positive())
+                    })
+            });
+            if gpus.is_positive() && gpu_task_waits {
+                let idle = 1.0 - used.get("gpus").as_f64() / gpus.as_f64();
+                self.gpu_wait.0 += dt;
+                self.gpu_wait.1 += idle * dt;
+            }
         }
         self.now = t;
         let r = self.engine.get().set_time(t);
@@ -528,7 +554,32 @@ impl<'r> Simulation<'r> {
         for offer in accepted {
             self.answer_offer(&offer)?;
         }
+        self.suppress_idle_frameworks()?;
         self.sample();
+        Ok(())
+    }
+
+    /// A simulated framework with nothing left to launch suppresses its offers, as a real
+    /// framework does; `submit_task` revives it.
+    fn suppress_idle_frameworks(&mut self) -> Result<(), String> {
+        let idle: Vec<FrameworkId> = self
+            .frameworks
+            .iter()
+            .flatten()
+            .filter(|f| {
+                f.present && f.sim.as_ref().is_some_and(|s| !s.suppressed && !s.has_pending())
+            })
+            .map(|f| f.info.id)
+            .collect();
+        for fw in idle {
+            let r = self.engine.get().suppress_offers(fw, &[]);
+            self.call("suppress_offers (simulated framework is idle)", r)?;
+            if let Some(Some(rec)) = self.frameworks.get_mut(fw.index())
+                && let Some(sim) = rec.sim.as_mut()
+            {
+                sim.suppressed = true;
+            }
+        }
         Ok(())
     }
 
@@ -797,6 +848,7 @@ impl<'r> Simulation<'r> {
                     queue: VecDeque::new(),
                     submitted: 0,
                     waits: Vec::new(),
+                    suppressed: false,
                 });
                 self.frameworks[id.index()] =
                     Some(FrameworkRecord { info, options, present: true, sim });
@@ -1038,6 +1090,11 @@ impl<'r> Simulation<'r> {
                     constraints: constraints.clone(),
                     submitted: now,
                 });
+                if std::mem::take(&mut sim.suppressed) {
+                    // Revived without an immediate run: the task waits for the next periodic one.
+                    let r = self.engine.get().revive_offers(id, &[]);
+                    self.call("revive_offers (simulated framework has work)", r)?;
+                }
                 Ok(())
             }
             Op::ExpectOffers(alternatives) => {
@@ -1154,7 +1211,7 @@ impl<'r> Simulation<'r> {
             let (mean, p99) = wait_stats(&waits);
             metrics.insert(format!("allocator/mesos/roles/{role}/shares/dominant"), json!(share));
             let mut r = json!({"dominant_share": share, "average_dominant_share": avg, "offers": stats.offers,
-                               "tasks_launched": stats.tasks});
+                               "tasks_launched": stats.tasks, "tasks_running": self.running_in_role(role)});
             if submitted > 0 {
                 r["tasks_submitted"] = json!(submitted);
                 r["tasks_started"] = json!(started);
@@ -1211,6 +1268,23 @@ impl<'r> Simulation<'r> {
             pct(0.99),
             max
         ));
+        let any_trace = self
+            .frameworks
+            .iter()
+            .flatten()
+            .any(|f| f.sim.as_ref().is_some_and(|s| s.submitted > 0));
+        let fragmentation =
+            if self.gpu_wait.0 > 0.0 { Some(self.gpu_wait.1 / self.gpu_wait.0) } else { None };
+        if any_trace {
+            match fragmentation {
+                Some(f) => text.push_str(&format!(
+                    "GPU fragmentation: GPU tasks waited during {:.1}s; meanwhile {:.1}% of GPUs were unallocated on average\n",
+                    self.gpu_wait.0,
+                    f * 100.0
+                )),
+                None => text.push_str("GPU fragmentation: no GPU task ever waited\n"),
+            }
+        }
         text.push_str(&format!(
             "expectations: {} passed, {} failed\n",
             self.passed,
@@ -1219,8 +1293,20 @@ impl<'r> Simulation<'r> {
         let json = json!({"event": "summary", "time": self.now, "allocator": self.setup.allocator,
                           "role_sorter": self.setup.role_sorter, "framework_sorter": self.setup.framework_sorter,
                           "metrics": metrics, "roles": roles_json, "utilisation": util,
+                          "gpu_fragmentation": {"gpu_task_wait_seconds": self.gpu_wait.0,
+                                                "unallocated_gpu_share_while_waiting": fragmentation},
                           "expectations": {"passed": self.passed, "failed": self.failures.len()}});
         (text, json)
+    }
+
+    fn running_in_role(&self, role: &str) -> usize {
+        self.frameworks
+            .iter()
+            .flatten()
+            .filter_map(|f| f.sim.as_ref())
+            .flat_map(|s| s.running.iter())
+            .filter(|t| t.role == role)
+            .count()
     }
 
     fn trace_stats(&self, role: &str) -> (u64, u64, u64, Vec<f64>) {

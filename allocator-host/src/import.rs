@@ -1,0 +1,314 @@
+//! `allocator-master import alibaba-gpu-v2023`: converts the Alibaba GPU cluster trace v2023
+//! ("openb") into a SPEC scenario.
+//!
+//! * each node becomes an agent: `cpus` = cpu_milli / 1000, `mem` = memory_mib, `gpus` = gpu,
+//!   attribute `gpu_model` = model;
+//! * each QoS class becomes a role (`ls`, `be`, `burstable`, `guaranteed`) with one trace-driven,
+//!   GPU-capable framework (`<role>-pods`);
+//! * each pod becomes a `submit_task` at its creation time (divided by the time scale) holding
+//!   `cpus`, `mem` and `gpus` (num_gpu, or gpu_milli / 1000 for a GPU-sharing pod) for deletion −
+//!   scheduled time (deletion − creation when never scheduled), with its `gpu_spec` as a
+//!   `gpu_model` constraint.
+//!
+//! Bad rows are reported on stderr with their line number and skipped.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// Import options.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// Trace seconds per simulated second (≥ 1 compresses the trace).
+    pub time_scale: f64,
+    /// Import at most this many pods (the first rows of the pod list).
+    pub limit: Option<usize>,
+}
+
+/// One skipped row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BadRow {
+    /// The file.
+    pub file: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+impl std::fmt::Display for BadRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: skipped: {}", self.file, self.line, self.reason)
+    }
+}
+
+/// The imported scenario and the rows that were skipped.
+#[derive(Debug)]
+pub struct Imported {
+    /// The scenario JSON.
+    pub scenario: Value,
+    /// Skipped rows.
+    pub bad_rows: Vec<BadRow>,
+    /// Pods imported.
+    pub pods: usize,
+    /// Nodes imported.
+    pub nodes: usize,
+}
+
+struct Csv {
+    file: String,
+    header: Vec<String>,
+    rows: Vec<(usize, Vec<String>)>,
+}
+
+fn read_csv(path: &Path) -> Result<Csv, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let mut lines = text.lines().enumerate();
+    let header = lines
+        .next()
+        .map(|(_, h)| h.split(',').map(|s| s.trim().to_owned()).collect())
+        .ok_or_else(|| format!("'{}' is empty", path.display()))?;
+    let rows = lines
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i + 1, l.split(',').map(|s| s.trim().to_owned()).collect()))
+        .collect();
+    Ok(Csv { file: path.display().to_string(), header, rows })
+}
+
+impl Csv {
+    fn column(&self, name: &str) -> Result<usize, String> {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("'{}' has no column '{name}'", self.file))
+    }
+}
+
+fn number(row: &[String], col: usize, name: &str) -> Result<f64, String> {
+    let text = row.get(col).map(String::as_str).unwrap_or("");
+    let v: f64 = text.parse().map_err(|_| format!("{name} '{text}' is not a number"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{name} '{text}' must be a non-negative number"));
+    }
+    Ok(v)
+}
+
+fn optional_number(row: &[String], col: usize, name: &str) -> Result<Option<f64>, String> {
+    match row.get(col).map(String::as_str) {
+        None | Some("") => Ok(None),
+        Some(_) => number(row, col, name).map(Some),
+    }
+}
+
+fn scalar(v: f64) -> String {
+    // Three decimals, Mesos's precision, without trailing zeros.
+    let s = format!("{:.3}", v);
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// Imports the trace. Errors are about whole files (missing, missing columns); bad rows are
+/// skipped and listed.
+pub fn alibaba_gpu_v2023(
+    nodes: &Path,
+    pods: &Path,
+    options: &ImportOptions,
+) -> Result<Imported, String> {
+    if !(options.time_scale.is_finite() && options.time_scale > 0.0) {
+        return Err(format!("--time-scale must be a positive number, got {}", options.time_scale));
+    }
+    let k = options.time_scale;
+    let mut bad_rows = Vec::new();
+    let mut events: Vec<Value> = Vec::new();
+
+    let n = read_csv(nodes)?;
+    let (sn, cpu, mem, gpu, model) = (
+        n.column("sn")?,
+        n.column("cpu_milli")?,
+        n.column("memory_mib")?,
+        n.column("gpu")?,
+        n.column("model")?,
+    );
+    let mut node_count = 0;
+    for (line, row) in &n.rows {
+        let parsed = (|| -> Result<Value, String> {
+            let name = row.get(sn).filter(|s| !s.is_empty()).ok_or("empty sn")?;
+            let (c, m, g) = (
+                number(row, cpu, "cpu_milli")?,
+                number(row, mem, "memory_mib")?,
+                number(row, gpu, "gpu")?,
+            );
+            if c == 0.0 && m == 0.0 {
+                return Err("a node with no cpu and no memory".into());
+            }
+            let mut resources = format!("cpus:{};mem:{}", scalar(c / 1000.0), scalar(m));
+            if g > 0.0 {
+                resources.push_str(&format!(";gpus:{}", scalar(g)));
+            }
+            let mut agent = json!({"op": "add_agent", "agent": name, "resources": resources});
+            if let Some(m) = row.get(model).filter(|m| !m.is_empty()) {
+                agent["attributes"] = json!({"gpu_model": m});
+            }
+            Ok(agent)
+        })();
+        match parsed {
+            Ok(v) => {
+                events.push(v);
+                node_count += 1;
+            }
+            Err(reason) => bad_rows.push(BadRow { file: n.file.clone(), line: *line, reason }),
+        }
+    }
+
+    let p = read_csv(pods)?;
+    let cols = [
+        "name",
+        "cpu_milli",
+        "memory_mib",
+        "num_gpu",
+        "gpu_milli",
+        "gpu_spec",
+        "qos",
+        "creation_time",
+        "deletion_time",
+        "scheduled_time",
+    ]
+    .iter()
+    .map(|c| p.column(c))
+    .collect::<Result<Vec<_>, _>>()?;
+    let [name, cpu, mem, num_gpu, gpu_milli, gpu_spec, qos, created, deleted, scheduled] = cols[..]
+    else {
+        unreachable!("ten columns")
+    };
+    let mut submissions: Vec<(f64, usize, Value)> = Vec::new();
+    let mut roles: BTreeMap<String, ()> = BTreeMap::new();
+    let mut last_end: f64 = 0.0;
+    for (line, row) in p.rows.iter().take(options.limit.unwrap_or(usize::MAX)) {
+        let parsed = (|| -> Result<(f64, Value, String), String> {
+            let _ = row.get(name).filter(|s| !s.is_empty()).ok_or("empty name")?;
+            let c = number(row, cpu, "cpu_milli")?;
+            let m = number(row, mem, "memory_mib")?;
+            let g = number(row, num_gpu, "num_gpu")?;
+            let share = optional_number(row, gpu_milli, "gpu_milli")?.unwrap_or(0.0);
+            let role = match row.get(qos).map(String::as_str) {
+                Some(q) if !q.is_empty() => q.to_ascii_lowercase(),
+                _ => return Err("empty qos".into()),
+            };
+            let t_create = number(row, created, "creation_time")?;
+            let t_delete =
+                optional_number(row, deleted, "deletion_time")?.ok_or("no deletion_time")?;
+            let t_start = optional_number(row, scheduled, "scheduled_time")?.unwrap_or(t_create);
+            if t_delete < t_start {
+                return Err(format!("deleted ({t_delete}) before it started ({t_start})"));
+            }
+            let gpus = if g == 1.0 && share > 0.0 && share < 1000.0 { share / 1000.0 } else { g };
+            let mut resources = format!("cpus:{};mem:{}", scalar(c / 1000.0), scalar(m));
+            if gpus > 0.0 {
+                resources.push_str(&format!(";gpus:{}", scalar(gpus)));
+            }
+            if c == 0.0 && m == 0.0 && gpus == 0.0 {
+                return Err("a pod that asks for nothing".into());
+            }
+            let mut task = json!({"op": "submit_task", "framework": format!("{role}-pods"), "resources": resources,
+                                  "duration": (t_delete - t_start) / k});
+            if let Some(spec) = row.get(gpu_spec).filter(|s| !s.is_empty()) {
+                let models: Vec<&str> = spec.split('|').filter(|s| !s.is_empty()).collect();
+                task["constraints"] = json!({"gpu_model": models});
+            }
+            Ok((t_create / k, task, role))
+        })();
+        match parsed {
+            Ok((at, task, role)) => {
+                last_end = last_end.max(at + task["duration"].as_f64().unwrap_or(0.0));
+                roles.insert(role, ());
+                submissions.push((at, submissions.len(), task));
+            }
+            Err(reason) => bad_rows.push(BadRow { file: p.file.clone(), line: *line, reason }),
+        }
+    }
+    for role in roles.keys() {
+        events.push(
+            json!({"op": "add_framework", "framework": format!("{role}-pods"), "roles": [role],
+                           "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"], "tasks": {}}),
+        );
+    }
+    submissions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let pods_count = submissions.len();
+    let mut now = 0.0;
+    for (at, _, task) in submissions {
+        if at > now {
+            events.push(json!({"op": "advance", "seconds": at - now}));
+            now = at;
+        }
+        events.push(task);
+    }
+    // Let every task that started finish.
+    if last_end > now {
+        events.push(json!({"op": "advance", "seconds": (last_end - now).ceil() + 1.0}));
+    }
+    let description = format!(
+        "Alibaba GPU cluster trace v2023: {node_count} nodes, {pods_count} pods from {}, time scale {k}",
+        Path::new(&p.file).file_name().map_or(p.file.clone(), |f| f.to_string_lossy().into_owned())
+    );
+    Ok(Imported {
+        scenario: json!({"description": description, "config": {"allocation_interval": 1}, "events": events}),
+        bad_rows,
+        pods: pods_count,
+        nodes: node_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn converts_nodes_and_pods_and_reports_bad_rows() {
+        let dir = std::env::temp_dir().join(format!("import-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let nodes = write(
+            &dir,
+            "n.csv",
+            "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,262144,2,V100M16\nn1,x,1,0,\nn2,16000,65536,0,\n",
+        );
+        let pods = write(
+            &dir,
+            "p.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+             p0,4000,8192,1,460,,LS,Running,100,500,200\n\
+             p1,8000,16384,2,1000,V100M16|T4,BE,Running,50,1050,\n\
+             p2,1000,1024,0,0,,LS,Failed,10,5,8\n",
+        );
+        let out =
+            alibaba_gpu_v2023(&nodes, &pods, &ImportOptions { time_scale: 10.0, limit: None })
+                .unwrap();
+        assert_eq!((out.nodes, out.pods), (2, 2));
+        assert_eq!(out.bad_rows.len(), 2);
+        assert_eq!(out.bad_rows[0].line, 3);
+        assert!(
+            out.bad_rows[0].to_string().contains("n.csv:3: skipped: cpu_milli 'x' is not a number")
+        );
+        assert_eq!(out.bad_rows[1].line, 4);
+        let events = out.scenario["events"].as_array().unwrap();
+        assert_eq!(events[0]["resources"], "cpus:32;mem:262144;gpus:2");
+        assert_eq!(events[0]["attributes"]["gpu_model"], "V100M16");
+        let submits: Vec<&Value> = events.iter().filter(|e| e["op"] == "submit_task").collect();
+        // Sorted by creation time: p1 (50 → 5 s) before p0 (100 → 10 s).
+        assert_eq!(submits[0]["framework"], "be-pods");
+        assert_eq!(submits[0]["resources"], "cpus:8;mem:16384;gpus:2");
+        assert_eq!(submits[0]["duration"], 100.0, "never scheduled: deletion - creation, scaled");
+        assert_eq!(submits[0]["constraints"]["gpu_model"], json!(["V100M16", "T4"]));
+        assert_eq!(submits[1]["resources"], "cpus:4;mem:8192;gpus:0.46", "a GPU-sharing pod");
+        assert_eq!(submits[1]["duration"], 30.0);
+        let frameworks: Vec<&Value> =
+            events.iter().filter(|e| e["op"] == "add_framework").collect();
+        assert_eq!(frameworks.len(), 2);
+    }
+}
