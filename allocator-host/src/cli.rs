@@ -11,7 +11,7 @@ use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
 use crate::output::EventStream;
 use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER, ModuleRegistry};
 use crate::scenario::Document;
-use crate::simulation::{Setup, Simulation};
+use crate::simulation::{FailurePolicy, Setup, Simulation};
 use crate::sorter_scenario::{SorterOverrides, SorterScenario};
 
 /// Exit code: a scenario expectation failed.
@@ -70,6 +70,16 @@ pub struct Args {
     /// Write the event stream here instead of stdout.
     #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// When a module fails (panics, returns a failure): `fallback` continues with the built-in
+    /// (`hierarchical` for an allocator, `drf` for a sorter), rebuilt from the host's records;
+    /// `stop` exits with the reason.
+    #[arg(
+        long = "on_module_failure",
+        alias = "on-module-failure",
+        default_value = "fallback",
+        value_parser = ["fallback", "stop"]
+    )]
+    pub on_module_failure: String,
     /// Write an SVG report (dominant share per role and utilisation over time) to FILE.
     #[arg(long = "report", value_name = "FILE.svg")]
     pub report: Option<PathBuf>,
@@ -359,7 +369,12 @@ pub fn setup(args: &Args, config: &ScenarioConfig) -> Result<Setup, String> {
     let framework_sorter = pick(&args.framework_sorter, &config.framework_sorter, BUILTIN_SORTER);
     options.role_sorter = role_sorter.as_str().into();
     options.framework_sorter = framework_sorter.as_str().into();
+    let on_module_failure = match args.on_module_failure.as_str() {
+        "fallback" => FailurePolicy::Fallback,
+        _ => FailurePolicy::Stop,
+    };
     Ok(Setup {
+        on_module_failure,
         allocator: pick(&args.allocator, &config.allocator, BUILTIN_ALLOCATOR),
         role_sorter,
         framework_sorter,

@@ -47,6 +47,19 @@ pub struct Setup {
     pub framework_sorter: String,
     /// Options passed to the allocator.
     pub options: AllocatorOptions,
+    /// What to do when a module fails (panics, returns a failure, or is poisoned).
+    pub on_module_failure: FailurePolicy,
+}
+
+/// What the host does when a module call fails (`--on_module_failure`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Stop using the module and continue with the built-in (`hierarchical` for an allocator,
+    /// `drf` for a sorter), rebuilt from the host's records. The default.
+    #[default]
+    Fallback,
+    /// Stop with the reason (exit code 2).
+    Stop,
 }
 
 /// A run that could not go on: bad input the parser could not see (an unknown name), a call the
@@ -67,6 +80,10 @@ struct AgentRecord {
     info: AgentInfo,
     total: Resources,
     present: bool,
+    activated: bool,
+    unavailability: Option<allocator_api::Unavailability>,
+    /// What the ledger holds on this agent (non-shared), kept incrementally.
+    used: Resources,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +127,7 @@ struct FrameworkRecord {
     info: FrameworkInfo,
     options: FrameworkOptions,
     present: bool,
+    active: bool,
     sim: Option<SimFramework>,
 }
 
@@ -167,6 +185,12 @@ pub struct Simulation<'r> {
     /// Seconds during which a GPU task was waiting, and the integral of the idle GPU fraction
     /// over those seconds (fragmentation).
     gpu_wait: (f64, f64),
+    weights: BTreeMap<String, f64>,
+    quotas: BTreeMap<String, allocator_api::Quota>,
+    whitelist: Option<Vec<RString>>,
+    paused: bool,
+    fallbacks: u64,
+    guard_dropped: u64,
 }
 
 fn time_key(t: f64) -> u64 {
@@ -235,6 +259,12 @@ impl<'r> Simulation<'r> {
             excluded,
             series: crate::report::Series::default(),
             gpu_wait: (0.0, 0.0),
+            weights: BTreeMap::new(),
+            quotas: BTreeMap::new(),
+            whitelist: None,
+            paused: false,
+            fallbacks: 0,
+            guard_dropped: 0,
         })
     }
 
@@ -270,8 +300,119 @@ impl<'r> Simulation<'r> {
         Ok(Outcome { passed: self.passed, failures: self.failures.clone(), summary, summary_json })
     }
 
-    fn call(&self, what: &str, r: allocator_api::Result<()>) -> Result<(), String> {
-        check_call(&self.setup.allocator, what, r)
+    /// Calls the allocator; on a module fault, applies the failure policy: falls back to the
+    /// built-in (rebuilt from the host's records) and repeats the call there, or stops.
+    fn engine_call(
+        &mut self,
+        what: &str,
+        mut f: impl FnMut(&mut dyn Allocator) -> allocator_api::Result<()>,
+    ) -> Result<(), String> {
+        match f(self.engine.get()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_fault() && self.setup.on_module_failure == FailurePolicy::Fallback => {
+                self.fall_back(what, &e)?;
+                let r = f(self.engine.get());
+                check_call(&self.setup.allocator, what, r)
+            }
+            Err(e) => check_call(&self.setup.allocator, what, Err(e)),
+        }
+    }
+
+    /// Replaces a failed module by the built-in: an allocator module by `hierarchical` with
+    /// `drf` sorters, a sorter module inside the built-in allocator by `drf`. Rebuilt from the
+    /// host's own records, so no allocation is lost or duplicated.
+    fn fall_back(&mut self, what: &str, e: &ModuleError) -> Result<(), String> {
+        let sorter_modules = [&self.setup.role_sorter, &self.setup.framework_sorter]
+            .iter()
+            .any(|n| self.registry.module(n).is_some());
+        match &mut self.engine {
+            Engine::Module(_) => {
+                log::error!(
+                    "allocator module '{}' failed in {what}: {e}; falling back to the built-in hierarchical allocator",
+                    self.setup.allocator
+                );
+                eprintln!(
+                    "allocator-master: allocator module '{}' failed in {what} ({e}); continuing with the built-in hierarchical allocator",
+                    self.setup.allocator
+                );
+                self.rebuild_builtin()?;
+            }
+            Engine::Builtin(alloc) if sorter_modules => {
+                log::error!(
+                    "a sorter module failed in {what}: {e}; falling back to the built-in drf sorter"
+                );
+                eprintln!(
+                    "allocator-master: a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
+                );
+                let drf = || -> crate::hierarchical::SorterFactory {
+                    Box::new(|c: &allocator_api::SorterConfig| {
+                        Ok(Box::new(drf_sorter::create(c)) as Box<dyn allocator_api::Sorter>)
+                    })
+                };
+                alloc.replace_sorters(drf(), drf())?;
+                self.setup.role_sorter = crate::registry::BUILTIN_SORTER.into();
+                self.setup.framework_sorter = crate::registry::BUILTIN_SORTER.into();
+            }
+            Engine::Builtin(_) => {
+                return Err(format!("the built-in allocator failed in {what}: {e}"));
+            }
+        }
+        self.fallbacks += 1;
+        Ok(())
+    }
+
+    /// A fresh built-in allocator holding the host's record of agents, frameworks, weights,
+    /// quotas, whitelist and allocations.
+    fn rebuild_builtin(&mut self) -> Result<(), String> {
+        let drf = || -> crate::hierarchical::SorterFactory {
+            Box::new(|c: &allocator_api::SorterConfig| {
+                Ok(Box::new(drf_sorter::create(c)) as Box<dyn allocator_api::Sorter>)
+            })
+        };
+        let mut options = self.setup.options.clone();
+        options.role_sorter = "drf".into();
+        options.framework_sorter = "drf".into();
+        let mut b = HierarchicalAllocator::new(&options, drf(), drf())?;
+        let fail = |e: ModuleError| format!("rebuilding the built-in allocator: {e}");
+        b.set_time(self.now).map_err(fail)?;
+        let weights: Vec<RoleWeight> = self
+            .weights
+            .iter()
+            .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
+            .collect();
+        b.update_weights(&weights).map_err(fail)?;
+        for (role, q) in &self.quotas {
+            b.update_quota(role, q).map_err(fail)?;
+        }
+        b.update_whitelist(self.whitelist.as_deref()).map_err(fail)?;
+        for rec in self.frameworks.iter().flatten().filter(|f| f.present) {
+            b.add_framework(&rec.info, &[], rec.active, &rec.options).map_err(fail)?;
+        }
+        for rec in self.agents.iter().filter(|a| a.present) {
+            let used: Vec<Allocation> = self
+                .ledger
+                .iter()
+                .filter(|((_, a, _), _)| *a == rec.info.id)
+                .map(|((f, a, r), res)| Allocation {
+                    framework: *f,
+                    agent: *a,
+                    role: r.as_str().into(),
+                    resources: res.clone(),
+                })
+                .collect();
+            b.add_agent(&rec.info, rec.unavailability.as_ref(), &rec.total, &used).map_err(fail)?;
+            if !rec.activated {
+                b.deactivate_agent(rec.info.id).map_err(fail)?;
+            }
+        }
+        if self.paused {
+            b.pause().map_err(fail)?;
+        }
+        self.engine = Engine::Builtin(Box::new(b));
+        self.setup.allocator = BUILTIN_ALLOCATOR.into();
+        self.setup.role_sorter = "drf".into();
+        self.setup.framework_sorter = "drf".into();
+        Ok(())
     }
 
     fn agent_id(&self, name: &str) -> Result<AgentId, String> {
@@ -318,11 +459,17 @@ impl<'r> Simulation<'r> {
             return;
         }
         self.ledger.entry((fw, agent, role.to_owned())).or_default().add(r);
+        if let Some(a) = self.agents.get_mut(agent.index()) {
+            a.used.add(&r.filter(|x| !x.is_shared()));
+        }
         self.role_alloc.entry(role.to_owned()).or_default().add(&r.scalar_quantities());
     }
 
     fn ledger_remove(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
         let key = (fw, agent, role.to_owned());
+        if let Some(a) = self.agents.get_mut(agent.index()) {
+            a.used.subtract(&r.filter(|x| !x.is_shared()));
+        }
         if let Some(held) = self.ledger.get_mut(&key) {
             held.subtract(r);
             if held.is_empty() {
@@ -378,6 +525,28 @@ impl<'r> Simulation<'r> {
         crate::report::render_svg(title, &subtitle, &self.series)
     }
 
+    fn set_framework_active(&mut self, fw: FrameworkId, active: bool) {
+        if let Some(Some(rec)) = self.frameworks.get_mut(fw.index()) {
+            rec.active = active;
+        }
+    }
+
+    /// Keeps the host's record of suppressed roles (`roles` empty: all the framework's roles).
+    fn record_suppression(&mut self, fw: FrameworkId, roles: &[RString], suppressed: bool) {
+        let Some(Some(rec)) = self.frameworks.get_mut(fw.index()) else { return };
+        let roles: Vec<RString> =
+            if roles.is_empty() { rec.info.roles.to_vec() } else { roles.to_vec() };
+        let list = &mut rec.options.suppressed_roles;
+        for r in roles {
+            let present = list.contains(&r);
+            if suppressed && !present {
+                list.push(r);
+            } else if !suppressed && present {
+                list.retain(|x| *x != r);
+            }
+        }
+    }
+
     /// Records an agent's new total (after an operation).
     fn set_agent_total(&mut self, agent: AgentId, total: Resources) {
         let rec = &mut self.agents[agent.index()];
@@ -418,8 +587,7 @@ impl<'r> Simulation<'r> {
             }
         }
         self.now = t;
-        let r = self.engine.get().set_time(t);
-        self.call("set_time", r)
+        self.engine_call("set_time", |a| a.set_time(t))
     }
 
     /// Advances the virtual clock, running task completions and the periodic runs that fall due.
@@ -460,8 +628,9 @@ impl<'r> Simulation<'r> {
         if !self.agents[t.agent.index()].present {
             return Ok(());
         }
-        let r = self.engine.get().recover_resources(fw, t.agent, &t.role, &t.resources, None);
-        self.call("recover_resources (task finished)", r)?;
+        self.engine_call("recover_resources (task finished)", |a| {
+            a.recover_resources(fw, t.agent, &t.role, &t.resources, None)
+        })?;
         self.ledger_remove(fw, t.agent, &t.role, &t.resources);
         Ok(())
     }
@@ -502,28 +671,19 @@ impl<'r> Simulation<'r> {
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         let start = Instant::now();
-        let r = self.engine.get().allocate(agents, periodic, &mut batch);
+        let r = self.engine_call("allocate", |a| a.allocate(agents, periodic, &mut batch));
         let micros = start.elapsed().as_micros() as u64;
-        self.call("allocate", r)?;
+        r?;
         self.runs += 1;
         self.run_micros.push(micros);
         let mut accepted = Vec::new();
-        for offer in batch.offers.iter() {
-            let known_fw = self
-                .frameworks
-                .get(offer.framework.index())
-                .and_then(Option::as_ref)
-                .is_some_and(|f| f.present);
-            let known_agent = self.agents.get(offer.agent.index()).is_some_and(|a| a.present);
-            if !known_fw || !known_agent || offer.resources.is_empty() {
-                log::error!(
-                    "dropping an offer from allocator '{}' to {} on {}: unknown framework or agent, or empty",
-                    self.setup.allocator,
-                    offer.framework,
-                    offer.agent
-                );
-                continue;
-            }
+        let mut to_recover = Vec::new();
+        for original in batch.offers.iter() {
+            // The offer guard: whatever allocator made it, an offer must go to a known, active
+            // framework, for a known, activated agent, fit in what is free there and hold no
+            // reservation of another role. The bad part is dropped (and given back to the
+            // allocator), logged and counted.
+            let Some(offer) = self.guard(original, &mut to_recover) else { continue };
             let role = offer.role.to_string();
             self.ledger_add(offer.framework, offer.agent, &role, &offer.resources);
             self.role_stats.entry(role.clone()).or_default().offers += 1;
@@ -532,7 +692,17 @@ impl<'r> Simulation<'r> {
             out.emit(&json!({"event": "offer", "time": self.now, "run": self.runs, "framework": fw,
                              "role": role, "agent": agent, "resources": offer.resources.to_string()}));
             self.pending_offers.entry((fw, role, agent)).or_default().add(&offer.resources);
-            accepted.push(offer.clone());
+            accepted.push(offer);
+        }
+        for dropped in to_recover {
+            // Best effort: the allocator believes it offered these.
+            let _ = self.engine.get().recover_resources(
+                dropped.framework,
+                dropped.agent,
+                &dropped.role,
+                &dropped.resources,
+                None,
+            );
         }
         for inv in batch.inverse_offers.iter() {
             let (fw, agent) =
@@ -559,6 +729,58 @@ impl<'r> Simulation<'r> {
         Ok(())
     }
 
+    /// Checks one offer against the host's records; returns the acceptable part (if any) and
+    /// queues the dropped part of offers to known frameworks and agents for recovery.
+    fn guard(
+        &mut self,
+        offer: &Allocation,
+        to_recover: &mut Vec<Allocation>,
+    ) -> Option<Allocation> {
+        let role = offer.role.as_str();
+        let fw_ok = self
+            .frameworks
+            .get(offer.framework.index())
+            .and_then(Option::as_ref)
+            .is_some_and(|f| f.present && f.active);
+        let agent = self.agents.get(offer.agent.index()).filter(|a| a.present);
+        let reason = if !fw_ok {
+            Some(format!("{} is unknown, removed or inactive", offer.framework))
+        } else if !agent.is_some_and(|a| a.activated) {
+            Some(format!("{} is unknown, removed or deactivated", offer.agent))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            self.guard_dropped += 1;
+            log::error!(
+                "offer guard: dropping an offer from allocator '{}' of {}: {reason}",
+                self.setup.allocator,
+                offer.resources
+            );
+            return None;
+        }
+        let agent = agent.expect("checked");
+        let mut free = agent.total.filter(|r| !r.is_shared()) - &agent.used;
+        free.add(&agent.total.shared());
+        let allowed = offer.resources.filter(|r| r.is_allocatable_to(role));
+        let ok = allowed.clone() - &(allowed.clone() - &free);
+        if ok != offer.resources {
+            let dropped = offer.resources.clone() - &ok;
+            self.guard_dropped += 1;
+            log::error!(
+                "offer guard: dropping {dropped} from an offer of allocator '{}' to {} under role '{role}' on {}: more than is free there or reserved to another role",
+                self.setup.allocator,
+                self.fw_name(offer.framework),
+                self.agent_name(offer.agent)
+            );
+            to_recover.push(Allocation { resources: dropped, ..offer.clone() });
+        }
+        if ok.is_empty() {
+            return None;
+        }
+        Some(Allocation { resources: ok, ..offer.clone() })
+    }
+
     /// A simulated framework with nothing left to launch suppresses its offers, as a real
     /// framework does; `submit_task` revives it.
     fn suppress_idle_frameworks(&mut self) -> Result<(), String> {
@@ -572,13 +794,15 @@ impl<'r> Simulation<'r> {
             .map(|f| f.info.id)
             .collect();
         for fw in idle {
-            let r = self.engine.get().suppress_offers(fw, &[]);
-            self.call("suppress_offers (simulated framework is idle)", r)?;
+            self.engine_call("suppress_offers (simulated framework is idle)", |a| {
+                a.suppress_offers(fw, &[])
+            })?;
             if let Some(Some(rec)) = self.frameworks.get_mut(fw.index())
                 && let Some(sim) = rec.sim.as_mut()
             {
                 sim.suppressed = true;
             }
+            self.record_suppression(fw, &[], true);
         }
         Ok(())
     }
@@ -622,7 +846,7 @@ impl<'r> Simulation<'r> {
             }
         }
         let refuse = sim.spec.refuse_seconds;
-        for (resources, duration) in launched {
+        for (resources, duration) in &launched {
             let id = self.next_task;
             self.next_task += 1;
             sim.running.push(RunningTask {
@@ -635,19 +859,17 @@ impl<'r> Simulation<'r> {
                 self.finishes.insert((time_key(now + d), id), (fw, id));
             }
             self.role_stats.entry(role.clone()).or_default().tasks += 1;
-            let r = self.engine.get().transition_offered_to_allocated(offer.agent, &resources);
-            check_call(&self.setup.allocator, "transition_offered_to_allocated", r)?;
+        }
+        for (resources, _) in &launched {
+            self.engine_call("transition_offered_to_allocated", |a| {
+                a.transition_offered_to_allocated(offer.agent, resources)
+            })?;
         }
         if !remaining.is_empty() {
             self.ledger_remove(fw, offer.agent, &role, &remaining);
-            let r = self.engine.get().recover_resources(
-                fw,
-                offer.agent,
-                &role,
-                &remaining,
-                Some(refuse),
-            );
-            self.call("recover_resources (declined)", r)?;
+            self.engine_call("recover_resources (declined)", |a| {
+                a.recover_resources(fw, offer.agent, &role, &remaining, Some(refuse))
+            })?;
         }
         Ok(())
     }
@@ -698,14 +920,17 @@ impl<'r> Simulation<'r> {
                         resources: res.clone(),
                     });
                 }
-                let r = self.engine.get().add_agent(
-                    &info,
-                    unavailability.as_ref(),
-                    resources,
-                    &allocations,
-                );
-                self.call("add_agent", r)?;
-                let record = AgentRecord { info, total: resources.clone(), present: true };
+                self.engine_call("add_agent", |a| {
+                    a.add_agent(&info, unavailability.as_ref(), resources, &allocations)
+                })?;
+                let record = AgentRecord {
+                    info,
+                    total: resources.clone(),
+                    present: true,
+                    activated: true,
+                    unavailability: *unavailability,
+                    used: Resources::new(),
+                };
                 if id.index() == self.agents.len() {
                     self.agents.push(record);
                 } else {
@@ -719,8 +944,7 @@ impl<'r> Simulation<'r> {
             }
             Op::RemoveAgent(name) => {
                 let id = self.agent_id(name)?;
-                let r = self.engine.get().remove_agent(id);
-                self.call("remove_agent", r)?;
+                self.engine_call("remove_agent", |a| a.remove_agent(id))?;
                 let keys: Vec<_> = self.ledger.keys().filter(|k| k.1 == id).cloned().collect();
                 for (fw, a, role) in keys {
                     let held = self.held(fw, a, &role);
@@ -738,13 +962,15 @@ impl<'r> Simulation<'r> {
             }
             Op::ActivateAgent(name) => {
                 let id = self.agent_id(name)?;
-                let r = self.engine.get().activate_agent(id);
-                self.call("activate_agent", r)
+                self.engine_call("activate_agent", |a| a.activate_agent(id))?;
+                self.agents[id.index()].activated = true;
+                Ok(())
             }
             Op::DeactivateAgent(name) => {
                 let id = self.agent_id(name)?;
-                let r = self.engine.get().deactivate_agent(id);
-                self.call("deactivate_agent", r)
+                self.engine_call("deactivate_agent", |a| a.deactivate_agent(id))?;
+                self.agents[id.index()].activated = false;
+                Ok(())
             }
             Op::UpdateAgent { agent, resources, capabilities, attributes } => {
                 let id = self.agent_id(agent)?;
@@ -758,8 +984,7 @@ impl<'r> Simulation<'r> {
                 }
                 let changed =
                     info != rec.info || resources.as_ref().is_some_and(|r| *r != rec.total);
-                let r = self.engine.get().update_agent(&info, resources.as_ref());
-                self.call("update_agent", r)?;
+                self.engine_call("update_agent", |a| a.update_agent(&info, resources.as_ref()))?;
                 let rec = &mut self.agents[id.index()];
                 rec.info = info;
                 if let Some(t) = resources {
@@ -787,8 +1012,9 @@ impl<'r> Simulation<'r> {
                         resources: res.clone(),
                     });
                 }
-                let r = self.engine.get().add_resource_provider(id, resources, &allocations);
-                self.call("add_resource_provider", r)?;
+                self.engine_call("add_resource_provider", |a| {
+                    a.add_resource_provider(id, resources, &allocations)
+                })?;
                 let rec = &mut self.agents[id.index()];
                 rec.total.add(resources);
                 self.cluster.add(&resources.scalar_quantities());
@@ -834,8 +1060,9 @@ impl<'r> Simulation<'r> {
                         resources: res.clone(),
                     });
                 }
-                let r = self.engine.get().add_framework(&info, &allocations, *active, &options);
-                self.call("add_framework", r)?;
+                self.engine_call("add_framework", |a| {
+                    a.add_framework(&info, &allocations, *active, &options)
+                })?;
                 for a in &allocations {
                     let recorded = self.held(id, a.agent, &a.role);
                     let missing = a.resources.clone() - &recorded;
@@ -851,7 +1078,7 @@ impl<'r> Simulation<'r> {
                     suppressed: false,
                 });
                 self.frameworks[id.index()] =
-                    Some(FrameworkRecord { info, options, present: true, sim });
+                    Some(FrameworkRecord { info, options, present: true, active: *active, sim });
                 if *active {
                     let agents = self.all_agents();
                     self.allocation_run(&agents, false, out)?;
@@ -860,8 +1087,7 @@ impl<'r> Simulation<'r> {
             }
             Op::RemoveFramework(name) => {
                 let id = self.framework_id(name)?;
-                let r = self.engine.get().remove_framework(id);
-                self.call("remove_framework", r)?;
+                self.engine_call("remove_framework", |a| a.remove_framework(id))?;
                 let keys: Vec<_> = self.ledger.keys().filter(|k| k.0 == id).cloned().collect();
                 for (fw, a, role) in keys {
                     let held = self.held(fw, a, &role);
@@ -878,15 +1104,16 @@ impl<'r> Simulation<'r> {
             }
             Op::ActivateFramework(name) => {
                 let id = self.framework_id(name)?;
-                let r = self.engine.get().activate_framework(id);
-                self.call("activate_framework", r)?;
+                self.engine_call("activate_framework", |a| a.activate_framework(id))?;
+                self.set_framework_active(id, true);
                 let agents = self.all_agents();
                 self.allocation_run(&agents, false, out)
             }
             Op::DeactivateFramework(name) => {
                 let id = self.framework_id(name)?;
-                let r = self.engine.get().deactivate_framework(id);
-                self.call("deactivate_framework", r)
+                self.engine_call("deactivate_framework", |a| a.deactivate_framework(id))?;
+                self.set_framework_active(id, false);
+                Ok(())
             }
             Op::UpdateFramework {
                 framework,
@@ -915,8 +1142,7 @@ impl<'r> Simulation<'r> {
                 if let Some(m) = min_allocatable {
                     options.min_allocatable_resources = m.clone().into();
                 }
-                let r = self.engine.get().update_framework(&info, &options);
-                self.call("update_framework", r)?;
+                self.engine_call("update_framework", |a| a.update_framework(&info, &options))?;
                 let rec = self.frameworks[id.index()].as_mut().expect("present");
                 rec.info = info;
                 rec.options = options;
@@ -953,14 +1179,9 @@ impl<'r> Simulation<'r> {
                     }
                 }
                 for (r, res) in targets {
-                    let call = self.engine.get().recover_resources(
-                        fw,
-                        agent_id,
-                        &r,
-                        &res,
-                        *refuse_seconds,
-                    );
-                    self.call("recover_resources", call)?;
+                    self.engine_call("recover_resources", |a| {
+                        a.recover_resources(fw, agent_id, &r, &res, *refuse_seconds)
+                    })?;
                     self.ledger_remove(fw, agent_id, &r, &res);
                 }
                 self.reconcile_tasks(fw, agent_id);
@@ -969,45 +1190,52 @@ impl<'r> Simulation<'r> {
             Op::SuppressOffers(name, roles) => {
                 let id = self.framework_id(name)?;
                 let roles: Vec<RString> = roles.iter().map(|r| r.as_str().into()).collect();
-                let r = self.engine.get().suppress_offers(id, &roles);
-                self.call("suppress_offers", r)
+                self.engine_call("suppress_offers", |a| a.suppress_offers(id, &roles))?;
+                self.record_suppression(id, &roles, true);
+                Ok(())
             }
             Op::ReviveOffers(name, roles) => {
                 let id = self.framework_id(name)?;
                 let roles: Vec<RString> = roles.iter().map(|r| r.as_str().into()).collect();
-                let r = self.engine.get().revive_offers(id, &roles);
-                self.call("revive_offers", r)?;
+                self.engine_call("revive_offers", |a| a.revive_offers(id, &roles))?;
+                self.record_suppression(id, &roles, false);
                 let agents = self.all_agents();
                 self.allocation_run(&agents, false, out)
             }
             Op::UpdateQuota(role, quota) => {
-                let r = self.engine.get().update_quota(role, quota);
-                self.call("update_quota", r)
+                self.engine_call("update_quota", |a| a.update_quota(role, quota))?;
+                self.quotas.insert(role.clone(), quota.clone());
+                Ok(())
             }
             Op::UpdateWeights(weights) => {
                 let w: Vec<RoleWeight> = weights
                     .iter()
                     .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
                     .collect();
-                let r = self.engine.get().update_weights(&w);
-                self.call("update_weights", r)
+                self.engine_call("update_weights", |a| a.update_weights(&w))?;
+                self.weights.extend(weights.iter().cloned());
+                Ok(())
             }
             Op::UpdateWhitelist(hosts) => {
                 let list: Option<Vec<RString>> =
                     hosts.as_ref().map(|h| h.iter().map(|x| x.as_str().into()).collect());
-                let r = self.engine.get().update_whitelist(list.as_deref());
-                self.call("update_whitelist", r)
+                self.engine_call("update_whitelist", |a| a.update_whitelist(list.as_deref()))?;
+                self.whitelist = list;
+                Ok(())
             }
             Op::UpdateUnavailability(agent, u) => {
                 let id = self.agent_id(agent)?;
-                let r = self.engine.get().update_unavailability(id, u.as_ref());
-                self.call("update_unavailability", r)?;
+                self.engine_call("update_unavailability", |a| {
+                    a.update_unavailability(id, u.as_ref())
+                })?;
+                self.agents[id.index()].unavailability = *u;
                 self.allocation_run(&[id], false, out)
             }
             Op::UpdateInverseOffer { agent, framework, status, refuse_seconds } => {
                 let (a, f) = (self.agent_id(agent)?, self.framework_id(framework)?);
-                let r = self.engine.get().update_inverse_offer(a, f, *status, *refuse_seconds);
-                self.call("update_inverse_offer", r)
+                self.engine_call("update_inverse_offer", |al| {
+                    al.update_inverse_offer(a, f, *status, *refuse_seconds)
+                })
             }
             Op::UpdateAllocation { framework, agent, role, operations } => {
                 let (f, a) = (self.framework_id(framework)?, self.agent_id(agent)?);
@@ -1019,8 +1247,9 @@ impl<'r> Simulation<'r> {
                     new_held = op.apply(&new_held)?;
                     total = total - &consumed + &converted;
                 }
-                let r = self.engine.get().update_allocation(f, a, role, operations);
-                self.call("update_allocation", r)?;
+                self.engine_call("update_allocation", |al| {
+                    al.update_allocation(f, a, role, operations)
+                })?;
                 self.ledger_remove(f, a, role, &held);
                 self.ledger_add(f, a, role, &new_held);
                 self.set_agent_total(a, total);
@@ -1033,22 +1262,22 @@ impl<'r> Simulation<'r> {
                     let (consumed, converted) = op.conversion()?;
                     total = total - &consumed + &converted;
                 }
-                let r = self.engine.get().update_available(a, operations);
-                self.call("update_available", r)?;
+                self.engine_call("update_available", |al| al.update_available(a, operations))?;
                 self.set_agent_total(a, total);
                 Ok(())
             }
             Op::Recover { expected_agents, quotas } => {
-                let r = self.engine.get().recover(*expected_agents, quotas);
-                self.call("recover", r)
+                self.engine_call("recover", |a| a.recover(*expected_agents, quotas))
             }
             Op::Pause => {
-                let r = self.engine.get().pause();
-                self.call("pause", r)
+                self.engine_call("pause", |a| a.pause())?;
+                self.paused = true;
+                Ok(())
             }
             Op::Resume => {
-                let r = self.engine.get().resume();
-                self.call("resume", r)
+                self.engine_call("resume", |a| a.resume())?;
+                self.paused = false;
+                Ok(())
             }
             Op::SetSorters { role_sorter, framework_sorter } => {
                 let Engine::Builtin(alloc) = &mut self.engine else {
@@ -1092,8 +1321,10 @@ impl<'r> Simulation<'r> {
                 });
                 if std::mem::take(&mut sim.suppressed) {
                     // Revived without an immediate run: the task waits for the next periodic one.
-                    let r = self.engine.get().revive_offers(id, &[]);
-                    self.call("revive_offers (simulated framework has work)", r)?;
+                    self.engine_call("revive_offers (simulated framework has work)", |a| {
+                        a.revive_offers(id, &[])
+                    })?;
+                    self.record_suppression(id, &[], false);
                 }
                 Ok(())
             }
@@ -1176,6 +1407,8 @@ impl<'r> Simulation<'r> {
         };
         let max = micros.last().copied().unwrap_or(0) as f64 / 1000.0;
         metrics.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
+        metrics.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
+        metrics.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
         metrics.insert("allocator/mesos/allocation_run_ms/p50".into(), json!(pct(0.5)));
         metrics.insert("allocator/mesos/allocation_run_ms/p99".into(), json!(pct(0.99)));
         metrics.insert("allocator/mesos/allocation_run_ms/max".into(), json!(max));

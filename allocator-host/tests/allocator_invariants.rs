@@ -169,6 +169,7 @@ fn setup(seed: u64) -> Setup {
         role_sorter: "drf".into(),
         framework_sorter: "drf".into(),
         options,
+        on_module_failure: Default::default(),
     }
 }
 

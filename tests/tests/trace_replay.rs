@@ -48,6 +48,7 @@ fn the_trace_replays_with_every_sorter_without_over_committing_an_agent() {
             role_sorter: sorter.into(),
             framework_sorter: sorter.into(),
             options: AllocatorOptions::default(),
+            on_module_failure: Default::default(),
         };
         let mut sim = Simulation::new(&registry, setup, "trace").unwrap();
         let mut out = EventStream::sink();
