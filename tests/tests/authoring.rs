@@ -1,0 +1,145 @@
+//! Third-party authoring (issue 8): the example modules build outside the workspace against
+//! `allocator-api` by path, load with `--modules`, and pass their scenarios.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use workspace_tests::{run_master, target_dir, workspace_root};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+/// Copies `examples/<folder>` out of the workspace, points its `allocator-api` dependency at
+/// this checkout, builds it on its own and returns the built library.
+fn build_out_of_tree(folder: &str, lib: &str) -> PathBuf {
+    let root = workspace_root();
+    // Outside the workspace's folder, as a third party's checkout would be.
+    let dir = std::env::temp_dir()
+        .join(format!("allocator-authoring-{}", std::process::id()))
+        .join(folder);
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(&root.join("examples").join(folder), &dir);
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let api = root.join("allocator-api");
+    let patched = text.replace(
+        r#"path = "../../allocator-api""#,
+        &format!("path = {:?}", api.display().to_string()),
+    );
+    assert_ne!(text, patched, "the example depends on allocator-api by path");
+    std::fs::write(&manifest, patched).unwrap();
+    // Same dependency versions as the workspace, so the build needs no network.
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--quiet", "--lib"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir().join("out-of-tree-target"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "building {folder} outside the workspace failed");
+    let file = format!("{}{lib}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    target_dir().join("out-of-tree-target/debug").join(file)
+}
+
+/// The example's own `modules.json` entry for `module` (with its parameters), pointed at the
+/// out-of-tree build.
+fn manifest(library: &Path, folder: &str, module: &str) -> String {
+    let text = std::fs::read_to_string(
+        workspace_root().join("examples").join(folder).join("modules.json"),
+    )
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let entry = doc["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["modules"].as_array().unwrap().iter())
+        .find(|m| m["name"] == module)
+        .unwrap()
+        .clone();
+    serde_json::json!({"libraries": [{"file": library.display().to_string(), "modules": [entry]}]})
+        .to_string()
+}
+
+#[test]
+fn the_example_allocator_builds_out_of_tree_loads_and_passes_its_scenarios() {
+    let lib = build_out_of_tree("custom-allocator", "binpack_allocator");
+    assert!(lib.exists(), "{}", lib.display());
+    let m = manifest(&lib, "custom-allocator", "binpack");
+    let out = run_master(&["--modules", &m, "--list-modules"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("binpack "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for scenario in
+        std::fs::read_dir(workspace_root().join("examples/custom-allocator/scenarios")).unwrap()
+    {
+        let path = scenario.unwrap().path();
+        let out = run_master(&[
+            "--modules",
+            &m,
+            "--scenario",
+            path.to_str().unwrap(),
+            "--output",
+            "/dev/null",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_example_sorter_builds_out_of_tree_loads_and_passes_its_scenarios() {
+    let lib = build_out_of_tree("custom-sorter", "lro_sorter");
+    let m = manifest(&lib, "custom-sorter", "least_recently_offered");
+    for scenario in
+        std::fs::read_dir(workspace_root().join("examples/custom-sorter/scenarios")).unwrap()
+    {
+        let path = scenario.unwrap().path();
+        let out = run_master(&[
+            "--modules",
+            &m,
+            "--scenario",
+            path.to_str().unwrap(),
+            "--output",
+            "/dev/null",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // And it drives the built-in allocator as its role and framework sorter.
+    let out = run_master(&[
+        "--modules",
+        &m,
+        "--role_sorter",
+        "least_recently_offered",
+        "--framework_sorter",
+        "least_recently_offered",
+        "--scenario",
+        "examples/scenarios/drf_paper.json",
+        "--output",
+        "/dev/null",
+    ]);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
+}
