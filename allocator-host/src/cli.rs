@@ -26,10 +26,10 @@ pub const EXIT_USAGE: u8 = 2;
 #[command(name = "allocator-master", version, about, long_about = None)]
 pub struct Args {
     /// Module manifest: inline JSON, a path, or file:///path.
-    #[arg(long = "modules", value_name = "VALUE")]
+    #[arg(long = "modules", value_name = "VALUE", global = true)]
     pub modules: Option<String>,
     /// Load every manifest file in DIR, in alphabetical order.
-    #[arg(long = "modules_dir", alias = "modules-dir", value_name = "DIR")]
+    #[arg(long = "modules_dir", alias = "modules-dir", value_name = "DIR", global = true)]
     pub modules_dir: Option<PathBuf>,
     /// `hierarchical` (alias `HierarchicalDRF`) is the built-in; any other name is a loaded
     /// allocator module.
@@ -98,6 +98,23 @@ pub enum Command {
     Bench(BenchArgs),
     /// Convert a cluster trace into a scenario (on stdout).
     Import(ImportArgs),
+    /// Check an allocator or sorter (module or built-in) against the conformance suite.
+    Conformance(ConformanceArgs),
+}
+
+/// `allocator-master conformance` arguments.
+#[derive(clap::Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct ConformanceArgs {
+    /// The allocator to check (`hierarchical` or a loaded allocator module).
+    #[arg(long = "allocator", value_name = "NAME")]
+    pub allocator: Option<String>,
+    /// The sorter to check (`drf` or a loaded sorter module).
+    #[arg(long = "sorter", value_name = "NAME")]
+    pub sorter: Option<String>,
+    /// Longest acceptable periodic allocation run on the 1,000-agent cluster, milliseconds.
+    #[arg(long = "time-bound-ms", default_value_t = 1000.0)]
+    pub time_bound_ms: f64,
 }
 
 /// `allocator-master import` arguments.
@@ -168,6 +185,23 @@ pub fn run(args: &Args) -> Result<u8, String> {
     match &args.command {
         Some(Command::Bench(bench)) => return run_bench(args, bench, &registry),
         Some(Command::Import(import)) => return run_import(import),
+        Some(Command::Conformance(c)) => {
+            let (subject, checks) = match (&c.allocator, &c.sorter) {
+                (Some(a), _) => (
+                    format!("allocator '{a}'"),
+                    crate::conformance::run_allocator_checks(&registry, a, c.time_bound_ms),
+                ),
+                (None, Some(s)) => {
+                    (format!("sorter '{s}'"), crate::conformance::run_sorter_checks(&registry, s))
+                }
+                (None, None) => unreachable!("clap requires one"),
+            };
+            return Ok(if crate::conformance::report(&subject, &checks) {
+                0
+            } else {
+                EXIT_EXPECTATION_FAILED
+            });
+        }
         None => {}
     }
     for (flag, name) in

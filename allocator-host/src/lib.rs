@@ -12,6 +12,7 @@
 pub mod allocator_scenario;
 pub mod bench;
 pub mod cli;
+pub mod conformance;
 pub mod hierarchical;
 pub mod import;
 pub mod manifest;

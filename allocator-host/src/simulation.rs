@@ -752,11 +752,13 @@ impl<'r> Simulation<'r> {
         };
         if let Some(reason) = reason {
             self.guard_dropped += 1;
-            log::error!(
-                "offer guard: dropping an offer from allocator '{}' of {}: {reason}",
-                self.setup.allocator,
-                offer.resources
-            );
+            if self.guard_should_log() {
+                log::error!(
+                    "offer guard: dropping an offer from allocator '{}' of {}: {reason}",
+                    self.setup.allocator,
+                    offer.resources
+                );
+            }
             return None;
         }
         let agent = agent.expect("checked");
@@ -767,18 +769,30 @@ impl<'r> Simulation<'r> {
         if ok != offer.resources {
             let dropped = offer.resources.clone() - &ok;
             self.guard_dropped += 1;
-            log::error!(
-                "offer guard: dropping {dropped} from an offer of allocator '{}' to {} under role '{role}' on {}: more than is free there or reserved to another role",
-                self.setup.allocator,
-                self.fw_name(offer.framework),
-                self.agent_name(offer.agent)
-            );
+            if self.guard_should_log() {
+                log::error!(
+                    "offer guard: dropping {dropped} from an offer of allocator '{}' to {} under role '{role}' on {}: more than is free there or reserved to another role",
+                    self.setup.allocator,
+                    self.fw_name(offer.framework),
+                    self.agent_name(offer.agent)
+                );
+            }
             to_recover.push(Allocation { resources: dropped, ..offer.clone() });
         }
         if ok.is_empty() {
             return None;
         }
         Some(Allocation { resources: ok, ..offer.clone() })
+    }
+
+    /// The guard logs its first 20 drops one by one, then says that it stops logging them (the
+    /// summary's `allocator/guard/dropped_offers` counts them all).
+    fn guard_should_log(&self) -> bool {
+        const LOGGED: u64 = 20;
+        if self.guard_dropped == LOGGED + 1 {
+            log::error!("offer guard: more offers dropped; counting them without logging each");
+        }
+        self.guard_dropped <= LOGGED
     }
 
     /// A simulated framework with nothing left to launch suppresses its offers, as a real

@@ -143,3 +143,64 @@ fn the_example_sorter_builds_out_of_tree_loads_and_passes_its_scenarios() {
     ]);
     assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn conformance(args: &[&str]) -> (i32, String) {
+    let mut all = vec!["conformance"];
+    all.extend_from_slice(args);
+    let out = run_master(&all);
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_builtin_allocator_passes_conformance() {
+    let (code, text) = conformance(&["--allocator", "hierarchical"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("8 passed, 0 failed"), "{text}");
+}
+
+#[test]
+fn the_example_allocator_passes_conformance() {
+    let (code, text) = conformance(&[
+        "--modules",
+        "examples/custom-allocator/modules.json",
+        "--allocator",
+        "binpack",
+    ]);
+    assert_eq!(code, 0, "{text}");
+    for check in [
+        "never offers more than an agent has",
+        "respects refuse filters",
+        "stays deterministic under a seed",
+    ] {
+        assert!(text.contains(&format!("PASS  {check}")), "{text}");
+    }
+}
+
+#[test]
+fn a_broken_allocator_fails_conformance_with_reasons() {
+    let m = serde_json::json!({"libraries": [{"file": workspace_tests::library("faulty_modules").display().to_string(),
+        "modules": [{"name": "faulty_allocator", "parameters": [{"key": "overallocate", "value": "true"}]}]}]})
+    .to_string();
+    let (code, text) = conformance(&["--modules", &m, "--allocator", "faulty_allocator"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("FAIL  never offers more than an agent has: the offer guard had to drop"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL  respects refuse filters"), "{text}");
+}
+
+#[test]
+fn every_shipped_sorter_and_the_example_sorter_pass_conformance() {
+    for sorter in ["drf", "weighted_priority", "random"] {
+        let (code, text) = conformance(&["--modules", "examples/modules.json", "--sorter", sorter]);
+        assert_eq!(code, 0, "{sorter}: {text}");
+    }
+    let (code, text) = conformance(&[
+        "--modules",
+        "examples/custom-sorter/modules.json",
+        "--sorter",
+        "least_recently_offered",
+    ]);
+    assert_eq!(code, 0, "{text}");
+}

@@ -4,12 +4,16 @@
 
 use std::collections::BTreeMap;
 
-use allocator_api::{AgentId, ClientId, ModuleError, RVec, Resources, Result, Sorter};
+use allocator_api::{
+    AgentAllocation, AgentId, ClientId, ModuleError, Quantities, RVec, Resources, Result, Sorter,
+};
 
-/// The sorter: per client, whether it is active and the tick of its last allocation.
+/// The sorter: per client, whether it is active and the tick of its last allocation, and what
+/// it holds per agent (so that the host's allocation queries can be answered).
 #[derive(Default)]
 pub struct LeastRecentlyOffered {
     clients: BTreeMap<ClientId, (bool, u64)>,
+    held: BTreeMap<ClientId, BTreeMap<AgentId, Resources>>,
     tick: u64,
 }
 
@@ -42,10 +46,57 @@ impl Sorter for LeastRecentlyOffered {
         self.get(c, "deactivate")?.0 = false;
         Ok(())
     }
-    fn allocated(&mut self, c: ClientId, _agent: AgentId, _r: &Resources) -> Result<()> {
+    fn allocated(&mut self, c: ClientId, agent: AgentId, r: &Resources) -> Result<()> {
         self.tick += 1;
         let tick = self.tick;
         self.get(c, "allocated")?.1 = tick;
+        *self.held.entry(c).or_default().entry(agent).or_default() += r;
+        Ok(())
+    }
+    fn unallocated(&mut self, c: ClientId, agent: AgentId, r: &Resources) -> Result<()> {
+        self.get(c, "unallocated")?;
+        let held = self.held.entry(c).or_default().entry(agent).or_default();
+        if !held.contains(r) {
+            return Err(ModuleError::rejected(format!(
+                "unallocated: {c} does not hold {r} on {agent}"
+            )));
+        }
+        *held -= r;
+        Ok(())
+    }
+    fn update(
+        &mut self,
+        c: ClientId,
+        agent: AgentId,
+        old: &Resources,
+        new: &Resources,
+    ) -> Result<()> {
+        self.unallocated(c, agent, old)?;
+        *self.held.entry(c).or_default().entry(agent).or_default() += new;
+        Ok(())
+    }
+    fn allocation(&self, c: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()> {
+        out.clear();
+        for (agent, r) in self.held.get(&c).into_iter().flatten().filter(|(_, r)| !r.is_empty()) {
+            out.push(AgentAllocation { agent: *agent, resources: r.clone() });
+        }
+        Ok(())
+    }
+    fn allocation_on(&self, c: ClientId, agent: AgentId, out: &mut Resources) -> Result<()> {
+        *out = self.held.get(&c).and_then(|m| m.get(&agent)).cloned().unwrap_or_default();
+        Ok(())
+    }
+    fn allocation_scalar_quantities(
+        &self,
+        c: Option<ClientId>,
+        out: &mut Quantities,
+    ) -> Result<()> {
+        out.clear();
+        for (_, by_agent) in self.held.iter().filter(|(k, _)| c.is_none_or(|c| **k == c)) {
+            for r in by_agent.values() {
+                out.add(&r.scalar_quantities());
+            }
+        }
         Ok(())
     }
     fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {

@@ -1,0 +1,392 @@
+//! `allocator-master conformance`: a built-in suite of checks any allocator module (or the
+//! built-in) should pass, each reported as pass or fail with the reason. Faults are not
+//! contained here (`--on_module_failure stop`): the module itself is under test.
+
+use std::sync::{Arc, Mutex};
+
+use allocator_api::{AllocatorOptions, FrameworkCapabilities, Resources};
+use serde_json::Value;
+
+use crate::allocator_scenario::Op;
+use crate::output::EventStream;
+use crate::registry::ModuleRegistry;
+use crate::simulation::{FailurePolicy, Setup, Simulation};
+
+/// The result of one check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// What is checked.
+    pub name: &'static str,
+    /// `None` when it passed, else why it failed.
+    pub failure: Option<String>,
+}
+
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Buf {
+    fn write(&mut self, d: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("buffer").extend_from_slice(d);
+        Ok(d.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One run of a list of events against the allocator under test.
+struct Run {
+    offers: Vec<(f64, String, String, String, Resources)>,
+    /// Durations of the periodic runs (time > 0), in milliseconds.
+    periodic_ms: Vec<f64>,
+    guard_dropped: u64,
+    error: Option<String>,
+    stream: Vec<String>,
+}
+
+fn agent(name: &str, resources: &str) -> Op {
+    Op::AddAgent {
+        agent: name.into(),
+        resources: resources.parse().expect("valid"),
+        hostname: None,
+        capabilities: None,
+        attributes: vec![],
+        used: vec![],
+        unavailability: None,
+    }
+}
+
+fn framework(name: &str, role: &str) -> Op {
+    Op::AddFramework {
+        framework: name.into(),
+        roles: vec![role.into()],
+        capabilities: FrameworkCapabilities::MULTI_ROLE,
+        active: true,
+        used: vec![],
+        suppressed_roles: vec![],
+        min_allocatable: vec![],
+        tasks: None,
+    }
+}
+
+fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Op {
+    Op::RecoverResources {
+        framework: fw.into(),
+        agent: agent.into(),
+        resources: None,
+        role: None,
+        refuse_seconds: refuse,
+    }
+}
+
+/// Runs `ops` against `allocator` and collects what happened.
+fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, ops: &[Op]) -> Run {
+    let options = AllocatorOptions { seed, ..Default::default() };
+    let setup = Setup {
+        allocator: allocator.into(),
+        role_sorter: "drf".into(),
+        framework_sorter: "drf".into(),
+        options,
+        on_module_failure: FailurePolicy::Stop,
+    };
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let mut out = EventStream::writer(Box::new(Buf(buf.clone())));
+    let mut error = None;
+    match Simulation::new(registry, setup, "conformance") {
+        Err(e) => error = Some(e),
+        Ok(mut sim) => {
+            for (i, op) in ops.iter().enumerate() {
+                if let Err(e) = sim.apply(i, op, &mut out) {
+                    error = Some(format!("event {i} ({op:?}): {e}"));
+                    break;
+                }
+            }
+            let summary = sim.run(
+                &crate::allocator_scenario::AllocatorScenario {
+                    file: "conformance".into(),
+                    description: None,
+                    config: Default::default(),
+                    events: vec![],
+                },
+                &mut out,
+            );
+            if let Err(e) = summary {
+                error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    out.flush();
+    drop(out);
+    let text = String::from_utf8(buf.lock().expect("buffer").clone()).unwrap_or_default();
+    let mut offers = Vec::new();
+    let mut guard_dropped = 0;
+    let mut stream = Vec::new();
+    let mut periodic_ms = Vec::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        match v["event"].as_str() {
+            Some("offer") => {
+                let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+                let r: Resources = s("resources").parse().unwrap_or_default();
+                offers.push((
+                    v["time"].as_f64().unwrap_or(0.0),
+                    s("framework"),
+                    s("role"),
+                    s("agent"),
+                    r,
+                ));
+                stream.push(line.to_owned());
+            }
+            Some("summary") => {
+                guard_dropped =
+                    v["metrics"]["allocator/guard/dropped_offers"].as_u64().unwrap_or(0);
+            }
+            Some("inverse_offer") => stream.push(line.to_owned()),
+            Some("allocation_run") if v["time"].as_f64().unwrap_or(0.0) > 0.0 => {
+                periodic_ms.push(v["micros"].as_f64().unwrap_or(0.0) / 1000.0);
+            }
+            _ => {}
+        }
+    }
+    Run { offers, periodic_ms, guard_dropped, error, stream }
+}
+
+fn verdict(name: &'static str, r: &Run, extra: impl FnOnce(&Run) -> Option<String>) -> Check {
+    let failure = if let Some(e) = &r.error {
+        Some(format!("the run failed: {e}"))
+    } else if r.guard_dropped > 0 {
+        Some(format!(
+            "the offer guard had to drop {} offer(s) (over-allocation, another role's reservation, or an inactive framework)",
+            r.guard_dropped
+        ))
+    } else {
+        extra(r)
+    };
+    Check { name, failure }
+}
+
+/// Runs every check against `allocator` (a loaded allocator module or `hierarchical`).
+pub fn run_allocator_checks(
+    registry: &ModuleRegistry,
+    allocator: &str,
+    time_bound_ms: f64,
+) -> Vec<Check> {
+    let mut checks = Vec::new();
+
+    let ops = vec![
+        agent("a1", "cpus:4;mem:4096"),
+        agent("a2", "cpus:2;mem:2048;ports:[31000-31099]"),
+        framework("f1", "r1"),
+        framework("f2", "r2"),
+        Op::Tick,
+        recover("f1", "a1", Some(0.0)),
+        Op::Tick,
+        recover("f2", "a2", Some(0.0)),
+        Op::Advance(3.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("never offers more than an agent has", &r, |r| {
+        r.offers.is_empty().then(|| "it made no offer at all on an idle cluster".to_owned())
+    }));
+
+    let mut ops = vec![agent("a1", "cpus:4;mem:4096"), agent("a2", "cpus:4;mem:4096")];
+    ops.extend([
+        framework("inactive", "r1"),
+        framework("suppressed", "r2"),
+        framework("active", "r3"),
+    ]);
+    ops.extend([
+        Op::DeactivateFramework("inactive".into()),
+        Op::SuppressOffers("suppressed".into(), vec![]),
+        recover("inactive", "a1", Some(0.0)),
+        recover("inactive", "a2", Some(0.0)),
+        recover("suppressed", "a1", Some(0.0)),
+        recover("suppressed", "a2", Some(0.0)),
+        Op::Advance(3.0),
+    ]);
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("never offers to inactive or suppressed frameworks", &r, |r| {
+        let after_setup = r.offers.iter().filter(|o| o.0 > 0.0);
+        let bad: Vec<String> = after_setup
+            .filter(|o| o.1 == "inactive" || o.1 == "suppressed")
+            .map(|o| format!("{} got {} on {} at t={}", o.1, o.4, o.3, o.0))
+            .collect();
+        (!bad.is_empty()).then(|| bad.join("; "))
+    }));
+
+    let ops = vec![
+        agent("a1", "cpus:4;mem:4096"),
+        framework("f1", "r1"),
+        recover("f1", "a1", Some(10.0)),
+        Op::Advance(5.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("respects refuse filters", &r, |r| {
+        let bad: Vec<String> = r
+            .offers
+            .iter()
+            .filter(|o| o.0 > 0.0)
+            .map(|o| format!("{} on {} at t={} despite a 10 s filter", o.4, o.3, o.0))
+            .collect();
+        (!bad.is_empty()).then(|| bad.join("; "))
+    }));
+
+    let ops = vec![
+        framework("f1", "r1"),
+        agent("a1", "cpus:2;mem:1024;cpus(r2):2;mem(r2):1024"),
+        Op::Tick,
+        recover("f1", "a1", Some(0.0)),
+        Op::Tick,
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("never offers a role another role's reservation", &r, |r| {
+        let bad: Vec<String> = r
+            .offers
+            .iter()
+            .filter(|o| o.4.iter().any(|x| !x.is_allocatable_to(&o.2)))
+            .map(|o| format!("{} offered to role {}", o.4, o.2))
+            .collect();
+        (!bad.is_empty()).then(|| bad.join("; "))
+    }));
+
+    let ops = vec![
+        agent("a1", "cpus:2;mem:1024"),
+        framework("f1", "r1"),
+        Op::RemoveFramework("f1".into()),
+        framework("f2", "r2"),
+        Op::Advance(2.0),
+        Op::RemoveAgent("a1".into()),
+        agent("a2", "cpus:2;mem:1024"),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict(
+        "handles removal of agents and frameworks with outstanding offers",
+        &r,
+        |r| {
+            let f2_a1 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a1");
+            let f2_a2 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a2");
+            if !f2_a1 {
+                Some("the resources of a removed framework were never offered again".into())
+            } else if !f2_a2 {
+                Some("an agent added after a removal was never offered".into())
+            } else {
+                None
+            }
+        },
+    ));
+
+    let total: Resources = "cpus:4;mem:4096;disk:100".parse().expect("valid");
+    let ops = vec![
+        agent("a1", "cpus:4;mem:4096;disk:100"),
+        framework("f1", "r1"),
+        Op::Tick,
+        recover("f1", "a1", None),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("recovers all resources", &r, |r| {
+        let mut seen = Resources::new();
+        for o in r.offers.iter().filter(|o| o.0 > 1.0) {
+            seen.add(&o.4);
+        }
+        (!seen.contains(&total))
+            .then(|| format!("after everything was given back, only {seen} was offered again"))
+    }));
+
+    let ops: Vec<Op> = (0..20)
+        .map(|i| agent(&format!("a{i}"), "cpus:4;mem:4096"))
+        .chain((0..5).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 2))))
+        .chain((0..20).map(|i| recover(&format!("f{}", i % 5), &format!("a{i}"), Some(0.0))))
+        .chain([Op::Advance(3.0)])
+        .collect();
+    let (a, b) = (run(registry, allocator, 7, &ops), run(registry, allocator, 7, &ops));
+    checks.push(Check {
+        name: "stays deterministic under a seed",
+        failure: if let Some(e) = a.error.or(b.error) {
+            Some(format!("the run failed: {e}"))
+        } else if a.stream != b.stream {
+            Some("two runs with seed 7 made different offers".into())
+        } else {
+            None
+        },
+    });
+
+    let mut ops: Vec<Op> = (0..1000)
+        .map(|i| agent(&format!("a{i:04}"), "cpus:8;mem:16384;ports:[31000-32000]"))
+        .collect();
+    ops.extend((0..100).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 10))));
+    ops.push(Op::Advance(3.0));
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("answers within a time bound on a 1,000-agent cluster", &r, |r| {
+        let worst = r.periodic_ms.iter().copied().fold(0.0, f64::max);
+        (worst > time_bound_ms).then(|| format!("a periodic allocation run over 1,000 agents took {worst:.1} ms, over the {time_bound_ms} ms bound"))
+    }));
+    checks
+}
+
+/// Prints the checks; returns whether all passed.
+pub fn report(subject: &str, checks: &[Check]) -> bool {
+    println!("conformance of {subject}:");
+    for c in checks {
+        match &c.failure {
+            None => println!("  PASS  {}", c.name),
+            Some(why) => println!("  FAIL  {}: {why}", c.name),
+        }
+    }
+    let failed = checks.iter().filter(|c| c.failure.is_some()).count();
+    println!("{} passed, {} failed", checks.len() - failed, failed);
+    failed == 0
+}
+
+/// The sorter checks: the common behaviours every sorter must have (SPEC 4.2 scenarios).
+const SORTER_SCENARIOS: [(&str, &str); 6] = [
+    (
+        "adds clients inactive; activate and deactivate are idempotent",
+        include_str!("../../tests/scenarios/sorters/common/add_is_inactive.json"),
+    ),
+    (
+        "removing a leaf collapses its parent",
+        include_str!("../../tests/scenarios/sorters/common/remove_leaf_collapses_parent.json"),
+    ),
+    (
+        "a collapsed parent keeps its inactive state",
+        include_str!(
+            "../../tests/scenarios/sorters/common/remove_inactive_leaf_collapses_parent.json"
+        ),
+    ),
+    (
+        "tracks allocations of inactive clients",
+        include_str!("../../tests/scenarios/sorters/common/allocation_for_inactive_client.json"),
+    ),
+    (
+        "tracks allocations over several agents",
+        include_str!("../../tests/scenarios/sorters/common/multiple_agents.json"),
+    ),
+    (
+        "updates allocations of nested clients",
+        include_str!("../../tests/scenarios/sorters/common/update_allocation_nested_client.json"),
+    ),
+];
+
+/// Runs the common sorter behaviours against sorter `name`.
+pub fn run_sorter_checks(registry: &ModuleRegistry, name: &str) -> Vec<Check> {
+    SORTER_SCENARIOS
+        .iter()
+        .map(|(check, text)| {
+            let failure = (|| -> Result<Option<String>, String> {
+                let mut doc =
+                    crate::scenario::Document::parse(text, check).map_err(|e| e.to_string())?;
+                doc.root.insert("sorter".into(), Value::String(name.to_owned()));
+                let scenario =
+                    crate::sorter_scenario::SorterScenario::parse(&doc, &Default::default())
+                        .map_err(|e| e.to_string())?;
+                let outcome = scenario
+                    .run(registry, check, &mut EventStream::sink())
+                    .map_err(|e| e.to_string())?;
+                Ok(outcome.failures.first().map(|f| f.replace('\n', " ")))
+            })()
+            .unwrap_or_else(Some);
+            Check { name: check, failure }
+        })
+        .collect()
+}
