@@ -529,6 +529,20 @@ impl HierarchicalAllocator {
         self.rng.shuffle(&mut agents);
 
         let mut run = RunState::default();
+        // Roles with no active, unsuppressed framework stay so for the whole run: find them
+        // once, and skip the run entirely when no role can receive anything.
+        let mut buf = std::mem::take(&mut self.fw_buf);
+        for (role, state) in self.roles.iter_mut() {
+            state.sorter.sort(&mut buf).map_err(|e| sorter_error("framework sorter sort", e))?;
+            if !buf.is_empty() {
+                run.active_roles.insert(role.clone());
+            }
+        }
+        self.fw_buf = buf;
+        if run.active_roles.is_empty() {
+            self.generate_inverse_offers(&agents, out);
+            return Ok(());
+        }
         if !self.quotas.is_empty() {
             self.quota_bookkeeping(&mut run);
             // Stage 1: quota guarantees (R18), then the agents are shuffled again.
@@ -594,7 +608,11 @@ impl HierarchicalAllocator {
         let mut role_order = std::mem::take(&mut self.role_buf);
         self.role_sorter.sort(&mut role_order).map_err(|e| sorter_error("role sorter sort", e))?;
         for &role_client in role_order.iter() {
-            let Some(role) = self.role_by_client.get(&role_client).cloned() else { continue };
+            let Some(role) = self.role_by_client.get(&role_client) else { continue };
+            if !run.active_roles.contains(role) {
+                continue;
+            }
+            let role = role.clone();
             if self.agents[&agent_id].nothing_available() {
                 break;
             }
@@ -834,6 +852,8 @@ enum Stage {
 #[derive(Default)]
 struct RunState {
     offerable: BTreeMap<(FrameworkId, String, AgentId), Resources>,
+    /// Roles with at least one active, unsuppressed framework at the start of the run.
+    active_roles: HashSet<String>,
     shared_offered: HashMap<AgentId, Resources>,
     /// Per top-level quota role: quota consumption (allocated unreserved non-revocable scalars of
     /// the role and its subroles, plus all their reservations).

@@ -191,6 +191,8 @@ pub struct Simulation<'r> {
     paused: bool,
     fallbacks: u64,
     guard_dropped: u64,
+    /// Whether offers are kept for `expect_offers` (off for scenarios without one).
+    track_offers: bool,
 }
 
 fn time_key(t: f64) -> u64 {
@@ -265,6 +267,7 @@ impl<'r> Simulation<'r> {
             paused: false,
             fallbacks: 0,
             guard_dropped: 0,
+            track_offers: true,
         })
     }
 
@@ -285,6 +288,7 @@ impl<'r> Simulation<'r> {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Outcome, SimulationError> {
         let total = scenario.events.len();
+        self.track_offers = scenario.events.iter().any(|(_, op)| matches!(op, Op::ExpectOffers(_)));
         for (index, (location, op)) in scenario.events.iter().enumerate() {
             self.apply(index, op, out).map_err(|message| SimulationError {
                 file: self.file.clone(),
@@ -687,11 +691,18 @@ impl<'r> Simulation<'r> {
             let role = offer.role.to_string();
             self.ledger_add(offer.framework, offer.agent, &role, &offer.resources);
             self.role_stats.entry(role.clone()).or_default().offers += 1;
-            let (fw, agent) =
-                (self.fw_name(offer.framework).to_owned(), self.agent_name(offer.agent).to_owned());
-            out.emit(&json!({"event": "offer", "time": self.now, "run": self.runs, "framework": fw,
-                             "role": role, "agent": agent, "resources": offer.resources.to_string()}));
-            self.pending_offers.entry((fw, role, agent)).or_default().add(&offer.resources);
+            let (fw, agent) = if out.is_enabled() || self.track_offers {
+                (self.fw_name(offer.framework).to_owned(), self.agent_name(offer.agent).to_owned())
+            } else {
+                (String::new(), String::new())
+            };
+            if out.is_enabled() {
+                out.emit(&json!({"event": "offer", "time": self.now, "run": self.runs, "framework": fw,
+                                 "role": role, "agent": agent, "resources": offer.resources.to_string()}));
+            }
+            if self.track_offers {
+                self.pending_offers.entry((fw, role, agent)).or_default().add(&offer.resources);
+            }
             accepted.push(offer);
         }
         for dropped in to_recover {
