@@ -298,6 +298,27 @@ impl HierarchicalAllocator {
         self.agents.get(&id).ok_or_else(|| ModuleError::rejected(format!("{call}: unknown {id}")))
     }
 
+    /// Tells every sorter that `agent`'s total is now `q` (sorters take a change as remove + add).
+    fn resize_agent_in_sorters(&mut self, agent: AgentId, q: &Quantities) -> Result<()> {
+        self.role_sorter
+            .remove_agent(agent)
+            .map_err(|e| sorter_error("role sorter remove_agent", e))?;
+        self.role_sorter
+            .add_agent(agent, q)
+            .map_err(|e| sorter_error("role sorter add_agent", e))?;
+        for state in self.roles.values_mut() {
+            state
+                .sorter
+                .remove_agent(agent)
+                .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
+            state
+                .sorter
+                .add_agent(agent, q)
+                .map_err(|e| sorter_error("framework sorter add_agent", e))?;
+        }
+        Ok(())
+    }
+
     /// Tracks `fw` under `role`, adding the role to the role sorter and creating its framework
     /// sorter on first use.
     fn track_framework_under_role(&mut self, fw: FrameworkId, role: &str) -> Result<()> {
@@ -1204,22 +1225,7 @@ impl Allocator for HierarchicalAllocator {
             agent.has_gpu = t.scalar("gpus").is_positive();
             agent.recompute_free();
             let q = t.scalar_quantities();
-            self.role_sorter
-                .remove_agent(info.id)
-                .map_err(|e| sorter_error("role sorter remove_agent", e))?;
-            self.role_sorter
-                .add_agent(info.id, &q)
-                .map_err(|e| sorter_error("role sorter add_agent", e))?;
-            for state in self.roles.values_mut() {
-                state
-                    .sorter
-                    .remove_agent(info.id)
-                    .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
-                state
-                    .sorter
-                    .add_agent(info.id, &q)
-                    .map_err(|e| sorter_error("framework sorter add_agent", e))?;
-            }
+            self.resize_agent_in_sorters(info.id, &q)?;
         }
         Ok(())
     }
@@ -1337,22 +1343,7 @@ impl Allocator for HierarchicalAllocator {
         a.recompute_free();
         if q_changed {
             let q = a.total.scalar_quantities();
-            self.role_sorter
-                .remove_agent(agent)
-                .map_err(|e| sorter_error("role sorter remove_agent", e))?;
-            self.role_sorter
-                .add_agent(agent, &q)
-                .map_err(|e| sorter_error("role sorter add_agent", e))?;
-            for state in self.roles.values_mut() {
-                state
-                    .sorter
-                    .remove_agent(agent)
-                    .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
-                state
-                    .sorter
-                    .add_agent(agent, &q)
-                    .map_err(|e| sorter_error("framework sorter add_agent", e))?;
-            }
+            self.resize_agent_in_sorters(agent, &q)?;
         }
         Ok(())
     }

@@ -73,3 +73,16 @@ pub fn manifest_for(library_name: &str, modules: &[&str]) -> String {
         mods.join(", ")
     )
 }
+
+/// The `*.json` files of a workspace folder, sorted (panics if there are none).
+pub fn json_files(folder: &str) -> Vec<PathBuf> {
+    let dir = workspace_root().join(folder);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    files
+}

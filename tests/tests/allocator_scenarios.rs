@@ -4,18 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use workspace_tests::{run_master, workspace_root};
+use workspace_tests::run_master;
 
 fn scenarios(folder: &str) -> Vec<PathBuf> {
-    let dir = workspace_root().join(folder);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
-    files
+    workspace_tests::json_files(folder)
 }
 
 fn check(file: &Path, extra: &[&str]) {
