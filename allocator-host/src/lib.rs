@@ -9,6 +9,7 @@
 //! * [`cli`]: the `allocator-master` command line (SPEC section 1).
 #![deny(missing_docs)]
 
+pub mod actor;
 pub mod allocator_scenario;
 pub mod bench;
 pub mod cli;
