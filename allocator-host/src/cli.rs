@@ -252,8 +252,8 @@ pub fn run(args: &Args) -> Result<u8, String> {
             || doc.file.clone(),
             |d| {
                 let first = d.split(". ").next().unwrap_or(d);
-                if first.chars().count() > 110 {
-                    format!("{}…", first.chars().take(110).collect::<String>())
+                if first.chars().count() > 80 {
+                    format!("{}…", first.chars().take(80).collect::<String>())
                 } else {
                     first.to_owned()
                 }

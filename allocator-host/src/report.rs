@@ -13,6 +13,8 @@ pub struct Series {
     pub shares: BTreeMap<String, Vec<f64>>,
     /// Allocated fraction per resource name, one value per sample.
     pub utilisation: BTreeMap<String, Vec<f64>>,
+    /// Tasks waiting to start per role (trace-driven frameworks), one value per sample.
+    pub waiting: BTreeMap<String, Vec<f64>>,
 }
 
 impl Series {
@@ -23,9 +25,24 @@ impl Series {
         shares: &BTreeMap<String, f64>,
         utilisation: &BTreeMap<String, f64>,
     ) {
+        self.push_with_waiting(time, shares, utilisation, &BTreeMap::new());
+    }
+
+    /// Appends one sample with the number of tasks waiting per role.
+    pub fn push_with_waiting(
+        &mut self,
+        time: f64,
+        shares: &BTreeMap<String, f64>,
+        utilisation: &BTreeMap<String, f64>,
+        waiting: &BTreeMap<String, f64>,
+    ) {
         let n = self.times.len();
         self.times.push(time);
-        for (map, values) in [(&mut self.shares, shares), (&mut self.utilisation, utilisation)] {
+        for (map, values) in [
+            (&mut self.shares, shares),
+            (&mut self.utilisation, utilisation),
+            (&mut self.waiting, waiting),
+        ] {
             for k in values.keys() {
                 map.entry(k.clone()).or_insert_with(|| vec![0.0; n]);
             }
@@ -47,6 +64,7 @@ impl Series {
             times: pick(&self.times),
             shares: self.shares.iter().map(|(k, v)| (k.clone(), pick(v))).collect(),
             utilisation: self.utilisation.iter().map(|(k, v)| (k.clone(), pick(v))).collect(),
+            waiting: self.waiting.iter().map(|(k, v)| (k.clone(), pick(v))).collect(),
         }
     }
 }
@@ -78,12 +96,19 @@ fn panel(
     ylabel: &str,
     times: &[f64],
     lines: &BTreeMap<String, Vec<f64>>,
+    percent: bool,
 ) {
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = PANEL - 70.0;
     let (x0, y0) = (LEFT, top + 40.0);
     let t_max = times.last().copied().unwrap_or(1.0).max(1e-9);
-    let y_max = lines.values().flatten().copied().fold(1.0f64, f64::max);
+    let data_max = lines.values().flatten().copied().fold(0.0f64, f64::max);
+    let (y_max, y_step) = if percent {
+        (data_max.max(1.0), 0.25)
+    } else {
+        let step = tick_step(data_max.max(1.0) * 1.2).max(1.0);
+        ((data_max / step).ceil().max(1.0) * step, step)
+    };
     let x = |t: f64| x0 + t / t_max * plot_w;
     let y = |v: f64| y0 + plot_h - v / y_max * plot_h;
     let _ = writeln!(
@@ -105,14 +130,14 @@ fn panel(
             r##"<line x1="{x0}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#eee"/>"##,
             x0 + plot_w
         );
+        let label = if percent { format!("{:.0}%", v * 100.0) } else { format!("{v}") };
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{:.0}%</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{label}</text>"#,
             x0 - 6.0,
-            yy + 4.0,
-            v * 100.0
+            yy + 4.0
         );
-        v += 0.25;
+        v += y_step;
     }
     // X ticks.
     let step = tick_step(t_max);
@@ -164,21 +189,28 @@ fn panel(
             lx + 18.0
         );
         let last = values.last().copied().unwrap_or(0.0);
+        let value = if percent {
+            format!("{:.0}%", last * 100.0)
+        } else {
+            format!("now {last}, max {}", values.iter().copied().fold(0.0, f64::max))
+        };
         let _ = writeln!(
             svg,
-            r#"<text x="{}" y="{}" font-size="12">{} ({:.0}%)</text>"#,
+            r#"<text x="{}" y="{}" font-size="12">{} ({value})</text>"#,
             lx + 24.0,
             ly + 4.0,
-            escape(name),
-            last * 100.0
+            escape(name)
         );
     }
 }
 
-/// Renders the report: a title line, then the two panels.
+/// Renders the report: a title line, then the panels (a third, tasks waiting per role, when
+/// trace-driven frameworks had tasks waiting).
 pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
     let s = series.thinned(1500);
-    let height = 60.0 + 2.0 * PANEL;
+    let with_waiting = s.waiting.values().flatten().any(|v| *v > 0.0);
+    let panels = if with_waiting { 3.0 } else { 2.0 };
+    let height = 60.0 + panels * PANEL;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -202,6 +234,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
         "dominant share",
         &s.times,
         &s.shares,
+        true,
     );
     panel(
         &mut svg,
@@ -210,7 +243,19 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
         "allocated",
         &s.times,
         &s.utilisation,
+        true,
     );
+    if with_waiting {
+        panel(
+            &mut svg,
+            50.0 + 2.0 * PANEL,
+            "Tasks waiting to start, per role",
+            "tasks waiting",
+            &s.times,
+            &s.waiting,
+            false,
+        );
+    }
     svg.push_str("</svg>\n");
     svg
 }

@@ -509,11 +509,25 @@ impl<'r> Simulation<'r> {
         if self.series.times.last() == Some(&self.now) && !self.series.times.is_empty() {
             // Keep one point per instant: the latest state wins.
             self.series.times.pop();
-            for v in self.series.shares.values_mut().chain(self.series.utilisation.values_mut()) {
+            for v in self
+                .series
+                .shares
+                .values_mut()
+                .chain(self.series.utilisation.values_mut())
+                .chain(self.series.waiting.values_mut())
+            {
                 v.pop();
             }
         }
-        self.series.push(self.now, &shares, &util);
+        let mut waiting: BTreeMap<String, f64> = BTreeMap::new();
+        for rec in self.frameworks.iter().flatten().filter(|f| f.present) {
+            if let (Some(sim), Some(role)) = (&rec.sim, rec.info.roles.first())
+                && sim.submitted > 0
+            {
+                *waiting.entry(role.to_string()).or_default() += sim.queue.len() as f64;
+            }
+        }
+        self.series.push_with_waiting(self.now, &shares, &util, &waiting);
     }
 
     /// Renders the report of the run so far as SVG.
