@@ -80,6 +80,20 @@ pub struct Args {
         value_parser = ["fallback", "stop"]
     )]
     pub on_module_failure: String,
+    /// Report module calls slower than this many milliseconds (0: off).
+    #[arg(
+        long = "module_call_budget_ms",
+        alias = "module-call-budget-ms",
+        default_value_t = 1000.0
+    )]
+    pub module_call_budget_ms: f64,
+    /// Stop the master when a module call has not returned after this many milliseconds (0: off).
+    #[arg(
+        long = "module_call_timeout_ms",
+        alias = "module-call-timeout-ms",
+        default_value_t = 30000.0
+    )]
+    pub module_call_timeout_ms: f64,
     /// Write an SVG report (dominant share per role and utilisation over time) to FILE.
     #[arg(long = "report", value_name = "FILE.svg")]
     pub report: Option<PathBuf>,
@@ -407,7 +421,10 @@ pub fn setup(args: &Args, config: &ScenarioConfig) -> Result<Setup, String> {
         "fallback" => FailurePolicy::Fallback,
         _ => FailurePolicy::Stop,
     };
+    let positive = |v: f64| (v > 0.0).then_some(v);
     Ok(Setup {
+        call_budget_ms: positive(args.module_call_budget_ms),
+        call_timeout_ms: positive(args.module_call_timeout_ms),
         on_module_failure,
         allocator: pick(&args.allocator, &config.allocator, BUILTIN_ALLOCATOR),
         role_sorter,

@@ -89,6 +89,8 @@ fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, ops: &[Op]) -> Run
         framework_sorter: "drf".into(),
         options,
         on_module_failure: FailurePolicy::Stop,
+        call_budget_ms: None,
+        call_timeout_ms: Some(30_000.0),
     };
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut out = EventStream::writer(Box::new(Buf(buf.clone())));
@@ -96,6 +98,7 @@ fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, ops: &[Op]) -> Run
     match Simulation::new(registry, setup, "conformance") {
         Err(e) => error = Some(e),
         Ok(mut sim) => {
+            sim.start_watchdog();
             for (i, op) in ops.iter().enumerate() {
                 if let Err(e) = sim.apply(i, op, &mut out) {
                     error = Some(format!("event {i} ({op:?}): {e}"));

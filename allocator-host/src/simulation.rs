@@ -3,7 +3,7 @@
 //! frameworks, checks expectations and collects the summary.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use allocator_api::{
     AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkId,
@@ -49,6 +49,20 @@ pub struct Setup {
     pub options: AllocatorOptions,
     /// What to do when a module fails (panics, returns a failure, or is poisoned).
     pub on_module_failure: FailurePolicy,
+    /// Module calls slower than this are reported (a warning and the
+    /// `allocator/module_calls_over_budget` metric); `None` turns the check off.
+    pub call_budget_ms: Option<f64>,
+    /// A module call still running after this long is taken as hung: the master stops with
+    /// the reason (exit code 2), since a blocked call cannot be interrupted. `None`: no limit.
+    pub call_timeout_ms: Option<f64>,
+}
+
+/// The call in progress, watched by the watchdog thread.
+#[derive(Default)]
+struct Watch {
+    /// Start of the current call in microseconds since the watch was created; 0 when idle.
+    started_us: std::sync::atomic::AtomicU64,
+    what: std::sync::Mutex<String>,
 }
 
 /// What the host does when a module call fails (`--on_module_failure`).
@@ -193,6 +207,8 @@ pub struct Simulation<'r> {
     guard_dropped: u64,
     /// Whether offers are kept for `expect_offers` (off for scenarios without one).
     track_offers: bool,
+    watch: Option<(std::sync::Arc<Watch>, Instant)>,
+    over_budget: u64,
 }
 
 fn time_key(t: f64) -> u64 {
@@ -268,7 +284,41 @@ impl<'r> Simulation<'r> {
             fallbacks: 0,
             guard_dropped: 0,
             track_offers: true,
+            watch: None,
+            over_budget: 0,
         })
+    }
+
+    /// Starts the watchdog for hung module calls (when a module is in use and a timeout is set).
+    pub fn start_watchdog(&mut self) {
+        let uses_module = matches!(self.engine, Engine::Module(_))
+            || [&self.setup.role_sorter, &self.setup.framework_sorter]
+                .iter()
+                .any(|n| self.registry.module(n).is_some());
+        let Some(timeout_ms) = self.setup.call_timeout_ms.filter(|_| uses_module) else { return };
+        let watch = std::sync::Arc::new(Watch::default());
+        let epoch = Instant::now();
+        self.watch = Some((watch.clone(), epoch));
+        let module = self.setup.allocator.clone();
+        let period = Duration::from_secs_f64((timeout_ms / 4.0).max(1.0) / 1e3);
+        std::thread::Builder::new()
+            .name("module-watchdog".into())
+            .spawn(move || loop {
+                std::thread::sleep(period);
+                let started = watch.started_us.load(std::sync::atomic::Ordering::SeqCst);
+                if started == 0 {
+                    continue;
+                }
+                let running_ms = (epoch.elapsed().as_micros() as u64).saturating_sub(started) as f64 / 1e3;
+                if running_ms > timeout_ms {
+                    let what = watch.what.lock().map(|w| w.clone()).unwrap_or_default();
+                    eprintln!(
+                        "allocator-master: a module call has not returned for {running_ms:.0} ms ({what}, allocator '{module}'), over --module_call_timeout_ms {timeout_ms}; stopping"
+                    );
+                    std::process::exit(2);
+                }
+            })
+            .expect("spawn the watchdog");
     }
 
     /// Runs every event of `scenario`, then writes the summary.
@@ -288,6 +338,9 @@ impl<'r> Simulation<'r> {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Outcome, SimulationError> {
         let total = scenario.events.len();
+        if self.watch.is_none() {
+            self.start_watchdog();
+        }
         self.track_offers = scenario.events.iter().any(|(_, op)| matches!(op, Op::ExpectOffers(_)));
         for (index, (location, op)) in scenario.events.iter().enumerate() {
             self.apply(index, op, out).map_err(|message| SimulationError {
@@ -311,7 +364,31 @@ impl<'r> Simulation<'r> {
         what: &str,
         mut f: impl FnMut(&mut dyn Allocator) -> allocator_api::Result<()>,
     ) -> Result<(), String> {
-        match f(self.engine.get()) {
+        let start = Instant::now();
+        if let Some((watch, epoch)) = &self.watch {
+            if let Ok(mut w) = watch.what.lock() {
+                w.clear();
+                w.push_str(what);
+            }
+            let now = (epoch.elapsed().as_micros() as u64).max(1);
+            watch.started_us.store(now, std::sync::atomic::Ordering::SeqCst);
+        }
+        let result = f(self.engine.get());
+        if let Some((watch, _)) = &self.watch {
+            watch.started_us.store(0, std::sync::atomic::Ordering::SeqCst);
+        }
+        let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+        if let Some(budget) = self.setup.call_budget_ms
+            && elapsed_ms > budget
+            && self.watch.is_some()
+        {
+            self.over_budget += 1;
+            log::warn!(
+                "module call {what} (allocator '{}') took {elapsed_ms:.1} ms, over the {budget} ms budget",
+                self.setup.allocator
+            );
+        }
+        match result {
             Ok(()) => Ok(()),
             Err(e) if e.is_fault() && self.setup.on_module_failure == FailurePolicy::Fallback => {
                 self.fall_back(what, &e)?;
@@ -610,7 +687,15 @@ impl<'r> Simulation<'r> {
 
     /// Advances the virtual clock, running task completions and the periodic runs that fall due.
     fn advance(&mut self, seconds: f64, out: &mut EventStream) -> Result<(), String> {
+        const MAX_RUNS: f64 = 10_000_000.0;
         let target = self.now + seconds;
+        let runs = (target / self.interval).floor() - (self.now / self.interval).floor();
+        if !target.is_finite() || runs > MAX_RUNS {
+            return Err(format!(
+                "advancing {seconds} s would make {runs:.0} periodic allocation runs at an interval of {} s (at most {MAX_RUNS} per event)",
+                self.interval
+            ));
+        }
         loop {
             let next_finish = self.finishes.keys().next().map(|(t, _)| *t as f64 / 1e6);
             let next = match next_finish {
@@ -1448,6 +1533,7 @@ impl<'r> Simulation<'r> {
         metrics.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
         metrics.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
         metrics.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
+        metrics.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
         metrics.insert("allocator/mesos/allocation_run_ms/p50".into(), json!(pct(0.5)));
         metrics.insert("allocator/mesos/allocation_run_ms/p99".into(), json!(pct(0.99)));
         metrics.insert("allocator/mesos/allocation_run_ms/max".into(), json!(max));

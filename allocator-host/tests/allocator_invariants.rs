@@ -170,6 +170,8 @@ fn setup(seed: u64) -> Setup {
         framework_sorter: "drf".into(),
         options,
         on_module_failure: Default::default(),
+        call_budget_ms: None,
+        call_timeout_ms: None,
     }
 }
 

@@ -87,3 +87,37 @@ fn a_panicking_sorter_module_is_replaced_by_the_builtin_drf() {
     assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1);
     let _ = target_dir();
 }
+
+#[test]
+fn a_module_call_that_never_returns_stops_the_master_with_the_reason() {
+    let m = manifest("faulty_allocator", &[("hang_on_allocate", "2")]);
+    let start = std::time::Instant::now();
+    let out = run(
+        "tests/scenarios/faults/allocator_fails_mid_run.json",
+        &["--modules", &m, "--allocator", "faulty_allocator", "--module_call_timeout_ms", "300"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a module call has not returned for"), "{err}");
+    assert!(err.contains("allocate, allocator 'faulty_allocator'"), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn slow_module_calls_are_counted_against_the_budget() {
+    let m = manifest("faulty_allocator", &[]);
+    let out = run(
+        "tests/scenarios/faults/allocator_fails_mid_run.json",
+        &[
+            "--modules",
+            &m,
+            "--allocator",
+            "faulty_allocator",
+            "--module_call_budget_ms",
+            "0.000001",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summary(&out);
+    assert!(s["metrics"]["allocator/module_calls_over_budget"].as_u64().unwrap() > 0, "{s}");
+}

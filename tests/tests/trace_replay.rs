@@ -49,6 +49,8 @@ fn the_trace_replays_with_every_sorter_without_over_committing_an_agent() {
             framework_sorter: sorter.into(),
             options: AllocatorOptions::default(),
             on_module_failure: Default::default(),
+            call_budget_ms: None,
+            call_timeout_ms: None,
         };
         let mut sim = Simulation::new(&registry, setup, "trace").unwrap();
         let mut out = EventStream::sink();
