@@ -114,6 +114,25 @@ pub enum Command {
     Import(ImportArgs),
     /// Check an allocator or sorter (module or built-in) against the conformance suite.
     Conformance(ConformanceArgs),
+    /// A long run with agent and framework churn, checking invariants after every run.
+    Soak(SoakArgs),
+}
+
+/// `allocator-master soak` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SoakArgs {
+    /// Agents in the cluster (the default workload has about 300; 10x is 3000).
+    #[arg(long, default_value_t = 3000)]
+    pub agents: usize,
+    /// Simulated frameworks.
+    #[arg(long, default_value_t = 120)]
+    pub frameworks: usize,
+    /// Periodic allocation runs.
+    #[arg(long, default_value_t = 100_000)]
+    pub runs: u64,
+    /// Seed of the workload and the churn.
+    #[arg(long = "soak-seed", default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// `allocator-master conformance` arguments.
@@ -199,6 +218,28 @@ pub fn run(args: &Args) -> Result<u8, String> {
     match &args.command {
         Some(Command::Bench(bench)) => return run_bench(args, bench, &registry),
         Some(Command::Import(import)) => return run_import(import),
+        Some(Command::Soak(a)) => {
+            let options = crate::soak::SoakOptions {
+                agents: a.agents,
+                frameworks: a.frameworks,
+                runs: a.runs,
+                seed: a.seed,
+            };
+            let r = crate::soak::run(&registry, &options)?;
+            println!(
+                "soak: {} allocation runs, {} churn events, {:.1} s; resident memory {} KiB after setup, {} KiB at the end; {} invariant violations",
+                r.runs,
+                r.churn_events,
+                r.seconds,
+                r.rss_kib.0,
+                r.rss_kib.1,
+                r.violations.len()
+            );
+            for v in &r.violations {
+                println!("  {v}");
+            }
+            return Ok(if r.violations.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED });
+        }
         Some(Command::Conformance(c)) => {
             let (subject, checks) = match (&c.allocator, &c.sorter) {
                 (Some(a), _) => (

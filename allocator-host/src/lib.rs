@@ -22,6 +22,7 @@ pub mod registry;
 pub mod report;
 pub mod scenario;
 pub mod simulation;
+pub mod soak;
 pub mod sorter_scenario;
 pub mod workload;
 

@@ -283,7 +283,7 @@ impl<'r> Simulation<'r> {
             paused: false,
             fallbacks: 0,
             guard_dropped: 0,
-            track_offers: true,
+            track_offers: false,
             watch: None,
             over_budget: 0,
         })
@@ -1681,6 +1681,22 @@ impl<'r> Simulation<'r> {
             }
         }
         (submitted, waits.len() as u64, pending, waits)
+    }
+
+    /// Keeps offers for `expect_offers` when events are applied one by one with
+    /// [`apply`](Self::apply) (`run` decides by itself from the scenario).
+    pub fn set_offer_tracking(&mut self, on: bool) {
+        self.track_offers = on;
+    }
+
+    /// Agents whose allocations exceed their total, from the incremental per-agent record (cheap:
+    /// one containment check per agent).
+    pub fn overcommitted_agents_fast(&self) -> Vec<AgentId> {
+        self.agents
+            .iter()
+            .filter(|a| a.present && !a.total.contains(&a.used))
+            .map(|a| a.info.id)
+            .collect()
     }
 
     /// Agents whose allocations (from the host's ledger) exceed their total. Only a shrinking
