@@ -21,30 +21,8 @@
 //! Calls that the allocator refuses are logged and counted in the metrics; they cannot be
 //! reported to the caller, who has already moved on (use `query` when an answer is needed).
 //!
-//! ```
-//! use std::time::Duration;
-//! use allocator_api::*;
-//! use allocator_host::{actor::AllocatorActor, ModuleRegistry};
-//!
-//! let registry = ModuleRegistry::new(); // registry.load_flags(Some("modules.json"), None) for modules
-//! let role = registry.sorter_factory("drf", "--role_sorter").unwrap();
-//! let fws = registry.sorter_factory("drf", "--framework_sorter").unwrap();
-//! let options = AllocatorOptions::default();
-//! let allocator = allocator_host::hierarchical::HierarchicalAllocator::new(&options, role, fws).unwrap();
-//! // or: registry.create_allocator_module("binpack", &options)
-//! let (actor, offers) = AllocatorActor::spawn(Box::new(allocator), Duration::from_secs(1));
-//! let master = actor.handle(); // clone it into every thread that talks to the allocator
-//! let info = FrameworkInfo { id: FrameworkId(1), name: "f1".into(), roles: vec!["web".into()].into(),
-//!                            capabilities: FrameworkCapabilities::MULTI_ROLE };
-//! master.add_framework(info, vec![], true, FrameworkOptions::default());
-//! let agent = AgentInfo { id: AgentId(7), name: "a7".into(), hostname: "a7".into(),
-//!                         attributes: RVec::new(), capabilities: AgentCapabilities::all() };
-//! master.add_agent(agent, None, "cpus:4;mem:8192".parse().unwrap(), vec![]);
-//! let batch = offers.recv().unwrap(); // offers arrive as runs happen
-//! assert_eq!(batch.offers[0].agent, AgentId(7));
-//! master.recover_resources(FrameworkId(1), AgentId(7), "web".into(), batch.offers[0].resources.clone(), Some(5.0));
-//! actor.shutdown(); // processes everything queued, joins the thread
-//! ```
+//! A complete example, compiled and run by the test suite, is
+//! `allocator-host/tests/embedding_example.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
