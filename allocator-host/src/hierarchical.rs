@@ -221,7 +221,7 @@ impl HierarchicalAllocator {
             let fs = fresh.get_mut(role).expect("created above");
             for fw in &state.frameworks {
                 let framework = &self.frameworks[fw];
-                fs.add(ClientId(fw.0), &framework.info.name).map_err(fail)?;
+                fs.add(ClientId(fw.0), &framework_path(*fw)).map_err(fail)?;
                 if framework.active && !framework.suppressed.contains(role) {
                     fs.activate(ClientId(fw.0)).map_err(fail)?;
                 }
@@ -342,11 +342,9 @@ impl HierarchicalAllocator {
         }
         let state = self.roles.get_mut(role).expect("just ensured");
         if state.frameworks.insert(fw) {
-            let name =
-                self.frameworks.get(&fw).map(|f| f.info.name.to_string()).unwrap_or_default();
             state
                 .sorter
-                .add(ClientId(fw.0), &name)
+                .add(ClientId(fw.0), &framework_path(fw))
                 .map_err(|e| sorter_error("framework sorter add", e))?;
             if let Some(f) = self.frameworks.get(&fw)
                 && f.active
@@ -883,6 +881,14 @@ struct RunState {
     limits: HashMap<String, Quantities>,
     required_headroom: Quantities,
     available_headroom: Quantities,
+}
+
+/// A framework's client path in its role's framework sorter: its id, zero-padded so that path
+/// order (the last DRF tie-break) is the order in which frameworks were first seen, as Mesos's
+/// framework ids order by registration. Names are for display only: they need not be unique
+/// and may contain `/`.
+fn framework_path(fw: FrameworkId) -> String {
+    format!("{:010}", fw.0)
 }
 
 /// The top-level role of a role path (`a` for `a/b/c`).

@@ -10,15 +10,16 @@ fn scenarios(folder: &str) -> Vec<PathBuf> {
     workspace_tests::json_files(&format!("tests/scenarios/sorters/{folder}"))
 }
 
-/// Writes `scenario` with its `sorter` replaced, next to the test binary.
-fn with_sorter(scenario: &Path, sorter: &str) -> PathBuf {
+/// Writes `scenario` with its `sorter` replaced, next to the test binary. `tag` keeps the files
+/// of tests running at the same time apart.
+fn with_sorter(scenario: &Path, sorter: &str, tag: &str) -> PathBuf {
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(scenario).unwrap()).unwrap();
     doc["sorter"] = serde_json::Value::String(sorter.to_owned());
     let dir = workspace_tests::target_dir().join("conformance-scenarios");
     std::fs::create_dir_all(&dir).unwrap();
-    let out =
-        dir.join(format!("{}-{}.json", sorter, scenario.file_stem().unwrap().to_string_lossy()));
+    let stem = scenario.file_stem().unwrap().to_string_lossy();
+    let out = dir.join(format!("{tag}-{sorter}-{stem}.json"));
     std::fs::write(&out, doc.to_string()).unwrap();
     out
 }
@@ -44,7 +45,7 @@ fn assert_passes(scenario: &Path, modules: bool) {
 fn common_behaviour_holds_for_every_sorter_module() {
     for scenario in scenarios("common") {
         for sorter in ["drf", "weighted_priority", "random"] {
-            assert_passes(&with_sorter(&scenario, sorter), true);
+            assert_passes(&with_sorter(&scenario, sorter, "modules"), true);
         }
     }
 }
@@ -52,7 +53,7 @@ fn common_behaviour_holds_for_every_sorter_module() {
 #[test]
 fn common_behaviour_holds_for_the_builtin_drf() {
     for scenario in scenarios("common") {
-        assert_passes(&with_sorter(&scenario, "drf"), false);
+        assert_passes(&with_sorter(&scenario, "drf", "builtin"), false);
     }
 }
 
