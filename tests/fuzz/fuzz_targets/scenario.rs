@@ -19,9 +19,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok(scenario) = AllocatorScenario::parse(&doc) else { return };
     // Keep runs short: skip scenarios that advance the clock far.
-    let far = scenario.events.iter().any(|(_, op)| {
-        matches!(op, allocator_host::allocator_scenario::Op::Advance(s) if *s > 100.0)
-    });
+    let far = scenario.events.iter().any(
+        |(_, op)| matches!(op, allocator_host::allocator_scenario::Op::Advance(s) if *s > 100.0),
+    );
     if far || scenario.events.len() > 200 {
         return;
     }
