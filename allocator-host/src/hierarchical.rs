@@ -298,6 +298,14 @@ impl HierarchicalAllocator {
         self.agents.get(&id).ok_or_else(|| ModuleError::rejected(format!("{call}: unknown {id}")))
     }
 
+    fn set_agent_activated(&mut self, agent: AgentId, activated: bool, call: &str) -> Result<()> {
+        self.agents
+            .get_mut(&agent)
+            .ok_or_else(|| ModuleError::rejected(format!("{call}: unknown {agent}")))?
+            .activated = activated;
+        Ok(())
+    }
+
     /// Tells every sorter that `agent`'s total is now `q` (sorters take a change as remove + add).
     fn resize_agent_in_sorters(&mut self, agent: AgentId, q: &Quantities) -> Result<()> {
         self.role_sorter
@@ -1264,19 +1272,11 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn activate_agent(&mut self, agent: AgentId) -> Result<()> {
-        self.agents
-            .get_mut(&agent)
-            .ok_or_else(|| ModuleError::rejected(format!("activate_agent: unknown {agent}")))?
-            .activated = true;
-        Ok(())
+        self.set_agent_activated(agent, true, "activate_agent")
     }
 
     fn deactivate_agent(&mut self, agent: AgentId) -> Result<()> {
-        self.agents
-            .get_mut(&agent)
-            .ok_or_else(|| ModuleError::rejected(format!("deactivate_agent: unknown {agent}")))?
-            .activated = false;
-        Ok(())
+        self.set_agent_activated(agent, false, "deactivate_agent")
     }
 
     fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {

@@ -1689,27 +1689,13 @@ impl<'r> Simulation<'r> {
         self.track_offers = on;
     }
 
-    /// Agents whose allocations exceed their total, from the incremental per-agent record (cheap:
-    /// one containment check per agent).
-    pub fn overcommitted_agents_fast(&self) -> Vec<AgentId> {
+    /// Agents whose allocations (the ledger's, kept per agent) exceed their total. Only a shrinking
+    /// `update_agent` can make one (Mesos rule R14); allocation runs never do.
+    pub fn overcommitted_agents(&self) -> Vec<AgentId> {
         self.agents
             .iter()
             .filter(|a| a.present && !a.total.contains(&a.used))
             .map(|a| a.info.id)
-            .collect()
-    }
-
-    /// Agents whose allocations (from the host's ledger) exceed their total. Only a shrinking
-    /// `update_agent` can make one (Mesos rule R14); allocation runs never do.
-    pub fn overcommitted_agents(&self) -> Vec<AgentId> {
-        let mut per_agent: BTreeMap<AgentId, Resources> = BTreeMap::new();
-        for ((_, agent, _), res) in &self.ledger {
-            per_agent.entry(*agent).or_default().add(&res.filter(|r| !r.is_shared()));
-        }
-        per_agent
-            .into_iter()
-            .filter(|(agent, used)| !self.agents[agent.index()].total.contains(used))
-            .map(|(agent, _)| agent)
             .collect()
     }
 
@@ -1731,15 +1717,10 @@ impl<'r> Simulation<'r> {
         self.agents.get(agent.index()).filter(|a| a.present).map(|a| &a.total)
     }
 
-    /// What the host's ledger records on `agent` (non-shared resources).
+    /// What the host's ledger records on `agent` (non-shared resources), kept incrementally as
+    /// offers are recorded and resources come back.
     pub fn agent_used(&self, agent: AgentId) -> Resources {
-        let mut used = Resources::new();
-        for ((_, a, _), res) in &self.ledger {
-            if *a == agent {
-                used.add(&res.filter(|r| !r.is_shared()));
-            }
-        }
-        used
+        self.agents.get(agent.index()).map(|a| a.used.clone()).unwrap_or_default()
     }
 
     /// The current virtual time.

@@ -109,15 +109,14 @@ fn agent(id: u32) -> AgentInfo {
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-#[test]
-fn calls_from_many_threads_keep_each_callers_order_and_none_is_lost() {
-    let (alloc, log) = recorder(None);
-    let (actor, _offers) = AllocatorActor::spawn(alloc, HOUR);
-    let threads: Vec<_> = (0..8u32)
+/// From `threads` threads at once, each adds `per_thread` inactive frameworks with ids
+/// `thread * 1000 + i`, in order; returns when every thread is done sending.
+fn add_frameworks_concurrently(actor: &AllocatorActor, threads: u32, per_thread: u32) {
+    let senders: Vec<_> = (0..threads)
         .map(|t| {
             let h = actor.handle();
             std::thread::spawn(move || {
-                for i in 0..250 {
+                for i in 0..per_thread {
                     h.add_framework(
                         framework(t * 1000 + i),
                         vec![],
@@ -128,9 +127,16 @@ fn calls_from_many_threads_keep_each_callers_order_and_none_is_lost() {
             })
         })
         .collect();
-    for t in threads {
+    for t in senders {
         t.join().unwrap();
     }
+}
+
+#[test]
+fn calls_from_many_threads_keep_each_callers_order_and_none_is_lost() {
+    let (alloc, log) = recorder(None);
+    let (actor, _offers) = AllocatorActor::spawn(alloc, HOUR);
+    add_frameworks_concurrently(&actor, 8, 250);
     actor.handle().query(|_| ()).unwrap(); // everything queued before it is processed
     let log = log.lock().unwrap().clone();
     assert_eq!(log.len(), 2000);
@@ -192,24 +198,7 @@ fn periodic_runs_happen_in_real_time() {
 fn shutdown_under_load_processes_every_queued_call() {
     let (alloc, log) = recorder(None);
     let (actor, _offers) = AllocatorActor::spawn(alloc, HOUR);
-    let threads: Vec<_> = (0..4u32)
-        .map(|t| {
-            let h = actor.handle();
-            std::thread::spawn(move || {
-                for i in 0..500 {
-                    h.add_framework(
-                        framework(t * 1000 + i),
-                        vec![],
-                        false,
-                        FrameworkOptions::default(),
-                    );
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    add_frameworks_concurrently(&actor, 4, 500);
     actor.shutdown();
     assert_eq!(log.lock().unwrap().len(), 2000, "no acknowledged call lost at shutdown");
 }

@@ -267,6 +267,14 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
                 );
             }
         }
+        // The per-agent record the guard and the checks use is the ledger, summed.
+        for agent in agents(&sim) {
+            let mut summed = Resources::new();
+            for a in sim.ledger().iter().filter(|a| a.agent == agent) {
+                summed.add(&a.resources.filter(|r| !r.is_shared()));
+            }
+            prop_assert_eq!(&sim.agent_used(agent), &summed, "after {:?}", op);
+        }
         // No role receives another role's reservation.
         for a in sim.ledger() {
             for r in a.resources.iter() {

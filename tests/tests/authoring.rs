@@ -71,24 +71,12 @@ fn manifest(library: &Path, folder: &str, module: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn the_example_allocator_builds_out_of_tree_loads_and_passes_its_scenarios() {
-    let lib = build_out_of_tree("custom-allocator", "binpack_allocator");
-    assert!(lib.exists(), "{}", lib.display());
-    let m = manifest(&lib, "custom-allocator", "binpack");
-    let out = run_master(&["--modules", &m, "--list-modules"]);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("binpack "),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for scenario in
-        std::fs::read_dir(workspace_root().join("examples/custom-allocator/scenarios")).unwrap()
-    {
-        let path = scenario.unwrap().path();
+/// Every scenario in `folder` passes with manifest `m`.
+fn assert_example_scenarios_pass(folder: &str, m: &str) {
+    for path in workspace_tests::json_files(folder) {
         let out = run_master(&[
             "--modules",
-            &m,
+            m,
             "--scenario",
             path.to_str().unwrap(),
             "--output",
@@ -105,29 +93,24 @@ fn the_example_allocator_builds_out_of_tree_loads_and_passes_its_scenarios() {
 }
 
 #[test]
+fn the_example_allocator_builds_out_of_tree_loads_and_passes_its_scenarios() {
+    let lib = build_out_of_tree("custom-allocator", "binpack_allocator");
+    assert!(lib.exists(), "{}", lib.display());
+    let m = manifest(&lib, "custom-allocator", "binpack");
+    let out = run_master(&["--modules", &m, "--list-modules"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("binpack "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_example_scenarios_pass("examples/custom-allocator/scenarios", &m);
+}
+
+#[test]
 fn the_example_sorter_builds_out_of_tree_loads_and_passes_its_scenarios() {
     let lib = build_out_of_tree("custom-sorter", "lro_sorter");
     let m = manifest(&lib, "custom-sorter", "least_recently_offered");
-    for scenario in
-        std::fs::read_dir(workspace_root().join("examples/custom-sorter/scenarios")).unwrap()
-    {
-        let path = scenario.unwrap().path();
-        let out = run_master(&[
-            "--modules",
-            &m,
-            "--scenario",
-            path.to_str().unwrap(),
-            "--output",
-            "/dev/null",
-        ]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    assert_example_scenarios_pass("examples/custom-sorter/scenarios", &m);
     // And it drives the built-in allocator as its role and framework sorter.
     let out = run_master(&[
         "--modules",
