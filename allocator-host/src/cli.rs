@@ -33,42 +33,59 @@ pub struct Args {
     pub modules_dir: Option<PathBuf>,
     /// `hierarchical` (alias `HierarchicalDRF`) is the built-in; any other name is a loaded
     /// allocator module.
-    #[arg(long = "allocator", value_name = "NAME")]
+    #[arg(long = "allocator", value_name = "NAME", global = true)]
     pub allocator: Option<String>,
     /// Sorter for roles: `drf` (built-in) or a loaded sorter module.
-    #[arg(long = "role_sorter", alias = "role-sorter", value_name = "NAME")]
+    #[arg(long = "role_sorter", alias = "role-sorter", value_name = "NAME", global = true)]
     pub role_sorter: Option<String>,
     /// Sorter for frameworks inside a role; independent of --role_sorter.
-    #[arg(long = "framework_sorter", alias = "framework-sorter", value_name = "NAME")]
+    #[arg(
+        long = "framework_sorter",
+        alias = "framework-sorter",
+        value_name = "NAME",
+        global = true
+    )]
     pub framework_sorter: Option<String>,
     /// Batch allocation interval, seconds (decimal).
-    #[arg(long = "allocation_interval", alias = "allocation-interval", value_name = "SECS")]
+    #[arg(
+        long = "allocation_interval",
+        alias = "allocation-interval",
+        value_name = "SECS",
+        global = true
+    )]
     pub allocation_interval: Option<f64>,
     /// Mesos syntax: `cpus:0.01|mem:32` (`|` = OR of sets, `;` = AND inside a set).
     #[arg(
         long = "min_allocatable_resources",
         alias = "min-allocatable-resources",
-        value_name = "SPEC"
+        value_name = "SPEC",
+        global = true
     )]
     pub min_allocatable_resources: Option<String>,
     /// Resource names left out of share computation (comma-separated).
     #[arg(
         long = "fair_sharing_excluded_resource_names",
         alias = "fair-sharing-excluded-resource-names",
-        value_name = "a,b"
+        value_name = "a,b",
+        global = true
     )]
     pub fair_sharing_excluded_resource_names: Option<String>,
     /// Only GPU_RESOURCES frameworks get offers from agents with GPUs.
-    #[arg(long = "filter_gpu_resources", alias = "filter-gpu-resources", value_name = "BOOL")]
+    #[arg(
+        long = "filter_gpu_resources",
+        alias = "filter-gpu-resources",
+        value_name = "BOOL",
+        global = true
+    )]
     pub filter_gpu_resources: Option<bool>,
     /// Seed of every random choice (agent shuffle, random sorters).
-    #[arg(long = "seed", value_name = "N")]
+    #[arg(long = "seed", value_name = "N", global = true)]
     pub seed: Option<u64>,
     /// Run a scenario and exit.
-    #[arg(long = "scenario", value_name = "FILE")]
+    #[arg(long = "scenario", value_name = "FILE", global = true)]
     pub scenario: Option<PathBuf>,
     /// Write the event stream here instead of stdout.
-    #[arg(long = "output", value_name = "FILE")]
+    #[arg(long = "output", value_name = "FILE", global = true)]
     pub output: Option<PathBuf>,
     /// When a module fails (panics, returns a failure): `fallback` continues with the built-in
     /// (`hierarchical` for an allocator, `drf` for a sorter), rebuilt from the host's records;
@@ -77,25 +94,28 @@ pub struct Args {
         long = "on_module_failure",
         alias = "on-module-failure",
         default_value = "fallback",
-        value_parser = ["fallback", "stop"]
+        value_parser = ["fallback", "stop"],
+        global = true
     )]
     pub on_module_failure: String,
     /// Report module calls slower than this many milliseconds (0: off).
     #[arg(
         long = "module_call_budget_ms",
         alias = "module-call-budget-ms",
-        default_value_t = 1000.0
+        default_value_t = 1000.0,
+        global = true
     )]
     pub module_call_budget_ms: f64,
     /// Stop the master when a module call has not returned after this many milliseconds (0: off).
     #[arg(
         long = "module_call_timeout_ms",
         alias = "module-call-timeout-ms",
-        default_value_t = 30000.0
+        default_value_t = 30000.0,
+        global = true
     )]
     pub module_call_timeout_ms: f64,
     /// Write an SVG report (dominant share per role and utilisation over time) to FILE.
-    #[arg(long = "report", value_name = "FILE.svg")]
+    #[arg(long = "report", value_name = "FILE.svg", global = true)]
     pub report: Option<PathBuf>,
     /// Print every loaded module (name, kind, library, API version, author, description) and exit.
     #[arg(long = "list-modules", alias = "list_modules")]
@@ -116,6 +136,23 @@ pub enum Command {
     Conformance(ConformanceArgs),
     /// A long run with agent and framework churn, checking invariants after every run.
     Soak(SoakArgs),
+    /// Run the scenario (or the embedded default workload) live, in real time, with an HTTP
+    /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters.
+    Serve(ServeArgs),
+}
+
+/// `allocator-master serve` arguments (the run flags, `--scenario`, `--allocator`, … apply).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// HOST:PORT to listen on; port 0 picks a free port (the address is printed on stderr).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: String,
+    /// Virtual seconds per wall-clock second.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Stop after this many wall-clock seconds and print the summary (default: run until killed).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
 }
 
 /// `allocator-master soak` arguments.
@@ -257,7 +294,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
                 EXIT_EXPECTATION_FAILED
             });
         }
-        None => {}
+        Some(Command::Serve(_)) | None => {}
     }
     for (flag, name) in
         [("--role_sorter", &args.role_sorter), ("--framework_sorter", &args.framework_sorter)]
@@ -270,9 +307,15 @@ pub fn run(args: &Args) -> Result<u8, String> {
             log::info!("{flag} {name}: {}", registry.describe_sorter(name));
         }
     }
+    let serving = match &args.command {
+        Some(Command::Serve(s)) => Some(s),
+        _ => None,
+    };
     let mut out = match &args.output {
         Some(path) => EventStream::file(path)
             .map_err(|e| format!("cannot write --output '{}': {e}", path.display()))?,
+        // A live master writes its event stream only where asked to.
+        None if serving.is_some() => EventStream::sink(),
         None => EventStream::stdout(),
     };
     let doc = match &args.scenario {
@@ -280,6 +323,12 @@ pub fn run(args: &Args) -> Result<u8, String> {
         None => crate::workload::default_document(args.seed.unwrap_or(0)),
     };
     if doc.is_sorter_scenario() {
+        if serving.is_some() {
+            return Err(format!(
+                "serve needs an allocator scenario; '{}' is a sorter scenario",
+                doc.file
+            ));
+        }
         let overrides = SorterOverrides { seed: args.seed, excluded: excluded_flag(args) };
         let scenario = SorterScenario::parse(&doc, &overrides).map_err(|e| e.to_string())?;
         let outcome = scenario.run(&registry, &doc.file, &mut out).map_err(|e| e.to_string())?;
@@ -297,6 +346,23 @@ pub fn run(args: &Args) -> Result<u8, String> {
     let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
     let setup = setup(args, &scenario.config)?;
     let mut sim = Simulation::new(&registry, setup, &doc.file)?;
+    if let Some(s) = serving {
+        let options = crate::serve::ServeOptions {
+            listen: s.listen.clone(),
+            speed: s.speed,
+            duration: s.duration,
+        };
+        sim.start_watchdog();
+        sim.set_offer_tracking(
+            scenario
+                .events
+                .iter()
+                .any(|(_, op)| matches!(op, crate::allocator_scenario::Op::ExpectOffers(_))),
+        );
+        crate::serve::serve(&mut sim, &scenario, &mut out, &options)?;
+        eprint!("{}", sim.summary_text());
+        return Ok(0);
+    }
     let mut progress = Progress::new(scenario.events.len());
     let outcome = sim
         .run_with_progress(&scenario, &mut out, &mut |done, total| progress.update(done, total))

@@ -192,6 +192,23 @@ impl HierarchicalAllocator {
         })
     }
 
+    /// The number of unexpired refuse filters per role (Mesos's
+    /// `allocator/mesos/offer_filters/roles/<role>/active`); roles without one are absent.
+    pub fn active_offer_filters(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for fw in self.frameworks.values() {
+            for by_role in fw.offer_filters.values() {
+                for (role, filters) in by_role {
+                    let n = filters.iter().filter(|f| f.active(self.now, false)).count();
+                    if n > 0 {
+                        *counts.entry(role.clone()).or_default() += n;
+                    }
+                }
+            }
+        }
+        counts
+    }
+
     /// Replaces both kinds of sorter, rebuilding them from the allocator's own records of agents,
     /// roles, weights, frameworks and allocations: no allocation is lost or duplicated.
     pub fn replace_sorters(

@@ -7,6 +7,7 @@
 //! * [`scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
 //! * [`output`]: the event stream (SPEC section 5).
 //! * [`cli`]: the `allocator-master` command line (SPEC section 1).
+//! * [`actor`]: embedding an allocator in a live master; [`serve`]: the simulated master live over HTTP.
 #![deny(missing_docs)]
 
 pub mod actor;
@@ -21,6 +22,7 @@ pub mod output;
 pub mod registry;
 pub mod report;
 pub mod scenario;
+pub mod serve;
 pub mod simulation;
 pub mod soak;
 pub mod sorter_scenario;

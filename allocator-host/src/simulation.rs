@@ -209,6 +209,7 @@ pub struct Simulation<'r> {
     track_offers: bool,
     watch: Option<(std::sync::Arc<Watch>, Instant)>,
     over_budget: u64,
+    stopped: Option<String>,
 }
 
 fn time_key(t: f64) -> u64 {
@@ -286,6 +287,7 @@ impl<'r> Simulation<'r> {
             track_offers: false,
             watch: None,
             over_budget: 0,
+            stopped: None,
         })
     }
 
@@ -364,6 +366,9 @@ impl<'r> Simulation<'r> {
         what: &str,
         mut f: impl FnMut(&mut dyn Allocator) -> allocator_api::Result<()>,
     ) -> Result<(), String> {
+        if let Some(reason) = &self.stopped {
+            return Err(reason.clone());
+        }
         let start = Instant::now();
         if let Some((watch, epoch)) = &self.watch {
             if let Ok(mut w) = watch.what.lock() {
@@ -395,7 +400,13 @@ impl<'r> Simulation<'r> {
                 let r = f(self.engine.get());
                 check_call(&self.setup.allocator, what, r)
             }
-            Err(e) => check_call(&self.setup.allocator, what, Err(e)),
+            Err(e) => {
+                let message = check_call(&self.setup.allocator, what, Err(e.clone()));
+                if e.is_fault() {
+                    self.stopped = message.clone().err();
+                }
+                message
+            }
         }
     }
 
@@ -1517,8 +1528,8 @@ impl<'r> Simulation<'r> {
     }
 
     /// The human summary and the JSON summary event.
-    fn summary(&self) -> (String, Value) {
-        let mut metrics = serde_json::Map::new();
+    /// Run-time percentiles in milliseconds over every run so far: (p50, p90, p99, max).
+    fn run_ms_percentiles(&self) -> (f64, f64, f64, f64) {
         let mut micros = self.run_micros.clone();
         micros.sort_unstable();
         let pct = |p: f64| -> f64 {
@@ -1529,14 +1540,97 @@ impl<'r> Simulation<'r> {
                 micros[i] as f64 / 1000.0
             }
         };
-        let max = micros.last().copied().unwrap_or(0) as f64 / 1000.0;
-        metrics.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
-        metrics.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
-        metrics.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
-        metrics.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
-        metrics.insert("allocator/mesos/allocation_run_ms/p50".into(), json!(pct(0.5)));
-        metrics.insert("allocator/mesos/allocation_run_ms/p99".into(), json!(pct(0.99)));
-        metrics.insert("allocator/mesos/allocation_run_ms/max".into(), json!(max));
+        (pct(0.5), pct(0.9), pct(0.99), pct(1.0))
+    }
+
+    /// The metrics, flat and named as Mesos names them (`allocator/mesos/…`), plus the host's
+    /// own (`allocator/guard/…`, `allocator/module_…`):
+    ///
+    /// * `allocator/mesos/allocation_runs`, `allocator/mesos/allocation_run_ms` (the last run)
+    ///   with `/count`, `/p50`, `/p90`, `/p99`, `/max`;
+    /// * `allocator/mesos/resources/<name>/total` and `/offered_or_allocated`;
+    /// * `allocator/mesos/roles/<role>/shares/dominant`;
+    /// * `allocator/mesos/offer_filters/roles/<role>/active` (the built-in allocator only: a
+    ///   module's filters are its own);
+    /// * `allocator/mesos/quota/roles/<role>/resources/<name>/guarantee`, `/limit` and
+    ///   `/offered_or_allocated` (the role and its subroles) for every role with a quota.
+    pub fn metrics(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        let (p50, p90, p99, max) = self.run_ms_percentiles();
+        m.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
+        let last = self.run_micros.last().map_or(0.0, |&u| u as f64 / 1000.0);
+        m.insert("allocator/mesos/allocation_run_ms".into(), json!(last));
+        m.insert("allocator/mesos/allocation_run_ms/count".into(), json!(self.run_micros.len()));
+        for (label, v) in [("p50", p50), ("p90", p90), ("p99", p99), ("max", max)] {
+            m.insert(format!("allocator/mesos/allocation_run_ms/{label}"), json!(v));
+        }
+        m.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
+        m.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
+        m.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
+        let mut used = Quantities::new();
+        for q in self.role_alloc.values() {
+            used.add(q);
+        }
+        for t in self.cluster.iter() {
+            m.insert(
+                format!("allocator/mesos/resources/{}/total", t.name),
+                json!(t.value.as_f64()),
+            );
+            m.insert(
+                format!("allocator/mesos/resources/{}/offered_or_allocated", t.name),
+                json!(used.get(&t.name).as_f64()),
+            );
+        }
+        let mut roles: BTreeSet<&String> = self.role_stats.keys().collect();
+        roles.extend(self.role_alloc.keys());
+        for role in roles {
+            let share = self
+                .role_alloc
+                .get(role)
+                .map_or(0.0, |q| dominant_share(q, &self.cluster, &self.excluded));
+            m.insert(format!("allocator/mesos/roles/{role}/shares/dominant"), json!(share));
+        }
+        if let Engine::Builtin(alloc) = &self.engine {
+            for (role, n) in alloc.active_offer_filters() {
+                m.insert(format!("allocator/mesos/offer_filters/roles/{role}/active"), json!(n));
+            }
+        }
+        for (role, quota) in &self.quotas {
+            let prefix = format!("{role}/");
+            let mut consumed = Quantities::new();
+            for (r, q) in &self.role_alloc {
+                if r == role || r.starts_with(&prefix) {
+                    consumed.add(q);
+                }
+            }
+            let mut names: BTreeSet<&str> =
+                quota.guarantees.iter().map(|t| t.name.as_str()).collect();
+            names.extend(quota.limits.iter().map(|t| t.name.as_str()));
+            let base = format!("allocator/mesos/quota/roles/{role}/resources");
+            for name in names {
+                if let Some(t) = quota.guarantees.iter().find(|t| t.name.as_str() == name) {
+                    m.insert(format!("{base}/{name}/guarantee"), json!(t.value.as_f64()));
+                }
+                if let Some(t) = quota.limits.iter().find(|t| t.name.as_str() == name) {
+                    m.insert(format!("{base}/{name}/limit"), json!(t.value.as_f64()));
+                }
+                m.insert(
+                    format!("{base}/{name}/offered_or_allocated"),
+                    json!(consumed.get(name).as_f64()),
+                );
+            }
+        }
+        m
+    }
+
+    /// The human summary of the run so far.
+    pub fn summary_text(&self) -> String {
+        self.summary().0
+    }
+
+    fn summary(&self) -> (String, Value) {
+        let metrics = self.metrics();
+        let (p50, _, p99, max) = self.run_ms_percentiles();
         let mut roles_json = serde_json::Map::new();
         let mut text = String::new();
         text.push_str(&format!(
@@ -1567,7 +1661,6 @@ impl<'r> Simulation<'r> {
             let avg = if self.now > 0.0 { stats.share_time / self.now } else { share };
             let (submitted, started, pending, waits) = self.trace_stats(role);
             let (mean, p99) = wait_stats(&waits);
-            metrics.insert(format!("allocator/mesos/roles/{role}/shares/dominant"), json!(share));
             let mut r = json!({"dominant_share": share, "average_dominant_share": avg, "offers": stats.offers,
                                "tasks_launched": stats.tasks, "tasks_running": self.running_in_role(role)});
             if submitted > 0 {
@@ -1622,9 +1715,7 @@ impl<'r> Simulation<'r> {
         text.push('\n');
         text.push_str(&format!(
             "allocation run latency: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms\n",
-            pct(0.5),
-            pct(0.99),
-            max
+            p50, p99, max
         ));
         let any_trace = self
             .frameworks
@@ -1721,6 +1812,84 @@ impl<'r> Simulation<'r> {
     /// offers are recorded and resources come back.
     pub fn agent_used(&self, agent: AgentId) -> Resources {
         self.agents.get(agent.index()).map(|a| a.used.clone()).unwrap_or_default()
+    }
+
+    /// The cluster as the host records it (`GET /state` of `serve`): the allocator and sorters in
+    /// use, agents, frameworks, roles (weight, quota, allocation, dominant share) and every
+    /// allocation of the ledger.
+    pub fn state(&self) -> Value {
+        let agents: Vec<Value> = self
+            .agents
+            .iter()
+            .filter(|a| a.present)
+            .map(|a| {
+                json!({"agent": a.info.name.as_str(), "hostname": a.info.hostname.as_str(),
+                       "resources": a.total.to_string(), "allocated": a.used.to_string(),
+                       "activated": a.activated,
+                       "unavailability": a.unavailability.as_ref().map(|u| json!({"start": u.start, "duration": u.duration}))})
+            })
+            .collect();
+        let frameworks: Vec<Value> = self
+            .frameworks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.as_ref().filter(|f| f.present).map(|f| (i, f)))
+            .map(|(i, f)| {
+                let roles: Vec<&str> = f.info.roles.iter().map(RString::as_str).collect();
+                let mut v = json!({"framework": self.framework_names[i], "roles": roles,
+                                   "active": f.active});
+                if let Some(sim) = &f.sim {
+                    v["tasks_running"] = json!(sim.running.len());
+                    v["tasks_queued"] = json!(sim.queue.len());
+                    v["suppressed"] = json!(sim.suppressed);
+                }
+                v
+            })
+            .collect();
+        let mut role_names: BTreeSet<&String> = self.role_alloc.keys().collect();
+        role_names.extend(self.weights.keys());
+        role_names.extend(self.quotas.keys());
+        let roles: Vec<Value> = role_names
+            .into_iter()
+            .map(|role| {
+                let alloc = self.role_alloc.get(role).cloned().unwrap_or_default();
+                let mut v = json!({"role": role, "weight": self.weights.get(role).copied().unwrap_or(1.0),
+                                   "allocated": alloc.to_string(),
+                                   "dominant_share": dominant_share(&alloc, &self.cluster, &self.excluded)});
+                if let Some(q) = self.quotas.get(role) {
+                    v["quota"] = json!({"guarantees": q.guarantees.to_string(), "limits": q.limits.to_string()});
+                }
+                v
+            })
+            .collect();
+        let allocations: Vec<Value> = self
+            .ledger
+            .iter()
+            .map(|((f, a, role), r)| {
+                json!({"framework": self.fw_name(*f), "agent": self.agent_name(*a), "role": role,
+                       "resources": r.to_string()})
+            })
+            .collect();
+        json!({"time": self.now, "allocator": self.setup.allocator,
+               "role_sorter": self.setup.role_sorter, "framework_sorter": self.setup.framework_sorter,
+               "paused": self.paused, "allocation_runs": self.runs,
+               "agents": agents, "frameworks": frameworks, "roles": roles, "allocations": allocations})
+    }
+
+    /// The batch allocation interval, seconds.
+    pub fn allocation_interval(&self) -> f64 {
+        self.interval
+    }
+
+    /// The virtual time of the next periodic allocation run.
+    pub fn next_periodic(&self) -> f64 {
+        self.next_periodic
+    }
+
+    /// Whether a module fault under `--on_module_failure stop` has stopped the master: every
+    /// later call fails with the reason.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// The current virtual time.

@@ -1,0 +1,383 @@
+//! `allocator-master serve`: the simulated master live, in real time, with an HTTP endpoint.
+//!
+//! One thread (the caller's) owns the [`Simulation`]: the allocator, the host's ledger and the
+//! simulated frameworks. Like Mesos's allocator process it works from one FIFO queue: the HTTP
+//! thread only reads requests and puts them on the queue; the master thread answers them in
+//! order between allocation runs. The virtual clock follows the wall clock (times `speed`):
+//! scenario events play at their times, and a periodic allocation runs every
+//! `allocation_interval`; after the last event the master keeps running periodically.
+//!
+//! Endpoints (JSON bodies and answers):
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /metrics/snapshot` | flat Mesos-named metrics ([`Simulation::metrics`] plus the queue's) |
+//! | `GET /state` | [`Simulation::state`] |
+//! | `POST /quota` | the `update_quota` event's fields: `role`, [`guarantees`, `limits`] |
+//! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
+//! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
+//!
+//! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
+//! by [`Simulation::apply`]; bad input gets `400 {"error": …}` and changes nothing.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::output::EventStream;
+use crate::scenario::Document;
+use crate::simulation::Simulation;
+
+/// Largest request body read, in bytes.
+const MAX_BODY: u64 = 1 << 20;
+/// Run-latency samples kept for the percentiles.
+const KEPT: usize = 1000;
+
+/// How `serve` runs.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// `HOST:PORT` to listen on (port 0: any free port).
+    pub listen: String,
+    /// Virtual seconds per wall-clock second.
+    pub speed: f64,
+    /// Stop after this many wall-clock seconds (`None`: run until killed).
+    pub duration: Option<f64>,
+}
+
+/// A request read by the HTTP thread.
+struct Incoming {
+    request: tiny_http::Request,
+    /// The body, or why it could not be read.
+    body: Result<String, String>,
+}
+
+/// Serves `scenario` live until `options.duration` has passed. Prints `serving on
+/// http://ADDR` on stderr once listening. `Err` when the address cannot be bound or a module
+/// fault stops the master (`--on_module_failure stop`).
+pub fn serve(
+    sim: &mut Simulation<'_>,
+    scenario: &AllocatorScenario,
+    out: &mut EventStream,
+    options: &ServeOptions,
+) -> Result<(), String> {
+    if !(options.speed.is_finite() && options.speed > 0.0) {
+        return Err(format!("--speed must be a positive number, not {}", options.speed));
+    }
+    let server = Arc::new(
+        tiny_http::Server::http(&options.listen)
+            .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?,
+    );
+    let addr =
+        server.server_addr().to_ip().map_or_else(|| options.listen.clone(), |a| a.to_string());
+    eprintln!("serving on http://{addr}");
+    log::info!("serving on http://{addr}");
+    let queued = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = mpsc::channel::<Incoming>();
+    let reader = {
+        let server = server.clone();
+        let queued = queued.clone();
+        std::thread::Builder::new()
+            .name("http".into())
+            .spawn(move || {
+                while let Ok(mut request) = server.recv() {
+                    let mut body = String::new();
+                    let read = request
+                        .as_reader()
+                        .take(MAX_BODY + 1)
+                        .read_to_string(&mut body)
+                        .map_err(|e| format!("cannot read the body: {e}"));
+                    let body = match read {
+                        Ok(n) if n as u64 > MAX_BODY => {
+                            Err(format!("the body is larger than {MAX_BODY} bytes"))
+                        }
+                        Ok(_) => Ok(body),
+                        Err(e) => Err(e),
+                    };
+                    queued.fetch_add(1, Ordering::SeqCst);
+                    if tx.send(Incoming { request, body }).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the HTTP thread: {e}"))?
+    };
+    let result = Live::new(sim, scenario, options, queued).run(out, &rx);
+    server.unblock();
+    drop(rx);
+    let _ = reader.join();
+    result
+}
+
+/// The master loop's state.
+struct Live<'s, 'r> {
+    sim: &'s mut Simulation<'r>,
+    events: &'s [(String, Op)],
+    interval: f64,
+    speed: f64,
+    start: Instant,
+    v0: f64,
+    deadline: Option<Instant>,
+    /// Next scenario event to play.
+    cursor: usize,
+    /// Virtual time the scenario waits for before its next event.
+    hold: f64,
+    queued: Arc<AtomicU64>,
+    latency_ms: Vec<f64>,
+}
+
+impl<'s, 'r> Live<'s, 'r> {
+    fn new(
+        sim: &'s mut Simulation<'r>,
+        scenario: &'s AllocatorScenario,
+        options: &ServeOptions,
+        queued: Arc<AtomicU64>,
+    ) -> Live<'s, 'r> {
+        let start = Instant::now();
+        let v0 = sim.now();
+        Live {
+            interval: sim.allocation_interval(),
+            events: &scenario.events,
+            speed: options.speed,
+            start,
+            v0,
+            hold: v0,
+            deadline: options.duration.map(|d| start + Duration::from_secs_f64(d.max(0.0))),
+            cursor: 0,
+            queued,
+            latency_ms: Vec::new(),
+            sim,
+        }
+    }
+
+    /// The virtual time at wall-clock `t`.
+    fn virtual_at(&self, t: Instant) -> f64 {
+        self.v0 + t.duration_since(self.start).as_secs_f64() * self.speed
+    }
+
+    /// The wall-clock instant of virtual time `v`.
+    fn wall_at(&self, v: f64) -> Instant {
+        self.start + Duration::from_secs_f64(((v - self.v0) / self.speed).max(0.0))
+    }
+
+    fn run(mut self, out: &mut EventStream, rx: &mpsc::Receiver<Incoming>) -> Result<(), String> {
+        let mut pending: Option<Incoming> = None;
+        loop {
+            self.catch_up(out)?;
+            out.flush();
+            if let Some(incoming) = pending.take() {
+                self.queued.fetch_sub(1, Ordering::SeqCst);
+                self.answer(incoming, out)?;
+                continue;
+            }
+            let now = Instant::now();
+            if self.deadline.is_some_and(|d| now >= d) {
+                return Ok(());
+            }
+            let mut next = self.sim.next_periodic();
+            if self.cursor < self.events.len() {
+                next = next.min(self.hold);
+            }
+            let mut wake = self.wall_at(next);
+            if let Some(d) = self.deadline {
+                wake = wake.min(d);
+            }
+            match rx.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(incoming) => pending = Some(incoming),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        }
+    }
+
+    /// Plays the scenario events that are due and advances the virtual clock to now.
+    fn catch_up(&mut self, out: &mut EventStream) -> Result<(), String> {
+        loop {
+            while self.cursor < self.events.len() && self.sim.now() >= self.hold - 1e-9 {
+                let (location, op) = &self.events[self.cursor];
+                match op {
+                    Op::Advance(s) => self.hold = self.sim.now() + s,
+                    Op::Tick => self.hold = self.sim.now() + self.interval,
+                    op => {
+                        if let Err(e) = self.sim.apply(self.cursor, op, out) {
+                            self.fatal()?;
+                            log::error!("scenario {location}: {e}");
+                        }
+                    }
+                }
+                self.cursor += 1;
+            }
+            let called = Instant::now();
+            let mut target = self.virtual_at(called);
+            let playing = self.cursor < self.events.len();
+            if playing {
+                target = target.min(self.hold);
+            }
+            if target <= self.sim.now() {
+                return Ok(());
+            }
+            let due = self.sim.next_periodic();
+            if let Err(e) = self.sim.apply(usize::MAX, &Op::Advance(target - self.sim.now()), out) {
+                self.fatal()?;
+                log::error!("advancing the clock: {e}");
+            }
+            if due <= target {
+                let late = called.saturating_duration_since(self.wall_at(due));
+                if self.latency_ms.len() == KEPT {
+                    self.latency_ms.remove(0);
+                }
+                self.latency_ms.push(late.as_secs_f64() * 1e3);
+            }
+            if !(playing && self.sim.now() >= self.hold - 1e-9) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `Err` (stop the master) once a module fault under `--on_module_failure stop` happened.
+    fn fatal(&self) -> Result<(), String> {
+        match self.sim.stopped() {
+            Some(reason) => Err(reason.to_owned()),
+            None => Ok(()),
+        }
+    }
+
+    fn metrics(&self) -> Map<String, Value> {
+        let mut m = self.sim.metrics();
+        m.insert(
+            "allocator/mesos/event_queue_dispatches".into(),
+            json!(self.queued.load(Ordering::SeqCst)),
+        );
+        let mut sorted = self.latency_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            if sorted.is_empty() {
+                0.0
+            } else {
+                sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+            }
+        };
+        let base = "allocator/mesos/allocation_run_latency_ms";
+        m.insert(base.into(), json!(self.latency_ms.last().copied().unwrap_or(0.0)));
+        m.insert(format!("{base}/count"), json!(sorted.len()));
+        for (label, p) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)] {
+            m.insert(format!("{base}/{label}"), json!(pct(p)));
+        }
+        m
+    }
+
+    /// Answers one request. `Err` stops the master.
+    fn answer(&mut self, incoming: Incoming, out: &mut EventStream) -> Result<(), String> {
+        let Incoming { request, body } = incoming;
+        let method = request.method().clone();
+        let path = request.url().split('?').next().unwrap_or("").to_owned();
+        let event = match path.as_str() {
+            "/quota" => Some("update_quota"),
+            "/weights" => Some("update_weights"),
+            "/sorters" => Some("set_sorters"),
+            _ => None,
+        };
+        let (status, answer) = match (&method, path.as_str(), event) {
+            (tiny_http::Method::Get, "/metrics/snapshot", _) => {
+                (200, Value::Object(self.metrics()))
+            }
+            (tiny_http::Method::Get, "/state", _) => (200, self.sim.state()),
+            (tiny_http::Method::Post, _, Some(event)) => {
+                match body.and_then(|b| parse_request(event, &b)) {
+                    Err(message) => (400, json!({"error": message})),
+                    Ok(op) => match self.sim.apply(usize::MAX, &op, out) {
+                        Ok(()) => {
+                            log::info!("{method} {path}: applied");
+                            (200, json!({"ok": true}))
+                        }
+                        Err(message) => {
+                            if self.sim.stopped().is_some() {
+                                respond(request, 500, &json!({"error": message}));
+                                return self.fatal();
+                            }
+                            (400, json!({"error": message}))
+                        }
+                    },
+                }
+            }
+            (_, "/metrics/snapshot" | "/state", _) | (_, _, Some(_)) => {
+                (405, json!({"error": format!("{method} is not allowed on {path}")}))
+            }
+            _ => (404, json!({"error": format!("no endpoint {path}")})),
+        };
+        if status >= 400 {
+            log::warn!("{method} {path}: {status} {answer}");
+        }
+        respond(request, status, &answer);
+        Ok(())
+    }
+}
+
+fn respond(request: tiny_http::Request, status: u16, body: &Value) {
+    let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
+        .expect("a valid header");
+    let response = tiny_http::Response::from_string(body.to_string())
+        .with_status_code(status)
+        .with_header(header);
+    if let Err(e) = request.respond(response) {
+        log::warn!("cannot send the answer: {e}");
+    }
+}
+
+/// Parses a POST body as the fields of scenario event `event` (SPEC section 4.1), with the
+/// scenario parser's checks. The message names the field at fault.
+pub fn parse_request(event: &str, body: &str) -> Result<Op, String> {
+    let value: Value =
+        serde_json::from_str(body).map_err(|e| format!("the body is not valid JSON: {e}"))?;
+    let Value::Object(mut fields) = value else {
+        return Err("the body must be a JSON object".into());
+    };
+    if fields.contains_key("op") {
+        return Err("unknown field 'op' (the endpoint names the operation)".into());
+    }
+    fields.insert("op".into(), json!(event));
+    let mut root = Map::new();
+    root.insert("events".into(), json!([fields]));
+    let doc = Document { file: "request".into(), root };
+    let mut scenario = AllocatorScenario::parse(&doc).map_err(|e| match &e.field {
+        Some(field) => format!("field '{field}': {}", e.message),
+        None => e.message.clone(),
+    })?;
+    Ok(scenario.events.pop().map(|(_, op)| op).expect("one event parsed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quota_body_parses_as_the_update_quota_event() {
+        let op = parse_request("update_quota", r#"{"role": "a", "guarantees": "cpus:2"}"#).unwrap();
+        assert!(
+            matches!(op, Op::UpdateQuota(role, q) if role == "a" && q.guarantees.get("cpus").as_f64() == 2.0)
+        );
+    }
+
+    #[test]
+    fn a_body_naming_its_own_op_is_refused() {
+        let e =
+            parse_request("update_quota", r#"{"op": "remove_agent", "agent": "a1"}"#).unwrap_err();
+        assert!(e.contains("'op'"), "{e}");
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_object_is_refused() {
+        assert!(parse_request("update_weights", "[1, 2]").unwrap_err().contains("object"));
+        assert!(parse_request("update_weights", "{").unwrap_err().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn a_bad_field_is_named_in_the_message() {
+        let e = parse_request("update_weights", r#"{"weights": {"a": -1}}"#).unwrap_err();
+        assert!(e.contains("weights"), "{e}");
+    }
+}

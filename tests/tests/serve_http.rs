@@ -1,0 +1,296 @@
+//! `allocator-master serve`: real HTTP requests on loopback against a live master (#12).
+//!
+//! Each test starts the binary on port 0 (the address comes back on stderr), so tests never
+//! race for a port; each master stops by itself after `--duration` and is killed when the test
+//! ends. Nothing waits by sleeping: a request is answered after the events due before it, so
+//! the state at time 0 is settled by the first answer.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use workspace_tests::{manifest_for, master, workspace_root};
+
+/// Two agents, quota for role `a`, two frameworks that each launch one task and refuse the
+/// rest for 1,000 s: after time 0 nothing changes, so states taken apart can be compared.
+const SCENARIO: &str = r#"{"description": "serve test", "events": [
+  {"op": "add_agent", "agent": "a1", "resources": "cpus:8;mem:800"},
+  {"op": "add_agent", "agent": "a2", "resources": "cpus:8;mem:800"},
+  {"op": "update_quota", "role": "a", "guarantees": "cpus:2", "limits": "cpus:6"},
+  {"op": "add_framework", "framework": "fa", "roles": ["a"],
+   "tasks": {"resources": "cpus:1;mem:100", "count": 1, "refuse_seconds": 1000}},
+  {"op": "add_framework", "framework": "fb", "roles": ["b"],
+   "tasks": {"resources": "cpus:2;mem:100", "count": 1, "refuse_seconds": 1000}}
+]}"#;
+
+struct Live {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn scenario_file(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("serve-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, SCENARIO).unwrap();
+    path
+}
+
+/// Starts `allocator-master serve` on a free loopback port with `extra` flags.
+fn start(test: &str, extra: &[&str]) -> Live {
+    let scenario = scenario_file(test);
+    let mut child = Command::new(master())
+        .args(["serve", "--listen", "127.0.0.1:0", "--duration", "120", "--scenario"])
+        .arg(&scenario)
+        .args(extra)
+        .current_dir(workspace_root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start allocator-master serve");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Keep draining stderr so the master never blocks on a full pipe.
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("serving on http://") {
+                let _ = tx.send(addr.to_owned());
+            }
+        }
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the master announces its address");
+    Live { child, addr }
+}
+
+/// One HTTP/1.1 request; the status and the JSON body.
+fn request(live: &Live, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let mut s = TcpStream::connect(&live.addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        live.addr,
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read the answer");
+    let (head, payload) = answer.split_once("\r\n\r\n").expect("headers and body");
+    let status: u16 = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status");
+    (status, serde_json::from_str(payload).expect("a JSON body"))
+}
+
+fn get(live: &Live, path: &str) -> Value {
+    let (status, v) = request(live, "GET", path, "");
+    assert_eq!(status, 200, "GET {path}: {v}");
+    v
+}
+
+/// What an operator request may change: sorters, roles (weights, quotas) and allocations.
+fn operator_view(state: &Value) -> Value {
+    json!({"role_sorter": state["role_sorter"], "framework_sorter": state["framework_sorter"],
+           "roles": state["roles"], "allocations": state["allocations"]})
+}
+
+fn modules() -> String {
+    let _ = workspace_tests::ensure_built();
+    let random = manifest_for("random_sorter", &["random"]);
+    let binpack = manifest_for("binpack_allocator", &["binpack"]);
+    let lib =
+        |m: &str| -> Value { serde_json::from_str::<Value>(m).unwrap()["libraries"][0].clone() };
+    json!({"libraries": [lib(&random), lib(&binpack)]}).to_string()
+}
+
+#[test]
+fn metrics_snapshot_uses_mesos_names() {
+    let live = start("metrics", &[]);
+    let m = get(&live, "/metrics/snapshot");
+    for key in [
+        "allocator/mesos/event_queue_dispatches",
+        "allocator/mesos/allocation_runs",
+        "allocator/mesos/allocation_run_ms",
+        "allocator/mesos/allocation_run_ms/p99",
+        "allocator/mesos/allocation_run_latency_ms",
+        "allocator/mesos/roles/a/shares/dominant",
+        "allocator/mesos/roles/b/shares/dominant",
+    ] {
+        assert!(m[key].is_number(), "{key} missing from {m}");
+    }
+    assert!(m["allocator/mesos/allocation_runs"].as_f64().unwrap() >= 1.0, "{m}");
+    // fb holds cpus:2 of 16 cpus: its dominant share is 1/8.
+    assert_eq!(m["allocator/mesos/roles/b/shares/dominant"], json!(0.125), "{m}");
+}
+
+#[test]
+fn metrics_snapshot_reports_offer_filters_per_role() {
+    let live = start("filters", &[]);
+    let m = get(&live, "/metrics/snapshot");
+    // Each framework refused the rest of its offer for 1,000 s.
+    for role in ["a", "b"] {
+        let key = format!("allocator/mesos/offer_filters/roles/{role}/active");
+        assert!(m[&key].as_f64().is_some_and(|n| n >= 1.0), "{key} in {m}");
+    }
+}
+
+#[test]
+fn metrics_snapshot_reports_quota_guarantee_limit_and_allocation() {
+    let live = start("quota-metrics", &[]);
+    let m = get(&live, "/metrics/snapshot");
+    let base = "allocator/mesos/quota/roles/a/resources/cpus";
+    assert_eq!(m[format!("{base}/guarantee")], json!(2.0), "{m}");
+    assert_eq!(m[format!("{base}/limit")], json!(6.0), "{m}");
+    assert_eq!(m[format!("{base}/offered_or_allocated")], json!(1.0), "{m}");
+}
+
+#[test]
+fn state_lists_agents_frameworks_roles_and_allocations() {
+    let live = start("state", &[]);
+    let s = get(&live, "/state");
+    assert_eq!(s["allocator"], "hierarchical");
+    assert_eq!(s["agents"].as_array().unwrap().len(), 2, "{s}");
+    assert_eq!(s["frameworks"].as_array().unwrap().len(), 2, "{s}");
+    let allocations = s["allocations"].as_array().unwrap();
+    let held: Vec<(&str, &str)> = allocations
+        .iter()
+        .map(|a| (a["framework"].as_str().unwrap(), a["resources"].as_str().unwrap()))
+        .collect();
+    assert!(held.contains(&("fa", "cpus:1;mem:100")), "{s}");
+    assert!(held.contains(&("fb", "cpus:2;mem:100")), "{s}");
+    let a = s["roles"].as_array().unwrap().iter().find(|r| r["role"] == "a").expect("role a");
+    assert_eq!(a["quota"]["guarantees"], "cpus:2", "{s}");
+}
+
+#[test]
+fn post_quota_updates_the_role_quota() {
+    let live = start("post-quota", &[]);
+    let (status, v) =
+        request(&live, "POST", "/quota", r#"{"role": "b", "guarantees": "cpus:3;mem:10"}"#);
+    assert_eq!(status, 200, "{v}");
+    let m = get(&live, "/metrics/snapshot");
+    assert_eq!(m["allocator/mesos/quota/roles/b/resources/cpus/guarantee"], json!(3.0), "{m}");
+    let s = get(&live, "/state");
+    let b = s["roles"].as_array().unwrap().iter().find(|r| r["role"] == "b").expect("role b");
+    assert_eq!(b["quota"]["guarantees"], "cpus:3;mem:10", "{s}");
+}
+
+#[test]
+fn post_weights_updates_role_weights() {
+    let live = start("post-weights", &[]);
+    let (status, v) = request(&live, "POST", "/weights", r#"{"weights": {"a": 2.5}}"#);
+    assert_eq!(status, 200, "{v}");
+    let s = get(&live, "/state");
+    let a = s["roles"].as_array().unwrap().iter().find(|r| r["role"] == "a").expect("role a");
+    assert_eq!(a["weight"], json!(2.5), "{s}");
+}
+
+#[test]
+fn bad_operator_requests_get_400_and_change_nothing() {
+    let live = start("bad-requests", &["--modules", &modules()]);
+    let before = operator_view(&get(&live, "/state"));
+    for (path, body) in [
+        ("/quota", "{"),
+        ("/quota", "[]"),
+        ("/quota", r#"{"guarantees": "cpus:1"}"#),
+        ("/quota", r#"{"role": "a", "guarantees": "cpus:-1"}"#),
+        ("/quota", r#"{"role": "a", "guarantees": "cpus:NaN"}"#),
+        ("/quota", r#"{"role": "a", "guarantees": "cpus:4", "limits": "cpus:1"}"#),
+        ("/quota", r#"{"role": "a", "guarantees": "cpus:1", "colour": "red"}"#),
+        ("/quota", r#"{"op": "remove_agent", "agent": "a1"}"#),
+        ("/weights", r#"{"weights": {"a": 0}}"#),
+        ("/weights", r#"{"weights": {"a": "heavy"}}"#),
+        ("/weights", r#"{"weights": [1]}"#),
+        ("/sorters", r#"{"role_sorter": "no_such_sorter"}"#),
+        ("/sorters", r#"{"framework_sorter": 7}"#),
+    ] {
+        let (status, v) = request(&live, "POST", path, body);
+        assert_eq!(status, 400, "POST {path} {body}: {v}");
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "POST {path} {body}: {v}");
+    }
+    assert_eq!(operator_view(&get(&live, "/state")), before);
+}
+
+#[test]
+fn unknown_endpoints_and_methods_are_refused() {
+    let live = start("routes", &[]);
+    assert_eq!(request(&live, "GET", "/nothing", "").0, 404);
+    assert_eq!(request(&live, "GET", "/quota", "").0, 405);
+    assert_eq!(request(&live, "POST", "/state", "{}").0, 405);
+}
+
+#[test]
+fn post_sorters_swaps_sorters_at_run_time_keeping_allocations() {
+    let live = start("swap", &["--modules", &modules()]);
+    let before = get(&live, "/state");
+    let (status, v) = request(
+        &live,
+        "POST",
+        "/sorters",
+        r#"{"role_sorter": "random", "framework_sorter": "random"}"#,
+    );
+    assert_eq!(status, 200, "{v}");
+    let after = get(&live, "/state");
+    assert_eq!(after["role_sorter"], "random");
+    assert_eq!(after["framework_sorter"], "random");
+    assert_eq!(after["allocations"], before["allocations"]);
+}
+
+#[test]
+fn post_sorters_is_refused_for_an_allocator_module() {
+    let live = start("swap-module", &["--modules", &modules(), "--allocator", "binpack"]);
+    let (status, v) = request(&live, "POST", "/sorters", r#"{"role_sorter": "random"}"#);
+    assert_eq!(status, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("built-in allocator"), "{v}");
+}
+
+#[test]
+fn requests_from_many_threads_are_all_answered() {
+    let live = start("many", &[]);
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let live = &live;
+            scope.spawn(move || {
+                for i in 0..10 {
+                    let path = if (t + i) % 2 == 0 { "/state" } else { "/metrics/snapshot" };
+                    assert_eq!(request(live, "GET", path, "").0, 200);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn serve_stops_by_itself_after_duration_with_a_summary() {
+    let scenario = scenario_file("duration");
+    let out = Command::new(master())
+        .args(["serve", "--listen", "127.0.0.1:0", "--duration", "0.5", "--scenario"])
+        .arg(&scenario)
+        .current_dir(workspace_root())
+        .output()
+        .expect("run serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("serving on http://127.0.0.1:"), "{stderr}");
+    assert!(stderr.contains("allocation runs"), "{stderr}");
+}
+
+#[test]
+fn serve_refuses_an_address_it_cannot_bind() {
+    let out = Command::new(master())
+        .args(["serve", "--listen", "256.0.0.1:1", "--duration", "1"])
+        .current_dir(workspace_root())
+        .output()
+        .expect("run serve");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot listen on '256.0.0.1:1'"), "{stderr}");
+}
