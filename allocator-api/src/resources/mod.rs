@@ -301,6 +301,16 @@ impl Resources {
             return;
         }
         for r in other.iter() {
+            if r.value.is_empty() {
+                continue;
+            }
+            if !r.is_shared()
+                && let Ok(i) = self.items.binary_search_by(|e| e.key_cmp(r))
+            {
+                // Merging needs only the value: no clone of the entry.
+                self.items[i].merge(&r.value);
+                continue;
+            }
             self.add_resource(r.clone());
         }
     }

@@ -28,7 +28,25 @@ pub(crate) fn normalize(mut v: Vec<Range>) -> RVec<Range> {
 
 /// The union of two canonical range lists.
 pub(crate) fn union(a: &[Range], b: &[Range]) -> RVec<Range> {
-    normalize(a.iter().chain(b.iter()).copied().collect())
+    // One linear merge of the two sorted lists, coalescing as it goes (no sort, one buffer).
+    let mut out: RVec<Range> = RVec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let next = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
+        match out.last_mut() {
+            Some(last) if next.begin <= last.end.saturating_add(1) => {
+                last.end = last.end.max(next.end)
+            }
+            _ => out.push(next),
+        }
+    }
+    out
 }
 
 /// `a` without the values in `b` (both canonical): one linear merge.

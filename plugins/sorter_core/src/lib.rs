@@ -96,6 +96,11 @@ pub struct Tree {
     counted: Vec<bool>,
     agents: HashMap<AgentId, Quantities>,
     excluded: Vec<String>,
+    /// For a flat tree (no inner node below the root): the active leaves' clients in order,
+    /// kept in step by [`reposition_path`](Self::reposition_path) so that a sort is one copy of
+    /// a compact array. `None` when it must be rebuilt (any other change of the tree's shape,
+    /// order or activity clears it).
+    flat_order: Option<Vec<ClientId>>,
 }
 
 impl Tree {
@@ -129,6 +134,7 @@ impl Tree {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            flat_order: None,
         }
     }
 
@@ -230,6 +236,7 @@ impl Tree {
 
     /// Adds `client` at `path` (inactive). Implements Mesos's rules for virtual leaves.
     pub fn add(&mut self, client: ClientId, path: &str) -> Result<NodeIndex> {
+        self.flat_order = None;
         if self.clients.contains_key(&client) {
             return Err(ModuleError::rejected(format!("add: client {client} is already present")));
         }
@@ -324,6 +331,7 @@ impl Tree {
 
     /// Moves `i` to the end of its parent's children (where inactive leaves live).
     fn move_to_inactive_end(&mut self, i: NodeIndex) {
+        self.flat_order = None;
         let p = self.nodes[i].parent.expect("non-root");
         let children = &mut self.nodes[p].children;
         if let Some(pos) = children.iter().position(|&c| c == i) {
@@ -336,6 +344,7 @@ impl Tree {
     /// nodes left with only a virtual leaf.
     pub fn remove(&mut self, client: ClientId) -> Result<()> {
         let leaf = self.client_node(client, "remove")?;
+        self.flat_order = None;
         self.clients.remove(&client);
         let allocations: Vec<(AgentId, Resources)> =
             self.nodes[leaf].per_agent.iter().map(|(a, r)| (*a, r.clone())).collect();
@@ -343,7 +352,7 @@ impl Tree {
         while let Some(p) = up {
             for (agent, res) in &allocations {
                 let ids = self.scalar_ids(res);
-                self.subtract_at(p, *agent, res, ids);
+                self.subtract_at(p, *agent, res, &ids);
             }
             up = self.nodes[p].parent;
         }
@@ -372,6 +381,7 @@ impl Tree {
 
     /// Collapses inner node `p`, whose only child is a virtual leaf, back into a leaf.
     fn collapse(&mut self, p: NodeIndex) {
+        self.flat_order = None;
         let v = self.nodes[p].children[0];
         let (kind, client, count, per_agent) = {
             let vn = &mut self.nodes[v];
@@ -399,6 +409,7 @@ impl Tree {
         if self.nodes[leaf].kind == want {
             return Ok(false);
         }
+        self.flat_order = None;
         self.nodes[leaf].kind = want;
         if !active {
             self.move_to_inactive_end(leaf);
@@ -448,22 +459,29 @@ impl Tree {
         i: NodeIndex,
         agent: AgentId,
         resources: &Resources,
-        mut delta: Vec<(usize, i64)>,
+        delta: &[(usize, i64)],
     ) {
         let leaf = self.nodes[i].client.is_some();
         let has_shared = resources.iter().any(Resource::is_shared);
         let n = &mut self.nodes[i];
+        let mut discounted;
+        let mut delta = delta;
         if leaf || has_shared {
             let entry = n.per_agent.entry(agent).or_default();
-            // A shared resource already held here is not counted again (Mesos counts it once).
-            discount_held_shared(&mut delta, resources, entry, &self.names);
+            if has_shared {
+                // A shared resource already held here is not counted again (Mesos counts it
+                // once).
+                discounted = delta.to_vec();
+                discount_held_shared(&mut discounted, resources, entry, &self.names);
+                delta = &discounted;
+            }
             if leaf {
                 entry.add(resources);
             } else {
                 entry.add(&resources.shared());
             }
         }
-        for (id, v) in delta {
+        for &(id, v) in delta {
             n.totals[id] += v;
         }
     }
@@ -474,22 +492,29 @@ impl Tree {
         i: NodeIndex,
         agent: AgentId,
         resources: &Resources,
-        mut delta: Vec<(usize, i64)>,
+        delta: &[(usize, i64)],
     ) {
         let leaf = self.nodes[i].client.is_some();
+        let has_shared = resources.iter().any(Resource::is_shared);
         let n = &mut self.nodes[i];
+        let mut discounted;
+        let mut delta = delta;
         if let Some(entry) = n.per_agent.get_mut(&agent) {
             if leaf {
                 entry.subtract(resources);
-            } else {
+            } else if has_shared {
                 entry.subtract(&resources.shared());
             }
-            discount_held_shared(&mut delta, resources, entry, &self.names);
+            if has_shared {
+                discounted = delta.to_vec();
+                discount_held_shared(&mut discounted, resources, entry, &self.names);
+                delta = &discounted;
+            }
             if entry.is_empty() {
                 n.per_agent.remove(&agent);
             }
         }
-        for (id, v) in delta {
+        for &(id, v) in delta {
             n.totals[id] = (n.totals[id] - v).max(0);
         }
     }
@@ -505,7 +530,7 @@ impl Tree {
         let ids = self.scalar_ids(resources);
         let mut cur = Some(leaf);
         while let Some(i) = cur {
-            self.add_at(i, agent, resources, ids.clone());
+            self.add_at(i, agent, resources, &ids);
             self.nodes[i].count += 1;
             cur = self.nodes[i].parent;
         }
@@ -529,7 +554,7 @@ impl Tree {
         let ids = self.scalar_ids(resources);
         let mut cur = Some(leaf);
         while let Some(i) = cur {
-            self.subtract_at(i, agent, resources, ids.clone());
+            self.subtract_at(i, agent, resources, &ids);
             cur = self.nodes[i].parent;
         }
         Ok(())
@@ -623,6 +648,7 @@ impl Tree {
 
     /// Recomputes every share and sorts every level with `O`, inactive leaves last.
     pub fn resort_all<O: Order>(&mut self) {
+        self.flat_order = None;
         for i in 0..self.nodes.len() {
             if self.nodes[i].parent.is_some() || i == ROOT {
                 self.nodes[i].share = self.compute_share(i);
@@ -659,17 +685,32 @@ impl Tree {
             if self.nodes[cur].kind != NodeKind::InactiveLeaf {
                 let mut children = std::mem::take(&mut self.nodes[p].children);
                 let nodes = &self.nodes;
-                let active_len = children
-                    .iter()
-                    .position(|&c| nodes[c].kind == NodeKind::InactiveLeaf)
-                    .unwrap_or(children.len());
-                if let Some(pos) = children[..active_len].iter().position(|&c| c == cur) {
+                // In a flat tree the cached order gives the active prefix and the position
+                // without touching every sibling's node.
+                let flat = if p == ROOT { self.flat_order.as_mut() } else { None };
+                let (active_len, pos) = match (&flat, nodes[cur].client) {
+                    (Some(order), Some(client)) => {
+                        (order.len(), order.iter().position(|&c| c == client))
+                    }
+                    _ => {
+                        let active_len = children
+                            .iter()
+                            .position(|&c| nodes[c].kind == NodeKind::InactiveLeaf)
+                            .unwrap_or(children.len());
+                        (active_len, children[..active_len].iter().position(|&c| c == cur))
+                    }
+                };
+                if let Some(pos) = pos {
                     // Binary search for the new place among the other active siblings (they
                     // are sorted), then one move: O(log n) comparisons instead of O(n).
                     children.remove(pos);
                     let at = children[..active_len - 1]
                         .partition_point(|&c| O::compare(&nodes[c], &nodes[cur]) == Ordering::Less);
                     children.insert(at, cur);
+                    if let Some(order) = flat {
+                        let client = order.remove(pos);
+                        order.insert(at, client);
+                    }
                 }
                 self.nodes[p].children = children;
             }
@@ -679,21 +720,28 @@ impl Tree {
     }
 
     /// Writes the active leaves in pre-order (each subtree before the next sibling).
-    pub fn emit_active(&self, out: &mut RVec<ClientId>) {
+    pub fn emit_active(&mut self, out: &mut RVec<ClientId>) {
         out.clear();
-        // Fast path for a flat tree (every framework sorter, most role sorters): the root's
-        // children in order, up to the first inactive leaf.
+        if let Some(order) = &self.flat_order {
+            out.extend_from_slice(order);
+            return;
+        }
+        // A flat tree (every framework sorter, most role sorters): the root's children in
+        // order, up to the first inactive leaf; kept for the next sorts.
         let root = &self.nodes[ROOT];
         if root.children.iter().all(|&c| self.nodes[c].kind != NodeKind::Internal) {
+            let mut order = Vec::with_capacity(root.children.len());
             for &c in &root.children {
                 let n = &self.nodes[c];
                 if n.kind != NodeKind::ActiveLeaf {
                     break;
                 }
                 if let Some(client) = n.client {
-                    out.push(client);
+                    order.push(client);
                 }
             }
+            out.extend_from_slice(&order);
+            self.flat_order = Some(order);
             return;
         }
         let mut stack = vec![ROOT];
