@@ -49,3 +49,66 @@ handle!(
     FrameworkId,
     "framework"
 );
+
+/// A hasher for integer handles: one rotate, xor and multiply per integer (FxHash-style)
+/// instead of SipHash. Handles are dense integers the host assigns, not keys an attacker
+/// chooses, so DoS-resistant hashing buys nothing on the allocation hot path.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct IdHasher(u64);
+
+const ID_HASH_SEED: u64 = 0x517c_c1b7_2722_0a95;
+
+impl IdHasher {
+    fn mix(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(ID_HASH_SEED);
+    }
+}
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.mix(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.mix(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.mix(n as u64);
+    }
+}
+
+/// A `HashMap` keyed by handles (or tuples of them), hashed with [`IdHasher`].
+pub type IdMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// A `HashSet` of handles (or tuples of them), hashed with [`IdHasher`].
+pub type IdSet<K> = std::collections::HashSet<K, std::hash::BuildHasherDefault<IdHasher>>;
+
+#[cfg(test)]
+mod hasher_tests {
+    use super::*;
+
+    #[test]
+    fn id_maps_find_what_was_inserted() {
+        let mut m: IdMap<(AgentId, FrameworkId), u32> = IdMap::default();
+        for a in 0..100 {
+            for f in 0..10 {
+                m.insert((AgentId(a), FrameworkId(f)), a * 10 + f);
+            }
+        }
+        assert_eq!(m.len(), 1000);
+        assert_eq!(m[&(AgentId(42), FrameworkId(7))], 427);
+    }
+}

@@ -59,7 +59,7 @@ pub use allocator::{
     RoleQuota, RoleWeight, Unavailability,
 };
 pub use error::{ErrorKind, ModuleError, Result};
-pub use ids::{AgentId, ClientId, FrameworkId};
+pub use ids::{AgentId, ClientId, FrameworkId, IdHasher, IdMap, IdSet};
 pub use log;
-pub use resources::{Quantities, Resource, Resources, Scalar};
+pub use resources::{Name, Quantities, Resource, Resources, Scalar};
 pub use sorter::{AgentAllocation, Sorter, SorterConfig};

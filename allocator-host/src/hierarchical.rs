@@ -19,10 +19,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use allocator_api::rng::Rng;
 use allocator_api::{
     AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
-    FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, InverseOffer,
-    InverseOfferStatus, InverseOfferStatusEntry, ModuleError, OfferBatch, Operation, Quantities,
-    Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter, SorterConfig,
-    Unavailability,
+    FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, IdSet,
+    InverseOffer, InverseOfferStatus, InverseOfferStatusEntry, ModuleError, OfferBatch, Operation,
+    Quantities, Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter,
+    SorterConfig, Unavailability,
 };
 
 /// Creates sorters for the allocator (the role sorter once, a framework sorter per role).
@@ -106,8 +106,8 @@ struct Framework {
     suppressed: BTreeSet<String>,
     min_allocatable: HashMap<String, Vec<Quantities>>,
     /// Refuse filters by agent, then role.
-    offer_filters: HashMap<AgentId, HashMap<String, Vec<OfferFilter>>>,
-    inverse_filters: HashMap<AgentId, f64>,
+    offer_filters: IdMap<AgentId, BTreeMap<String, Vec<OfferFilter>>>,
+    inverse_filters: IdMap<AgentId, f64>,
 }
 
 impl Framework {
@@ -137,14 +137,14 @@ pub struct HierarchicalAllocator {
     frameworks: BTreeMap<FrameworkId, Framework>,
     role_sorter: Box<dyn Sorter>,
     roles: BTreeMap<String, RoleState>,
-    role_by_client: HashMap<ClientId, String>,
+    role_by_client: IdMap<ClientId, String>,
     next_role_client: u32,
     weights: HashMap<String, f64>,
     quotas: BTreeMap<String, Quota>,
     whitelist: Option<HashSet<String>>,
     make_role_sorter: SorterFactory,
     make_framework_sorter: SorterFactory,
-    outstanding_inverse: HashSet<(AgentId, FrameworkId)>,
+    outstanding_inverse: IdSet<(AgentId, FrameworkId)>,
     inverse_statuses: BTreeMap<(AgentId, FrameworkId), (InverseOfferStatus, f64)>,
     recovery: Option<(usize, f64)>,
     role_buf: RVec<ClientId>,
@@ -177,14 +177,14 @@ impl HierarchicalAllocator {
             frameworks: BTreeMap::new(),
             role_sorter,
             roles: BTreeMap::new(),
-            role_by_client: HashMap::new(),
+            role_by_client: IdMap::default(),
             next_role_client: 0,
             weights: HashMap::new(),
             quotas: BTreeMap::new(),
             whitelist: None,
             make_role_sorter,
             make_framework_sorter,
-            outstanding_inverse: HashSet::new(),
+            outstanding_inverse: IdSet::default(),
             inverse_statuses: BTreeMap::new(),
             recovery: None,
             role_buf: RVec::new(),
@@ -683,8 +683,10 @@ impl HierarchicalAllocator {
                 continue; // no active, unsuppressed framework in this role
             }
             // (b) what the role may get here; recomputed only after a grant.
-            let shared_offered = run.shared_offered.get(&agent_id).cloned().unwrap_or_default();
-            let mut available = self.agents[&agent_id].available_to(&role, &shared_offered);
+            let mut available = match run.shared_offered.get(&agent_id) {
+                Some(shared) => self.agents[&agent_id].available_to(&role, shared),
+                None => self.agents[&agent_id].available_to(&role, &Resources::new()),
+            };
             if available.is_empty() {
                 self.fw_buf = fw_order;
                 continue;
@@ -730,35 +732,52 @@ impl HierarchicalAllocator {
                 if self.is_filtered(fw, &role, agent_id, agent, &to_offer, periodic) {
                     continue;
                 }
-                let to_offer = to_offer.into_owned();
-                let increase = quota_resources(&to_offer).scalar_quantities();
-                if quota_role {
-                    run.consumed.get_mut(&role).expect("quota role").add(&increase);
+                let to_offer = match to_offer {
+                    // The whole of what was available: move it rather than clone it (it is
+                    // recomputed below).
+                    Cow::Borrowed(_) => std::mem::take(&mut available),
+                    Cow::Owned(r) => r,
+                };
+                if !self.quotas.is_empty() {
+                    // Quota bookkeeping (R18–R20); without quotas there is nothing to track.
+                    let increase = quota_resources(&to_offer).scalar_quantities();
+                    if quota_role {
+                        run.consumed.get_mut(&role).expect("quota role").add(&increase);
+                    }
+                    if stage == Stage::Guarantees {
+                        unsatisfied = saturating_sub(&unsatisfied, &increase);
+                        run.required_headroom = saturating_sub(&run.required_headroom, &increase);
+                    }
+                    run.available_headroom = saturating_sub(&run.available_headroom, &increase);
                 }
-                if stage == Stage::Guarantees {
-                    unsatisfied = saturating_sub(&unsatisfied, &increase);
-                    run.required_headroom = saturating_sub(&run.required_headroom, &increase);
-                }
-                run.available_headroom = saturating_sub(&run.available_headroom, &increase);
-                let shared = to_offer.shared();
+                let has_shared = to_offer.iter().any(|r| r.is_shared());
                 let agent = self.agents.get_mut(&agent_id).expect("candidate");
-                if shared.is_empty() {
-                    agent.free.subtract(&to_offer);
-                } else {
+                if has_shared {
                     agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
-                    run.shared_offered.entry(agent_id).or_default().add(&shared);
+                    run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
+                } else {
+                    agent.free.subtract(&to_offer);
                 }
-                agent
-                    .allocated
-                    .entry(fw_id)
-                    .or_default()
-                    .entry(role.clone())
-                    .or_default()
-                    .add(&to_offer);
-                let shared_offered = run.shared_offered.get(&agent_id).cloned().unwrap_or_default();
-                available = self.agents[&agent_id].available_to(&role, &shared_offered);
+                let held = agent.allocated.entry(fw_id).or_default();
+                match held.get_mut(&role) {
+                    Some(h) => h.add(&to_offer),
+                    None => {
+                        held.insert(role.clone(), to_offer.clone());
+                    }
+                }
+                available = match run.shared_offered.get(&agent_id) {
+                    Some(shared) => agent.available_to(&role, shared),
+                    None => agent.available_to(&role, &Resources::new()),
+                };
                 self.track_allocated(agent_id, fw_id, &role, &to_offer)?;
-                run.offerable.entry((fw_id, role.clone(), agent_id)).or_default().add(&to_offer);
+                match run.offerable.entry((fw_id, role.clone(), agent_id)) {
+                    std::collections::btree_map::Entry::Occupied(mut e) => {
+                        e.get_mut().add(&to_offer)
+                    }
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(to_offer);
+                    }
+                }
             }
             self.fw_buf = fw_order;
         }
@@ -898,7 +917,7 @@ struct RunState {
     offerable: BTreeMap<(FrameworkId, String, AgentId), Resources>,
     /// Roles with at least one active, unsuppressed framework at the start of the run.
     active_roles: HashSet<String>,
-    shared_offered: HashMap<AgentId, Resources>,
+    shared_offered: IdMap<AgentId, Resources>,
     /// Per top-level quota role: quota consumption (allocated unreserved non-revocable scalars of
     /// the role and its subroles, plus all their reservations).
     consumed: HashMap<String, Quantities>,
@@ -1034,8 +1053,8 @@ impl Allocator for HierarchicalAllocator {
                 .iter()
                 .map(|m| (m.role.to_string(), m.sets.to_vec()))
                 .collect(),
-            offer_filters: HashMap::new(),
-            inverse_filters: HashMap::new(),
+            offer_filters: IdMap::default(),
+            inverse_filters: IdMap::default(),
         };
         self.frameworks.insert(info.id, framework);
         for role in info_roles(info) {

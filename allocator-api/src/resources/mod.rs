@@ -23,6 +23,7 @@
 //! (zero scalars, empty ranges or sets) are dropped. The one exception is shared resources:
 //! every occurrence of a shared resource is one more copy of it and stays a separate entry.
 
+mod name;
 mod parse;
 mod quantities;
 mod ranges;
@@ -34,6 +35,7 @@ use std::fmt;
 use abi_stable::StableAbi;
 use abi_stable::std_types::{RString, RVec};
 
+pub use name::Name;
 pub use parse::ParseError;
 pub use quantities::{Quantities, Quantity};
 pub use ranges::Range;
@@ -114,8 +116,8 @@ impl Value {
 #[repr(C)]
 #[derive(StableAbi, Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Resource {
-    /// The resource name (`cpus`, `mem`, `ports`, …).
-    pub name: RString,
+    /// The resource name (`cpus`, `mem`, `ports`, …), interned.
+    pub name: Name,
     /// The role the resource is reserved to; empty for unreserved (`*`) resources.
     pub reservation: RString,
     /// The persistent volume id; empty when the resource is not a volume.
@@ -190,7 +192,7 @@ impl Resource {
     fn merge(&mut self, other: &Value) {
         match (&mut self.value, other) {
             (Value::Scalar(a), Value::Scalar(b)) => *a = a.saturating_add(*b),
-            (Value::Ranges(a), Value::Ranges(b)) => *a = ranges::union(a, b),
+            (Value::Ranges(a), Value::Ranges(b)) => ranges::union_in_place(a, b),
             (Value::Set(a), Value::Set(b)) => *a = set_union(a, b),
             _ => unreachable!("key_cmp includes the value kind"),
         }
@@ -334,6 +336,11 @@ impl Resources {
 
     /// Subtracts every entry of `other` (saturating; see [`subtract_resource`](Self::subtract_resource)).
     pub fn subtract(&mut self, other: &Resources) {
+        if self.items == other.items {
+            // Everything goes (an agent offered whole): no per-entry work.
+            self.items.clear();
+            return;
+        }
         for r in other.iter() {
             self.subtract_resource(r);
         }

@@ -217,7 +217,7 @@ fn parse_set(cur: &Cursor<'_>, at: usize, text: &str) -> Result<Value, ParseErro
 /// Parses SPEC section 3 text into canonical [`Resources`].
 pub(crate) fn parse_resources(text: &str) -> Result<Resources, ParseError> {
     let mut out = Resources::new();
-    let mut kinds: Vec<(RString, u8)> = Vec::new();
+    let mut kinds: Vec<(super::Name, u8)> = Vec::new();
     for (start, entry) in split_entries(text) {
         let r = parse_entry(text, start, entry)?;
         let kind = r.value.kind();

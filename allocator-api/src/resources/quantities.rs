@@ -3,17 +3,17 @@
 use std::fmt;
 
 use abi_stable::StableAbi;
-use abi_stable::std_types::{RString, RVec};
+use abi_stable::std_types::RVec;
 
-use super::Scalar;
 use super::parse::{ParseError, split_entries};
+use super::{Name, Scalar};
 
 /// One named amount.
 #[repr(C)]
 #[derive(StableAbi, Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Quantity {
-    /// The resource name.
-    pub name: RString,
+    /// The resource name, interned.
+    pub name: Name,
     /// The amount (zero is allowed: in quota limits it means "none of this resource").
     pub value: Scalar,
 }
@@ -76,16 +76,16 @@ impl Quantities {
     }
 
     /// Sets `name` to `value` (keeping a zero entry).
-    pub fn set(&mut self, name: &str, value: Scalar) {
-        match self.items.binary_search_by(|q| q.name.as_str().cmp(name)) {
+    pub fn set(&mut self, name: impl AsRef<str> + Into<Name>, value: Scalar) {
+        match self.items.binary_search_by(|q| q.name.as_str().cmp(name.as_ref())) {
             Ok(i) => self.items[i].value = value,
             Err(i) => self.items.insert(i, Quantity { name: name.into(), value }),
         }
     }
 
     /// Adds `value` to `name` (creating the entry).
-    pub fn add_amount(&mut self, name: &str, value: Scalar) {
-        match self.items.binary_search_by(|q| q.name.as_str().cmp(name)) {
+    pub fn add_amount(&mut self, name: impl AsRef<str> + Into<Name>, value: Scalar) {
+        match self.items.binary_search_by(|q| q.name.as_str().cmp(name.as_ref())) {
             Ok(i) => self.items[i].value = self.items[i].value.saturating_add(value),
             Err(i) => self.items.insert(i, Quantity { name: name.into(), value }),
         }

@@ -26,27 +26,37 @@ pub(crate) fn normalize(mut v: Vec<Range>) -> RVec<Range> {
     out.into()
 }
 
-/// The union of two canonical range lists.
-pub(crate) fn union(a: &[Range], b: &[Range]) -> RVec<Range> {
-    // One linear merge of the two sorted lists, coalescing as it goes (no sort, one buffer).
-    let mut out: RVec<Range> = RVec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let next = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
-            i += 1;
-            a[i - 1]
-        } else {
-            j += 1;
-            b[j - 1]
-        };
-        match out.last_mut() {
-            Some(last) if next.begin <= last.end.saturating_add(1) => {
-                last.end = last.end.max(next.end)
-            }
-            _ => out.push(next),
-        }
+/// Replaces `a` by its union with `b` (both canonical), reusing `a`'s buffer when the result
+/// fits in it (the common case: merged ranges coalesce).
+pub(crate) fn union_in_place(a: &mut RVec<Range>, b: &[Range]) {
+    if b.is_empty() {
+        return;
     }
-    out
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<Range>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|scratch| {
+        let mut out = scratch.borrow_mut();
+        out.clear();
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let next = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+                i += 1;
+                a[i - 1]
+            } else {
+                j += 1;
+                b[j - 1]
+            };
+            match out.last_mut() {
+                Some(last) if next.begin <= last.end.saturating_add(1) => {
+                    last.end = last.end.max(next.end)
+                }
+                _ => out.push(next),
+            }
+        }
+        a.clear();
+        a.extend_from_copy_slice(&out);
+    });
 }
 
 /// `a` without the values in `b` (both canonical): one linear merge.

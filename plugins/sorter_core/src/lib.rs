@@ -18,8 +18,8 @@ use std::collections::HashMap;
 
 use allocator_api::resources::Value;
 use allocator_api::{
-    AgentAllocation, AgentId, ClientId, ModuleError, Quantities, RVec, Resource, Resources, Result,
-    Scalar, Sorter, SorterConfig,
+    AgentAllocation, AgentId, ClientId, IdMap, ModuleError, Name, Quantities, RVec, Resource,
+    Resources, Result, Scalar, Sorter, SorterConfig,
 };
 
 /// Index of a node in the arena.
@@ -63,7 +63,7 @@ pub struct Node {
     totals: Vec<i64>,
     /// Per-agent resources: every resource for leaves, only shared ones for inner nodes (they
     /// are needed to count each shared resource once).
-    per_agent: HashMap<AgentId, Resources>,
+    per_agent: IdMap<AgentId, Resources>,
 }
 
 impl Node {
@@ -87,14 +87,16 @@ pub trait Order: Send + 'static {
 pub struct Tree {
     nodes: Vec<Node>,
     free: Vec<NodeIndex>,
-    clients: HashMap<ClientId, NodeIndex>,
+    clients: IdMap<ClientId, NodeIndex>,
     weights: HashMap<String, f64>,
-    names: HashMap<String, usize>,
+    /// Interned resource names; a name's id is its index (a handful of names: a linear scan
+    /// comparing pointers first beats hashing the text).
+    names: Vec<Name>,
     /// Pool total by name id.
     pool: Vec<i64>,
     /// Whether each name id counts for shares.
     counted: Vec<bool>,
-    agents: HashMap<AgentId, Quantities>,
+    agents: IdMap<AgentId, Quantities>,
     excluded: Vec<String>,
     /// For a flat tree (no inner node below the root): the active leaves' clients in order,
     /// kept in step by [`reposition_path`](Self::reposition_path) so that a sort is one copy of
@@ -118,17 +120,17 @@ impl Tree {
             children: Vec::new(),
             client: None,
             totals: Vec::new(),
-            per_agent: HashMap::new(),
+            per_agent: IdMap::default(),
         };
         Tree {
             nodes: vec![root],
             free: Vec::new(),
-            clients: HashMap::new(),
+            clients: IdMap::default(),
             weights: HashMap::new(),
-            names: HashMap::new(),
+            names: Vec::new(),
             pool: Vec::new(),
             counted: Vec::new(),
-            agents: HashMap::new(),
+            agents: IdMap::default(),
             excluded: config
                 .fairness_excluded_resource_names
                 .iter()
@@ -161,14 +163,14 @@ impl Tree {
         self.clients.contains_key(&client)
     }
 
-    fn name_id(&mut self, name: &str) -> usize {
-        if let Some(&id) = self.names.get(name) {
+    fn name_id(&mut self, name: &Name) -> usize {
+        if let Some(id) = find_name(&self.names, name) {
             return id;
         }
         let id = self.names.len();
-        self.names.insert(name.to_owned(), id);
+        self.names.push(*name);
         self.pool.push(0);
-        self.counted.push(!self.excluded.iter().any(|e| e == name));
+        self.counted.push(!self.excluded.iter().any(|e| e.as_str() == name.as_str()));
         for n in &mut self.nodes {
             n.totals.resize(id + 1, 0);
         }
@@ -195,7 +197,7 @@ impl Tree {
             children: Vec::new(),
             client: None,
             totals: vec![0; self.names.len()],
-            per_agent: HashMap::new(),
+            per_agent: IdMap::default(),
         };
         match self.free.pop() {
             Some(i) => {
@@ -594,9 +596,9 @@ impl Tree {
             None => ROOT,
         };
         out.clear();
-        let mut names: Vec<(&String, &usize)> = self.names.iter().collect();
+        let mut names: Vec<(&Name, usize)> = self.names.iter().zip(0..).collect();
         names.sort();
-        for (name, &id) in names {
+        for (name, id) in names {
             let v = self.nodes[i].totals.get(id).copied().unwrap_or(0);
             if v > 0 {
                 out.set(name, Scalar::from_millis(v));
@@ -723,7 +725,7 @@ impl Tree {
     pub fn emit_active(&mut self, out: &mut RVec<ClientId>) {
         out.clear();
         if let Some(order) = &self.flat_order {
-            out.extend_from_slice(order);
+            out.extend_from_copy_slice(order);
             return;
         }
         // A flat tree (every framework sorter, most role sorters): the root's children in
@@ -740,7 +742,7 @@ impl Tree {
                     order.push(client);
                 }
             }
-            out.extend_from_slice(&order);
+            out.extend_from_copy_slice(&order);
             self.flat_order = Some(order);
             return;
         }
@@ -762,20 +764,25 @@ impl Tree {
     }
 }
 
+/// The id (index) of `name` among `names`.
+fn find_name(names: &[Name], name: &Name) -> Option<usize> {
+    names.iter().position(|n| n == name)
+}
+
 /// Removes from `delta` the amounts of shared scalars in `resources` that `held` still contains.
 fn discount_held_shared(
     delta: &mut [(usize, i64)],
     resources: &Resources,
     held: &Resources,
-    names: &HashMap<String, usize>,
+    names: &[Name],
 ) {
     let mut prev: Option<&Resource> = None;
     for r in resources.iter() {
         if r.is_shared()
             && prev != Some(r)
             && held.contains_resource(r)
-            && let (Value::Scalar(s), Some(id)) = (&r.value, names.get(r.name.as_str()))
-            && let Some(e) = delta.iter_mut().find(|(i, _)| i == id)
+            && let (Value::Scalar(s), Some(id)) = (&r.value, find_name(names, &r.name))
+            && let Some(e) = delta.iter_mut().find(|(i, _)| *i == id)
         {
             e.1 -= s.millis();
         }

@@ -1,0 +1,213 @@
+//! Interned resource names.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
+
+use abi_stable::StableAbi;
+use abi_stable::std_types::{RStr, RString};
+
+/// A resource name (`cpus`, `mem`, `ports`, …), interned: copying one is copying a pointer, so
+/// resources and quantities can be cloned on the allocation hot path without allocating a
+/// string per entry.
+///
+/// Names compare, order and hash by their text, so a name made by one binary (the host) equals
+/// the same name made by another (a module): each binary has its own interner. Interned text
+/// is never freed, which is sound across the boundary because module libraries are never
+/// unloaded; a process sees a handful of distinct resource names, so the interner stays small.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct Name(RStr<'static>);
+
+fn interner() -> &'static Mutex<HashSet<&'static str>> {
+    static INTERNER: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    INTERNER.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+impl Name {
+    /// The interned name for `text`.
+    pub fn new(text: &str) -> Name {
+        // A poisoned lock only means another thread panicked while inserting; the set is
+        // still a valid set of leaked strings.
+        let mut set = interner().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = set.get(text) {
+            return Name(RStr::from_str(s));
+        }
+        let leaked: &'static str = Box::leak(text.to_owned().into_boxed_str());
+        set.insert(leaked);
+        Name(RStr::from_str(leaked))
+    }
+
+    /// The text of the name.
+    pub fn as_str(&self) -> &'static str {
+        self.0.as_str()
+    }
+}
+
+impl Default for Name {
+    /// The empty name.
+    fn default() -> Name {
+        Name(RStr::from_str(""))
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        let (a, b) = (self.as_str(), other.as_str());
+        // Names from one binary are the same pointer; the text decides otherwise.
+        (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
+    }
+}
+
+impl Eq for Name {}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> Ordering {
+        if self == other { Ordering::Equal } else { self.as_str().cmp(other.as_str()) }
+    }
+}
+
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<RString> for Name {
+    fn eq(&self, other: &RString) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<&str> for Name {
+    fn from(text: &str) -> Name {
+        Name::new(text)
+    }
+}
+
+impl From<&Name> for Name {
+    fn from(name: &Name) -> Name {
+        *name
+    }
+}
+
+impl From<&String> for Name {
+    fn from(text: &String) -> Name {
+        Name::new(text)
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Name {
+        Name::new(&text)
+    }
+}
+
+impl From<RString> for Name {
+    fn from(text: RString) -> Name {
+        Name::new(&text)
+    }
+}
+
+impl From<&RString> for Name {
+    fn from(text: &RString) -> Name {
+        Name::new(text)
+    }
+}
+
+impl From<Name> for String {
+    fn from(name: Name) -> String {
+        name.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_text_interns_to_the_same_pointer() {
+        let a = Name::new("cpus");
+        let b = Name::new(&String::from("cpus"));
+        assert_eq!(a.as_str().as_ptr(), b.as_str().as_ptr());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn names_compare_by_text_whatever_their_origin() {
+        // A name made elsewhere (another binary's interner) has another pointer.
+        let foreign = Name(RStr::from_str("mem"));
+        assert_eq!(foreign, Name::new("mem"));
+        assert!(Name::new("cpus") < foreign);
+        assert_eq!(foreign, "mem");
+    }
+}
