@@ -619,7 +619,7 @@ impl HierarchicalAllocator {
             // Reservations count toward quota consumption whether allocated or not.
             for r in agent.total.iter().filter(|r| !r.is_unreserved() && r.is_scalar()) {
                 if let Some(c) = run.consumed.get_mut(top_level(&r.reservation)) {
-                    c.add_amount(&r.name, r.value.quantity());
+                    c.add_amount(r.name, r.value.quantity());
                 }
             }
             for roles in agent.allocated.values() {
@@ -955,7 +955,7 @@ fn quota_resources(res: &Resources) -> Resources {
 fn remaining(bound: &Quantities, used: &Quantities) -> Quantities {
     let mut out = Quantities::new();
     for q in bound.iter() {
-        out.set(&q.name, q.value.saturating_sub(used.get(&q.name)));
+        out.set(q.name, q.value.saturating_sub(used.get(&q.name)));
     }
     out
 }

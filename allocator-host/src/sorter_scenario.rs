@@ -223,7 +223,7 @@ fn check_expectation(
             sorter.allocation_scalar_quantities(Some(ids.client(c)), &mut actual)?;
             let mut want = Quantities::new();
             for e in q.iter().filter(|e| !e.value.is_zero()) {
-                want.set(&e.name, e.value);
+                want.set(e.name, e.value);
             }
             (actual == want, json!(want.to_string()), json!(actual.to_string()))
         }

@@ -443,7 +443,7 @@ impl Resources {
             if let Value::Scalar(s) = r.value {
                 let duplicate_copy = r.is_shared() && prev == Some(r);
                 if !duplicate_copy {
-                    out.add_amount(&r.name, s);
+                    out.add_amount(r.name, s);
                 }
             }
             prev = Some(r);

@@ -227,7 +227,7 @@ pub(crate) fn parse_resources(text: &str) -> Result<Resources, ParseError> {
                 return Err(ParseError::new(text, name_at, "resource used with two value types"));
             }
             Some(_) => {}
-            None => kinds.push((r.name.clone(), kind)),
+            None => kinds.push((r.name, kind)),
         }
         out.add_resource(r);
     }

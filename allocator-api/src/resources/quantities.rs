@@ -94,7 +94,7 @@ impl Quantities {
     /// Adds every entry of `other`.
     pub fn add(&mut self, other: &Quantities) {
         for q in other.iter() {
-            self.add_amount(&q.name, q.value);
+            self.add_amount(q.name, q.value);
         }
     }
 
