@@ -108,38 +108,7 @@ pub fn decline_offers(
     interval: f64,
 ) -> Result<Vec<Duration>, String> {
     let err = |e: allocator_api::ModuleError| e.to_string();
-    let total: Resources =
-        "cpus:24;mem:4096;disk:4096;ports:[31000-32000]".parse().map_err(|e| format!("{e}"))?;
-    let used: Resources = format!("cpus:16;mem:2014;disk:1024;{}", fragmented_ports(16))
-        .parse()
-        .map_err(|e| format!("{e}"))?;
-    for f in 0..frameworks {
-        let info = FrameworkInfo {
-            id: FrameworkId(f),
-            name: format!("framework{f}").as_str().into(),
-            roles: vec!["role1".into()].into(),
-            capabilities: FrameworkCapabilities::MULTI_ROLE,
-        };
-        allocator.add_framework(&info, &[], true, &FrameworkOptions::default()).map_err(err)?;
-    }
-    for a in 0..agents {
-        let info = AgentInfo {
-            id: AgentId(a),
-            name: format!("agent{a}").as_str().into(),
-            hostname: format!("agent{a}").as_str().into(),
-            attributes: RVec::new(),
-            capabilities: AgentCapabilities::all(),
-        };
-        let holder = FrameworkId(a % frameworks.max(1));
-        let u = Allocation {
-            framework: holder,
-            agent: AgentId(a),
-            role: "role1".into(),
-            resources: used.clone(),
-        };
-        allocator.add_agent(&info, None, &total, std::slice::from_ref(&u)).map_err(err)?;
-    }
-    let ids: Vec<AgentId> = (0..agents).map(AgentId).collect();
+    let ids = decline_offers_cluster(allocator, agents, frameworks)?;
     let mut batch = OfferBatch::default();
     let mut times = Vec::new();
     let mut now = 0.0;
@@ -150,19 +119,239 @@ pub fn decline_offers(
         let start = Instant::now();
         allocator.allocate(&ids, true, &mut batch).map_err(err)?;
         times.push(start.elapsed());
-        for o in batch.offers.iter() {
-            allocator
-                .recover_resources(
-                    o.framework,
-                    o.agent,
-                    &o.role,
-                    &o.resources,
-                    Some(f64::from(i32::MAX)),
-                )
-                .map_err(err)?;
-        }
+        give_back(allocator, &batch, Some(f64::from(i32::MAX)))?;
     }
     Ok(times)
+}
+
+fn framework(id: u32, role: &str) -> FrameworkInfo {
+    FrameworkInfo {
+        id: FrameworkId(id),
+        name: format!("framework{id}").as_str().into(),
+        roles: vec![role.into()].into(),
+        capabilities: FrameworkCapabilities::MULTI_ROLE,
+    }
+}
+
+fn agent(id: u32) -> AgentInfo {
+    AgentInfo {
+        id: AgentId(id),
+        name: format!("agent{id}").as_str().into(),
+        hostname: format!("agent{id}").as_str().into(),
+        attributes: RVec::new(),
+        capabilities: AgentCapabilities::all(),
+    }
+}
+
+fn parse(text: &str) -> Result<Resources, String> {
+    text.parse().map_err(|e| format!("{e}"))
+}
+
+/// Gives every offer of `batch` back, with a refuse filter of `refuse_seconds` (`None`: none).
+fn give_back(
+    allocator: &mut dyn Allocator,
+    batch: &OfferBatch,
+    refuse_seconds: Option<f64>,
+) -> Result<(), String> {
+    for o in batch.offers.iter() {
+        allocator
+            .recover_resources(o.framework, o.agent, &o.role, &o.resources, refuse_seconds)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The `DeclineOffers` cluster: `frameworks` frameworks in `role1`, `agents` agents of
+/// `cpus:24;mem:4096;disk:4096;ports:[31000-32000]` with `cpus:16;mem:2014;disk:1024` and 16
+/// port ranges used (round-robin over the frameworks).
+pub fn decline_offers_cluster(
+    allocator: &mut dyn Allocator,
+    agents: u32,
+    frameworks: u32,
+) -> Result<Vec<AgentId>, String> {
+    let err = |e: allocator_api::ModuleError| e.to_string();
+    let total = parse("cpus:24;mem:4096;disk:4096;ports:[31000-32000]")?;
+    let used = parse(&format!("cpus:16;mem:2014;disk:1024;{}", fragmented_ports(16)))?;
+    for f in 0..frameworks {
+        allocator
+            .add_framework(&framework(f, "role1"), &[], true, &FrameworkOptions::default())
+            .map_err(err)?;
+    }
+    for a in 0..agents {
+        let u = Allocation {
+            framework: FrameworkId(a % frameworks.max(1)),
+            agent: AgentId(a),
+            role: "role1".into(),
+            resources: used.clone(),
+        };
+        allocator.add_agent(&agent(a), None, &total, std::slice::from_ref(&u)).map_err(err)?;
+    }
+    Ok((0..agents).map(AgentId).collect())
+}
+
+/// Mesos's `SuppressOffers`: the `DeclineOffers` cluster; in each of 5 rounds another fifth of
+/// the frameworks suppresses its offers, then one allocation run is timed. Offers are given back
+/// without a filter, so every run offers every agent again, to whoever is not suppressed (the
+/// last run has no one to offer to).
+pub fn suppress_offers(
+    allocator: &mut dyn Allocator,
+    agents: u32,
+    frameworks: u32,
+) -> Result<Vec<Duration>, String> {
+    let err = |e: allocator_api::ModuleError| e.to_string();
+    let ids = decline_offers_cluster(allocator, agents, frameworks)?;
+    let mut batch = OfferBatch::default();
+    let mut times = Vec::new();
+    let step = frameworks.div_ceil(5).max(1);
+    for round in 0..5u32 {
+        for f in (round * step)..((round + 1) * step).min(frameworks) {
+            allocator.suppress_offers(FrameworkId(f), &[]).map_err(err)?;
+        }
+        allocator.set_time(f64::from(round + 1)).map_err(err)?;
+        batch.clear();
+        let start = Instant::now();
+        allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+        times.push(start.elapsed());
+        give_back(allocator, &batch, Some(0.0))?;
+    }
+    Ok(times)
+}
+
+/// What [`large_and_small_quota`] measured.
+#[derive(Clone, Debug)]
+pub struct QuotaRuns {
+    /// The first run, which allocates every agent.
+    pub full: Duration,
+    /// The runs right after, with nothing left to allocate (median).
+    pub empty: Duration,
+    /// Offers made by the first run.
+    pub offers: usize,
+}
+
+/// Mesos's `LargeAndSmallQuota`: `small` roles with quota `cpus:1;mem:1024;disk:1024` and
+/// `large` roles with quota `cpus:4;mem:4096;disk:4096` (guarantee = limit), one framework per
+/// role, `small / 5 + large * 5` agents of `cpus:2;mem:2048;disk:2048`; times one allocation run
+/// (everything is offered) and the median of the next `empty_runs` (nothing left).
+pub fn large_and_small_quota(
+    allocator: &mut dyn Allocator,
+    small: u32,
+    large: u32,
+    empty_runs: u32,
+) -> Result<QuotaRuns, String> {
+    let err = |e: allocator_api::ModuleError| e.to_string();
+    let quantities = |t: &str| -> Result<allocator_api::Quantities, String> {
+        t.parse().map_err(|e| format!("{e}"))
+    };
+    let small_quota = quantities("cpus:1;mem:1024;disk:1024")?;
+    let large_quota = quantities("cpus:4;mem:4096;disk:4096")?;
+    let roles: Vec<(String, &allocator_api::Quantities)> = (0..small)
+        .map(|i| (format!("quota_small_{i}"), &small_quota))
+        .chain((0..large).map(|i| (format!("quota_large_{i}"), &large_quota)))
+        .collect();
+    for (role, q) in &roles {
+        let quota = allocator_api::Quota { guarantees: (*q).clone(), limits: (*q).clone() };
+        allocator.update_quota(role, &quota).map_err(err)?;
+    }
+    for (i, (role, _)) in roles.iter().enumerate() {
+        allocator
+            .add_framework(&framework(i as u32, role), &[], true, &FrameworkOptions::default())
+            .map_err(err)?;
+    }
+    let total = parse("cpus:2;mem:2048;disk:2048")?;
+    let agents = small / 5 + large * 5;
+    for a in 0..agents {
+        allocator.add_agent(&agent(a), None, &total, &[]).map_err(err)?;
+    }
+    let ids: Vec<AgentId> = (0..agents).map(AgentId).collect();
+    let mut batch = OfferBatch::default();
+    allocator.set_time(1.0).map_err(err)?;
+    let start = Instant::now();
+    allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+    let full = start.elapsed();
+    let offers = batch.offers.len();
+    let mut empty = Vec::new();
+    for run in 0..empty_runs.max(1) {
+        allocator.set_time(f64::from(run + 2)).map_err(err)?;
+        batch.clear();
+        let start = Instant::now();
+        allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+        empty.push(start.elapsed());
+    }
+    Ok(QuotaRuns { full, empty: median(&empty), offers })
+}
+
+/// Mesos's `AddAndUpdateSlave`: `frameworks` frameworks in `role1`; times adding `agents` agents
+/// of `cpus:2;mem:1024;disk:4096;ports:[31000-32000]` with `cpus:1;mem:128;disk:1024` and 16 port
+/// ranges in use, then updating each to add `cpus(*){revocable}:10`. Returns both phases.
+pub fn add_and_update_agents(
+    allocator: &mut dyn Allocator,
+    agents: u32,
+    frameworks: u32,
+) -> Result<(Duration, Duration), String> {
+    let err = |e: allocator_api::ModuleError| e.to_string();
+    for f in 0..frameworks {
+        allocator
+            .add_framework(&framework(f, "role1"), &[], true, &FrameworkOptions::default())
+            .map_err(err)?;
+    }
+    let total = parse("cpus:2;mem:1024;disk:4096;ports:[31000-32000]")?;
+    let used = parse(&format!("cpus:1;mem:128;disk:1024;{}", fragmented_ports(16)))?;
+    let start = Instant::now();
+    for a in 0..agents {
+        let u = Allocation {
+            framework: FrameworkId(a % frameworks.max(1)),
+            agent: AgentId(a),
+            role: "role1".into(),
+            resources: used.clone(),
+        };
+        allocator.add_agent(&agent(a), None, &total, std::slice::from_ref(&u)).map_err(err)?;
+    }
+    let add = start.elapsed();
+    let updated = total + &parse("cpus{revocable}:10")?;
+    let start = Instant::now();
+    for a in 0..agents {
+        allocator.update_agent(&agent(a), Some(&updated)).map_err(err)?;
+    }
+    Ok((add, start.elapsed()))
+}
+
+/// Steady state for memory: the `DeclineOffers` cluster, `runs` allocation runs whose offers are
+/// all given back without a filter (so every run does the same work). Returns the resident
+/// memory (KiB) after setup and after each run in `samples`.
+pub fn steady_runs(
+    allocator: &mut dyn Allocator,
+    agents: u32,
+    frameworks: u32,
+    runs: u32,
+    samples: &[u32],
+) -> Result<(u64, Vec<(u32, u64)>), String> {
+    let err = |e: allocator_api::ModuleError| e.to_string();
+    let ids = decline_offers_cluster(allocator, agents, frameworks)?;
+    let after_setup = crate::soak::rss_kib();
+    let mut batch = OfferBatch::default();
+    let mut out = Vec::new();
+    for run in 1..=runs {
+        allocator.set_time(f64::from(run)).map_err(err)?;
+        batch.clear();
+        allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+        give_back(allocator, &batch, Some(0.0))?;
+        if samples.contains(&run) {
+            out.push((run, crate::soak::rss_kib()));
+        }
+    }
+    Ok((after_setup, out))
+}
+
+/// Peak resident memory of this process so far, KiB (`VmHWM`; 0 where unknown).
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
 }
 
 /// The built-in allocator over the given sorter factories, with Mesos's benchmark options.

@@ -210,18 +210,23 @@ pub struct ImportArgs {
 /// `allocator-master bench` arguments.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// Which benchmark: `full-sort` (sorter) or `decline-offers` (allocator).
-    #[arg(value_parser = ["full-sort", "decline-offers"])]
+    /// Which benchmark (Mesos's names): `full-sort` (sorter), `decline-offers`,
+    /// `suppress-offers`, `large-and-small-quota`, `add-and-update-agent`, `memory` (peak
+    /// resident memory of the decline-offers cluster and its growth over `--rounds` runs), or
+    /// `all` (the matrix recorded in BENCHMARKS.md).
+    #[arg(value_parser = ["full-sort", "decline-offers", "suppress-offers", "large-and-small-quota",
+                          "add-and-update-agent", "memory", "all"])]
     pub benchmark: String,
-    /// Agent counts (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "1000,5000,10000")]
+    /// Agent counts (comma-separated); for large-and-small-quota, the small-role counts.
+    #[arg(long, value_delimiter = ',')]
     pub agents: Vec<u32>,
-    /// Client counts for full-sort, framework counts for decline-offers (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    /// Client counts for full-sort, framework counts otherwise; for large-and-small-quota, the
+    /// large-role counts (comma-separated).
+    #[arg(long, value_delimiter = ',')]
     pub clients: Vec<u32>,
-    /// Allocation runs timed per decline-offers configuration.
-    #[arg(long, default_value_t = 5)]
-    pub rounds: u32,
+    /// Allocation runs per configuration (decline-offers: timed runs; memory: runs watched).
+    #[arg(long)]
+    pub rounds: Option<u32>,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.
@@ -253,7 +258,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
         return Ok(0);
     }
     match &args.command {
-        Some(Command::Bench(bench)) => return run_bench(args, bench, &registry),
+        Some(Command::Bench(bench)) => return crate::bench_cli::run(args, bench, &registry),
         Some(Command::Import(import)) => return run_import(import),
         Some(Command::Soak(a)) => {
             let options = crate::soak::SoakOptions {
@@ -408,73 +413,6 @@ fn run_import(args: &ImportArgs) -> Result<u8, String> {
         imported.pods,
         imported.bad_rows.len()
     );
-    Ok(0)
-}
-
-fn run_bench(args: &Args, bench: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {
-    use crate::bench;
-    let role = args.role_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
-    let framework = args.framework_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
-    match bench.benchmark.as_str() {
-        "full-sort" => {
-            println!("FullSort, sorter {} ({})", role, registry.describe_sorter(&role));
-            println!("{:>7} {:>7}  phase times (ms)", "agents", "clients");
-            for &agents in &bench.agents {
-                for &clients in &bench.clients {
-                    let make = registry
-                        .sorter_factory(&role, "--role_sorter")
-                        .map_err(|e| e.to_string())?;
-                    let mut sorter = make(&bench::sorter_config())?;
-                    let phases = bench::sorter_full_sort(sorter.as_mut(), agents, clients)?;
-                    let cols: Vec<String> = phases
-                        .iter()
-                        .map(|p| format!("{} {:.2}", p.name, p.elapsed.as_secs_f64() * 1e3))
-                        .collect();
-                    println!("{agents:>7} {clients:>7}  {}", cols.join(" | "));
-                }
-            }
-        }
-        _ => {
-            let allocator = args.allocator.clone().unwrap_or_else(|| BUILTIN_ALLOCATOR.into());
-            println!(
-                "DeclineOffers, allocator {allocator}, role sorter {role}, framework sorter {framework}"
-            );
-            println!("{:>7} {:>10} {:>12} {:>12}", "agents", "frameworks", "median ms", "max ms");
-            for &agents in &bench.agents {
-                for &frameworks in &bench.clients {
-                    let mut alloc: Box<dyn allocator_api::Allocator> = if allocator
-                        == BUILTIN_ALLOCATOR
-                        || allocator == crate::registry::BUILTIN_ALLOCATOR_ALIAS
-                    {
-                        let r = registry
-                            .sorter_factory(&role, "--role_sorter")
-                            .map_err(|e| e.to_string())?;
-                        let f = registry
-                            .sorter_factory(&framework, "--framework_sorter")
-                            .map_err(|e| e.to_string())?;
-                        Box::new(bench::builtin_allocator(r, f)?)
-                    } else {
-                        registry
-                            .create_allocator_module(&allocator, &AllocatorOptions::default())
-                            .map_err(|e| e.to_string())?
-                    };
-                    let times = bench::decline_offers(
-                        alloc.as_mut(),
-                        agents,
-                        frameworks,
-                        bench.rounds,
-                        1.0,
-                    )?;
-                    let max = times.iter().max().copied().unwrap_or_default();
-                    println!(
-                        "{agents:>7} {frameworks:>10} {:>12.2} {:>12.2}",
-                        bench::median(&times).as_secs_f64() * 1e3,
-                        max.as_secs_f64() * 1e3
-                    );
-                }
-            }
-        }
-    }
     Ok(0)
 }
 

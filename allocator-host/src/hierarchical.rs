@@ -20,8 +20,8 @@ use allocator_api::rng::Rng;
 use allocator_api::{
     AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
     FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, IdSet,
-    InverseOffer, InverseOfferStatus, InverseOfferStatusEntry, ModuleError, OfferBatch, Operation,
-    Quantities, Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter,
+    InverseOffer, InverseOfferStatus, InverseOfferStatusEntry, ModuleError, Name, OfferBatch,
+    Operation, Quantities, Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter,
     SorterConfig, Unavailability,
 };
 
@@ -572,18 +572,24 @@ impl HierarchicalAllocator {
         agents.dedup();
         self.rng.shuffle(&mut agents);
 
-        let mut run = RunState::default();
+        let mut run = RunState {
+            active: vec![false; self.next_role_client as usize],
+            unsatisfied: vec![false; self.next_role_client as usize],
+            saturated: vec![false; self.next_role_client as usize],
+            ..RunState::default()
+        };
         // Roles with no active, unsuppressed framework stay so for the whole run: find them
         // once, and skip the run entirely when no role can receive anything.
         let mut buf = std::mem::take(&mut self.fw_buf);
-        for (role, state) in self.roles.iter_mut() {
+        for state in self.roles.values_mut() {
             state.sorter.sort(&mut buf).map_err(|e| sorter_error("framework sorter sort", e))?;
             if !buf.is_empty() {
-                run.active_roles.insert(role.clone());
+                run.active[state.client.index()] = true;
+                run.open_fair += 1;
             }
         }
         self.fw_buf = buf;
-        if run.active_roles.is_empty() {
+        if run.open_fair == 0 {
             self.generate_inverse_offers(&agents, out);
             return Ok(());
         }
@@ -591,6 +597,9 @@ impl HierarchicalAllocator {
             self.quota_bookkeeping(&mut run);
             // Stage 1: quota guarantees (R18), then the agents are shuffled again.
             for agent_id in agents.iter().copied() {
+                if run.open_guarantees == 0 {
+                    break;
+                }
                 self.offer_agent(agent_id, Stage::Guarantees, periodic, &mut run)?;
             }
             self.rng.shuffle(&mut agents);
@@ -606,34 +615,46 @@ impl HierarchicalAllocator {
         Ok(())
     }
 
+    /// The role's quota limits, if it has any.
+    fn quota_limits(&self, role: &str) -> Option<&Quantities> {
+        self.quotas.get(role).map(|q| &q.limits).filter(|l| !l.is_empty())
+    }
+
     /// The quota roles' consumption and the headroom at the start of a run (R18–R20).
     fn quota_bookkeeping(&self, run: &mut RunState) {
-        for (role, quota) in &self.quotas {
+        for role in self.quotas.keys() {
             run.consumed.insert(role.clone(), Quantities::new());
-            run.guarantees.insert(role.clone(), quota.guarantees.clone());
-            if !quota.limits.is_empty() {
-                run.limits.insert(role.clone(), quota.limits.clone());
-            }
         }
+        let mut names: Vec<Name> = Vec::new();
         for agent in self.agents.values() {
-            // Reservations count toward quota consumption whether allocated or not.
-            for r in agent.total.iter().filter(|r| !r.is_unreserved() && r.is_scalar()) {
-                if let Some(c) = run.consumed.get_mut(top_level(&r.reservation)) {
+            for r in agent.total.iter().filter(|r| r.is_scalar()) {
+                if is_quota_resource(r) {
+                    if !names.contains(&r.name) {
+                        names.push(r.name);
+                    }
+                } else if !r.is_unreserved()
+                    && let Some(c) = run.consumed.get_mut(top_level(&r.reservation))
+                {
+                    // Reservations count toward quota consumption whether allocated or not.
                     c.add_amount(r.name, r.value.quantity());
                 }
             }
             for roles in agent.allocated.values() {
                 for (role, res) in roles {
                     if let Some(c) = run.consumed.get_mut(top_level(role)) {
-                        c.add(&quota_resources(res).scalar_quantities());
+                        add_quota_scalars(c, res);
                     }
                 }
             }
-            run.available_headroom.add(&quota_resources(&agent.free).scalar_quantities());
+            add_quota_scalars(&mut run.available_headroom, &agent.free);
         }
-        for (role, guarantees) in &run.guarantees {
-            let unsatisfied = remaining(guarantees, &run.consumed[role]);
+        run.quota_names = names;
+        for (role, quota) in &self.quotas {
+            let unsatisfied = remaining(&quota.guarantees, &run.consumed[role]);
             run.required_headroom.add(&unsatisfied);
+            if let Some(state) = self.roles.get(role).filter(|_| !role.contains('/')) {
+                run.refresh_quota_status(role, state.client, quota);
+            }
         }
     }
 
@@ -646,16 +667,31 @@ impl HierarchicalAllocator {
         periodic: bool,
         run: &mut RunState,
     ) -> Result<()> {
-        if self.agents[&agent_id].nothing_available() {
+        let agent = &self.agents[&agent_id];
+        if agent.nothing_available() {
             return Ok(()); // R14
+        }
+        // An agent with only unreserved, non-revocable scalars has nothing for a saturated
+        // role: with every active role saturated, there is nothing to do here.
+        let plain = agent.free.iter().all(|r| is_quota_resource(r) && r.is_scalar())
+            && !agent.total.iter().any(|r| r.is_shared());
+        match stage {
+            Stage::Guarantees if run.open_guarantees == 0 => return Ok(()),
+            Stage::FairShare if plain && run.open_fair == 0 => return Ok(()),
+            _ => {}
         }
         let mut role_order = std::mem::take(&mut self.role_buf);
         self.role_sorter.sort(&mut role_order).map_err(|e| sorter_error("role sorter sort", e))?;
         for &role_client in role_order.iter() {
-            let Some(role) = self.role_by_client.get(&role_client) else { continue };
-            if !run.active_roles.contains(role) {
+            let i = role_client.index();
+            let skip = match stage {
+                Stage::Guarantees => !run.unsatisfied.get(i).copied().unwrap_or(false),
+                Stage::FairShare => plain && run.saturated.get(i).copied().unwrap_or(false),
+            };
+            if skip || !run.active.get(i).copied().unwrap_or(false) {
                 continue;
             }
+            let Some(role) = self.role_by_client.get(&role_client) else { continue };
             let role = role.clone();
             if self.agents[&agent_id].nothing_available() {
                 break;
@@ -663,10 +699,11 @@ impl HierarchicalAllocator {
             let quota_role = !role.contains('/') && self.quotas.contains_key(&role);
             let mut unsatisfied = Quantities::new();
             if stage == Stage::Guarantees {
-                if !quota_role || run.guarantees[&role].is_empty() {
+                let guarantees = &self.quotas[&role].guarantees;
+                if !quota_role || guarantees.is_empty() {
                     continue;
                 }
-                unsatisfied = remaining(&run.guarantees[&role], &run.consumed[&role]);
+                unsatisfied = remaining(guarantees, &run.consumed[&role]);
                 if unsatisfied.is_zero() {
                     continue;
                 }
@@ -743,6 +780,7 @@ impl HierarchicalAllocator {
                     let increase = quota_resources(&to_offer).scalar_quantities();
                     if quota_role {
                         run.consumed.get_mut(&role).expect("quota role").add(&increase);
+                        run.refresh_quota_status(&role, role_client, &self.quotas[&role]);
                     }
                     if stage == Stage::Guarantees {
                         unsatisfied = saturating_sub(&unsatisfied, &increase);
@@ -805,7 +843,7 @@ impl HierarchicalAllocator {
             !(is_quota_resource(r) && r.is_scalar()) && (r.reservation == role || r.is_unreserved())
         }));
         let mut additional = quota - &guarantees_offering;
-        if let Some(limits) = run.limits.get(role) {
+        if let Some(limits) = self.quota_limits(role) {
             let mut used = run.consumed[role].clone();
             used.add(&guarantees_offering.scalar_quantities());
             additional = additional.shrink(&remaining(limits, &used), true);
@@ -828,7 +866,7 @@ impl HierarchicalAllocator {
         stripped: Cow<'a, Resources>,
         run: &RunState,
     ) -> Cow<'a, Resources> {
-        let limits = if quota_role { run.limits.get(role) } else { None };
+        let limits = if quota_role { self.quota_limits(role) } else { None };
         if limits.is_none() && run.required_headroom.is_zero() {
             return stripped;
         }
@@ -911,18 +949,60 @@ enum Stage {
     FairShare,
 }
 
+impl RunState {
+    /// Recomputes whether quota role `role` (client `client`) still has an unsatisfied
+    /// guarantee and whether it is saturated, keeping the counts in step.
+    fn refresh_quota_status(&mut self, role: &str, client: ClientId, quota: &Quota) {
+        let i = client.index();
+        let none = Quantities::new();
+        let consumed = self.consumed.get(role).unwrap_or(&none);
+        let g = &quota.guarantees;
+        let unsatisfied = !g.is_empty() && g.iter().any(|q| consumed.get(&q.name) < q.value);
+        if unsatisfied != self.unsatisfied[i] {
+            self.unsatisfied[i] = unsatisfied;
+            if unsatisfied {
+                self.open_guarantees += 1;
+            } else {
+                self.open_guarantees -= 1;
+            }
+        }
+        let limits = &quota.limits;
+        let saturated = !limits.is_empty()
+            && self.quota_names.iter().all(|n| limits.has(n) && consumed.get(n) >= limits.get(n));
+        if saturated != self.saturated[i] {
+            self.saturated[i] = saturated;
+            if self.active[i] {
+                if saturated {
+                    self.open_fair -= 1;
+                } else {
+                    self.open_fair += 1;
+                }
+            }
+        }
+    }
+}
+
 /// Bookkeeping of one allocation run.
 #[derive(Default)]
 struct RunState {
     offerable: BTreeMap<(FrameworkId, String, AgentId), Resources>,
-    /// Roles with at least one active, unsuppressed framework at the start of the run.
-    active_roles: HashSet<String>,
+    /// Per role client: the role has an active, unsuppressed framework at the start of the run.
+    active: Vec<bool>,
+    /// Per role client: a quota role whose guarantee is not met yet (stage 1's candidates).
+    unsatisfied: Vec<bool>,
+    /// The number of roles marked in `unsatisfied`.
+    open_guarantees: usize,
+    /// Per role client: a quota role at its limit for every quota resource in the cluster, so an
+    /// agent with only unreserved, non-revocable scalars has nothing for it.
+    saturated: Vec<bool>,
+    /// Active roles not marked in `saturated`.
+    open_fair: usize,
+    /// Names of the quota resources (unreserved, non-revocable scalars) in the cluster.
+    quota_names: Vec<Name>,
     shared_offered: IdMap<AgentId, Resources>,
     /// Per top-level quota role: quota consumption (allocated unreserved non-revocable scalars of
     /// the role and its subroles, plus all their reservations).
     consumed: HashMap<String, Quantities>,
-    guarantees: HashMap<String, Quantities>,
-    limits: HashMap<String, Quantities>,
     required_headroom: Quantities,
     available_headroom: Quantities,
 }
@@ -943,6 +1023,13 @@ fn top_level(role: &str) -> &str {
 /// What counts toward quota: unreserved, non-revocable, non-shared resources.
 fn is_quota_resource(r: &allocator_api::Resource) -> bool {
     r.is_unreserved() && !r.is_revocable() && !r.is_shared()
+}
+
+/// Adds the quota scalars of `res` (see [`is_quota_resource`]) to `out`, without allocating.
+fn add_quota_scalars(out: &mut Quantities, res: &Resources) {
+    for r in res.iter().filter(|r| is_quota_resource(r) && r.is_scalar()) {
+        out.add_amount(r.name, r.value.quantity());
+    }
 }
 
 /// The entries of `res` that count toward quota.

@@ -13,6 +13,7 @@
 pub mod actor;
 pub mod allocator_scenario;
 pub mod bench;
+pub mod bench_cli;
 pub mod cli;
 pub mod conformance;
 pub mod hierarchical;

@@ -1,0 +1,237 @@
+//! `allocator-master bench`: Mesos's benchmarks ([`crate::bench`]) for the built-in allocator
+//! with its linked-in DRF sorters and, side by side in the same run, for the allocator and
+//! sorters the flags name when any of them is a module (`--modules examples/modules.json
+//! --role_sorter drf --framework_sorter drf` benchmarks the DRF module loaded from its `.so`).
+
+use std::time::Duration;
+
+use allocator_api::{Allocator, AllocatorOptions, Sorter, SorterConfig};
+
+use crate::bench;
+use crate::cli::{Args, BenchArgs};
+use crate::hierarchical::SorterFactory;
+use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER, ModuleRegistry};
+
+/// One configuration being measured.
+struct Subject<'r> {
+    label: String,
+    /// `None`: the built-in allocator with the DRF sorter linked into the host.
+    named: Option<(String, String, String)>,
+    registry: &'r ModuleRegistry,
+}
+
+fn linked_drf() -> SorterFactory {
+    Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
+}
+
+impl Subject<'_> {
+    fn allocator(&self) -> Result<Box<dyn Allocator>, String> {
+        let Some((allocator, role, framework)) = &self.named else {
+            return Ok(Box::new(bench::builtin_allocator(linked_drf(), linked_drf())?));
+        };
+        if allocator == BUILTIN_ALLOCATOR || allocator == BUILTIN_ALLOCATOR_ALIAS {
+            let r =
+                self.registry.sorter_factory(role, "--role_sorter").map_err(|e| e.to_string())?;
+            let f = self
+                .registry
+                .sorter_factory(framework, "--framework_sorter")
+                .map_err(|e| e.to_string())?;
+            Ok(Box::new(bench::builtin_allocator(r, f)?))
+        } else {
+            self.registry
+                .create_allocator_module(allocator, &AllocatorOptions::default())
+                .map_err(|e| e.to_string())
+        }
+    }
+
+    fn sorter(&self) -> Result<Box<dyn Sorter>, String> {
+        match &self.named {
+            None => Ok(Box::new(drf_sorter::create(&bench::sorter_config()))),
+            Some((_, role, _)) => {
+                let make = self
+                    .registry
+                    .sorter_factory(role, "--role_sorter")
+                    .map_err(|e| e.to_string())?;
+                make(&bench::sorter_config())
+            }
+        }
+    }
+}
+
+/// The built-in subject, plus the flags' configuration when it involves a module.
+fn subjects<'r>(args: &Args, registry: &'r ModuleRegistry) -> Vec<Subject<'r>> {
+    let mut out = vec![Subject { label: "built-in".into(), named: None, registry }];
+    let allocator = args.allocator.clone().unwrap_or_else(|| BUILTIN_ALLOCATOR.into());
+    let role = args.role_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
+    let framework = args.framework_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
+    let modules: Vec<&String> = [&allocator, &role, &framework]
+        .into_iter()
+        .filter(|n| registry.module(n).is_some())
+        .collect();
+    if !modules.is_empty() {
+        let label = if registry.module(&allocator).is_some() {
+            format!("module {allocator}")
+        } else if role == framework {
+            format!("module {role}")
+        } else {
+            format!("{role}/{framework}")
+        };
+        out.push(Subject { label, named: Some((allocator, role, framework)), registry });
+    }
+    out
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Prints one row: the parameters, each subject's figure, and the ratio of the second to the
+/// first when there are two.
+fn row(params: &str, values: &[f64], unit: &str) {
+    let mut line = format!("{params:<28}");
+    for v in values {
+        line.push_str(&format!(" {v:>12.2}"));
+    }
+    if let [a, b] = values
+        && *a > 0.0
+    {
+        line.push_str(&format!(" {:>8.2}x", b / a));
+    }
+    println!("{line}  {unit}");
+}
+
+fn header(title: &str, subjects: &[Subject<'_>]) {
+    println!();
+    println!("## {title}");
+    let mut line = format!("{:<28}", "");
+    for s in subjects {
+        line.push_str(&format!(" {:>12}", s.label));
+    }
+    if subjects.len() == 2 {
+        line.push_str(&format!(" {:>9}", "ratio"));
+    }
+    println!("{line}");
+}
+
+fn or<'a>(given: &'a [u32], default: &'a [u32]) -> &'a [u32] {
+    if given.is_empty() { default } else { given }
+}
+
+/// Runs `allocator-master bench`.
+pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {
+    let subjects = subjects(args, registry);
+    let all = b.benchmark == "all";
+    if all || b.benchmark == "decline-offers" {
+        let rounds = b.rounds.unwrap_or(5);
+        header(&format!("DeclineOffers: median of {rounds} allocation runs"), &subjects);
+        for &agents in or(&b.agents, &[1000, 5000, 10_000, 20_000]) {
+            for &frameworks in or(&b.clients, &[100, 1000, 2000]) {
+                let mut values = Vec::new();
+                for s in &subjects {
+                    let mut a = s.allocator()?;
+                    let times = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
+                    values.push(ms(bench::median(&times)));
+                }
+                row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+            }
+        }
+    }
+    if all || b.benchmark == "suppress-offers" {
+        header("SuppressOffers: median of 5 runs, a fifth more suppressed each", &subjects);
+        for &agents in or(&b.agents, &[1000, 10_000]) {
+            for &frameworks in or(&b.clients, &[100, 1000]) {
+                let mut values = Vec::new();
+                for s in &subjects {
+                    let mut a = s.allocator()?;
+                    let times = bench::suppress_offers(a.as_mut(), agents, frameworks)?;
+                    values.push(ms(bench::median(&times)));
+                }
+                row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+            }
+        }
+    }
+    if all || b.benchmark == "large-and-small-quota" {
+        let rounds = b.rounds.unwrap_or(5);
+        header(
+            &format!(
+                "LargeAndSmallQuota: a full run, then the median of {rounds} with nothing left"
+            ),
+            &subjects,
+        );
+        let small = or(&b.agents, &[25, 250, 2500]);
+        let large = or(&b.clients, &[5, 50, 500]);
+        for (&s_roles, &l_roles) in small.iter().zip(large) {
+            let (mut full, mut empty) = (Vec::new(), Vec::new());
+            let mut offers = 0;
+            for s in &subjects {
+                let mut a = s.allocator()?;
+                let r = bench::large_and_small_quota(a.as_mut(), s_roles, l_roles, rounds)?;
+                full.push(ms(r.full));
+                empty.push(ms(r.empty));
+                offers = r.offers;
+            }
+            let agents = s_roles / 5 + l_roles * 5;
+            let params = format!("{agents} agents x {} roles", s_roles + l_roles);
+            row(&format!("{params}: full ({offers} offers)"), &full, "ms");
+            row(&format!("{params}: empty"), &empty, "ms");
+        }
+    }
+    if all || b.benchmark == "add-and-update-agent" {
+        header("AddAndUpdateSlave: add every agent, then update every agent", &subjects);
+        for &agents in or(&b.agents, &[1000, 10_000, 20_000]) {
+            for &frameworks in or(&b.clients, &[100, 1000]) {
+                let (mut add, mut update) = (Vec::new(), Vec::new());
+                for s in &subjects {
+                    let mut a = s.allocator()?;
+                    let (x, y) = bench::add_and_update_agents(a.as_mut(), agents, frameworks)?;
+                    add.push(ms(x));
+                    update.push(ms(y));
+                }
+                row(&format!("{agents} agents x {frameworks} fw: add"), &add, "ms");
+                row(&format!("{agents} agents x {frameworks} fw: update"), &update, "ms");
+            }
+        }
+    }
+    if all || b.benchmark == "full-sort" {
+        header("FullSort: remove allocations (the phase Mesos regressed on)", &subjects);
+        for &agents in or(&b.agents, &[1000, 10_000, 50_000]) {
+            for &clients in or(&b.clients, &[100, 1000]) {
+                let mut phases_by_subject = Vec::new();
+                for s in &subjects {
+                    let mut sorter = s.sorter()?;
+                    phases_by_subject.push(bench::sorter_full_sort(
+                        sorter.as_mut(),
+                        agents,
+                        clients,
+                    )?);
+                }
+                for (i, phase) in phases_by_subject[0].iter().enumerate() {
+                    let values: Vec<f64> =
+                        phases_by_subject.iter().map(|p| ms(p[i].elapsed)).collect();
+                    row(&format!("{agents} x {clients}: {}", phase.name), &values, "ms");
+                }
+            }
+        }
+    }
+    if b.benchmark == "memory" {
+        // Peak memory is per process: measure one subject, the flags' one when given.
+        let s = subjects.last().expect("the built-in is always there");
+        let agents = or(&b.agents, &[50_000])[0];
+        let frameworks = or(&b.clients, &[6000])[0];
+        let runs = b.rounds.unwrap_or(1000);
+        let mut samples = vec![1, 10, 100, runs];
+        samples.retain(|&r| r <= runs);
+        samples.dedup();
+        println!("Memory ({}): DeclineOffers cluster, offers given back without filters", s.label);
+        let before = crate::soak::rss_kib();
+        let mut a = s.allocator()?;
+        let (setup, points) = bench::steady_runs(a.as_mut(), agents, frameworks, runs, &samples)?;
+        println!("{agents} agents x {frameworks} frameworks");
+        println!("  resident before setup: {before} KiB; after setup: {setup} KiB");
+        for (run, rss) in points {
+            println!("  after run {run:>6}: {rss} KiB");
+        }
+        println!("  peak resident: {} KiB", bench::peak_rss_kib());
+    }
+    Ok(0)
+}
