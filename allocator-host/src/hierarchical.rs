@@ -739,6 +739,11 @@ impl HierarchicalAllocator {
                 if !self.allocatable(fw, &role, &available) {
                     continue;
                 }
+                // A refuse filter covering everything available covers any offer made from it
+                // (R6): skip the work below.
+                if self.is_filtered(fw, &role, agent_id, agent, &available, periodic) {
+                    continue;
+                }
                 // (d) GPU gate (R24)
                 if self.options.filter_gpu_resources
                     && agent.has_gpu

@@ -179,8 +179,8 @@ impl Resource {
         self.name
             .cmp(&other.name)
             .then_with(|| self.value.kind().cmp(&other.value.kind()))
-            .then_with(|| self.reservation.cmp(&other.reservation))
-            .then_with(|| self.volume.cmp(&other.volume))
+            .then_with(|| text_cmp(&self.reservation, &other.reservation))
+            .then_with(|| text_cmp(&self.volume, &other.volume))
             .then_with(|| self.flags.cmp(&other.flags))
     }
 
@@ -217,6 +217,12 @@ impl Resource {
             _ => {}
         }
     }
+}
+
+/// Orders two strings as `str::cmp` does, without a library call when either is empty (most
+/// reservations and volume ids are).
+fn text_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_empty() || b.is_empty() { a.len().cmp(&b.len()) } else { a.cmp(b) }
 }
 
 /// `true` when `ancestor` is a strict ancestor of `role` in the role tree.
