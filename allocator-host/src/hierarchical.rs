@@ -137,8 +137,11 @@ pub struct HierarchicalAllocator {
     frameworks: BTreeMap<FrameworkId, Framework>,
     role_sorter: Box<dyn Sorter>,
     roles: BTreeMap<String, RoleState>,
-    role_by_client: IdMap<ClientId, String>,
+    /// Role names by role-sorter client (shared, so the hot path clones a pointer).
+    role_by_client: IdMap<ClientId, std::sync::Arc<str>>,
     next_role_client: u32,
+    /// No filter expires before this time (a lower bound; `expire_filters` scans from then).
+    earliest_expiry: f64,
     weights: HashMap<String, f64>,
     quotas: BTreeMap<String, Quota>,
     whitelist: Option<HashSet<String>>,
@@ -179,6 +182,7 @@ impl HierarchicalAllocator {
             roles: BTreeMap::new(),
             role_by_client: IdMap::default(),
             next_role_client: 0,
+            earliest_expiry: f64::INFINITY,
             weights: HashMap::new(),
             quotas: BTreeMap::new(),
             whitelist: None,
@@ -361,7 +365,7 @@ impl HierarchicalAllocator {
                     .add_agent(*id, &agent.total.scalar_quantities())
                     .map_err(|e| sorter_error("framework sorter add_agent", e))?;
             }
-            self.role_by_client.insert(client, role.to_owned());
+            self.role_by_client.insert(client, role.into());
             self.roles
                 .insert(role.to_owned(), RoleState { client, sorter, frameworks: BTreeSet::new() });
         }
@@ -522,18 +526,31 @@ impl HierarchicalAllocator {
         })
     }
 
+    /// Drops expired offer and inverse-offer filters. Skipped (no scan) until the earliest
+    /// time any filter can expire.
     fn expire_filters(&mut self) {
         let now = self.now;
+        if now < self.earliest_expiry - 2.0 * EPSILON {
+            return;
+        }
+        let mut earliest = f64::INFINITY;
         for fw in self.frameworks.values_mut() {
             fw.offer_filters.retain(|_, by_role| {
                 by_role.retain(|_, fs| {
                     fs.retain(|f| !f.expired(now));
+                    for f in fs.iter() {
+                        earliest = earliest.min(f.expires.max(f.first_periodic));
+                    }
                     !fs.is_empty()
                 });
                 !by_role.is_empty()
             });
             fw.inverse_filters.retain(|_, until| now < *until - EPSILON);
+            for until in fw.inverse_filters.values() {
+                earliest = earliest.min(*until);
+            }
         }
+        self.earliest_expiry = earliest;
     }
 
     fn first_periodic_after(&self, c: f64) -> f64 {
@@ -691,26 +708,26 @@ impl HierarchicalAllocator {
             if skip || !run.active.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let Some(role) = self.role_by_client.get(&role_client) else { continue };
-            let role = role.clone();
+            let Some(role_name) = self.role_by_client.get(&role_client).cloned() else { continue };
+            let role: &str = &role_name;
             if self.agents[&agent_id].nothing_available() {
                 break;
             }
-            let quota_role = !role.contains('/') && self.quotas.contains_key(&role);
+            let quota_role = !role.contains('/') && self.quotas.contains_key(role);
             let mut unsatisfied = Quantities::new();
             if stage == Stage::Guarantees {
-                let guarantees = &self.quotas[&role].guarantees;
+                let guarantees = &self.quotas[role].guarantees;
                 if !quota_role || guarantees.is_empty() {
                     continue;
                 }
-                unsatisfied = remaining(guarantees, &run.consumed[&role]);
+                unsatisfied = remaining(guarantees, &run.consumed[role]);
                 if unsatisfied.is_zero() {
                     continue;
                 }
             }
             let mut fw_order = std::mem::take(&mut self.fw_buf);
             self.roles
-                .get_mut(&role)
+                .get_mut(role)
                 .expect("role in sorter")
                 .sorter
                 .sort(&mut fw_order)
@@ -721,8 +738,8 @@ impl HierarchicalAllocator {
             }
             // (b) what the role may get here; recomputed only after a grant.
             let mut available = match run.shared_offered.get(&agent_id) {
-                Some(shared) => self.agents[&agent_id].available_to(&role, shared),
-                None => self.agents[&agent_id].available_to(&role, &Resources::new()),
+                Some(shared) => self.agents[&agent_id].available_to(role, shared),
+                None => self.agents[&agent_id].available_to(role, &Resources::new()),
             };
             if available.is_empty() {
                 self.fw_buf = fw_order;
@@ -736,12 +753,12 @@ impl HierarchicalAllocator {
                 let Some(fw) = self.frameworks.get(&fw_id) else { continue };
                 let agent = &self.agents[&agent_id];
                 // (c) quick exit
-                if !self.allocatable(fw, &role, &available) {
+                if !self.allocatable(fw, role, &available) {
                     continue;
                 }
                 // A refuse filter covering everything available covers any offer made from it
                 // (R6): skip the work below.
-                if self.is_filtered(fw, &role, agent_id, agent, &available, periodic) {
+                if self.is_filtered(fw, role, agent_id, agent, &available, periodic) {
                     continue;
                 }
                 // (d) GPU gate (R24)
@@ -758,20 +775,20 @@ impl HierarchicalAllocator {
                 }
                 let to_offer = match stage {
                     Stage::Guarantees => {
-                        let Some(t) = self.guarantee_offer(&role, &stripped, &unsatisfied, run)
+                        let Some(t) = self.guarantee_offer(role, &stripped, &unsatisfied, run)
                         else {
                             continue;
                         };
                         Cow::Owned(t)
                     }
-                    Stage::FairShare => self.fair_share_offer(&role, quota_role, stripped, run),
+                    Stage::FairShare => self.fair_share_offer(role, quota_role, stripped, run),
                 };
                 // (f) min-allocatable (R17)
-                if !self.allocatable(fw, &role, &to_offer) {
+                if !self.allocatable(fw, role, &to_offer) {
                     continue;
                 }
                 // (g) capability and refuse filters (R5, R6, R24)
-                if self.is_filtered(fw, &role, agent_id, agent, &to_offer, periodic) {
+                if self.is_filtered(fw, role, agent_id, agent, &to_offer, periodic) {
                     continue;
                 }
                 let to_offer = match to_offer {
@@ -784,8 +801,8 @@ impl HierarchicalAllocator {
                     // Quota bookkeeping (R18–R20); without quotas there is nothing to track.
                     let increase = quota_resources(&to_offer).scalar_quantities();
                     if quota_role {
-                        run.consumed.get_mut(&role).expect("quota role").add(&increase);
-                        run.refresh_quota_status(&role, role_client, &self.quotas[&role]);
+                        run.consumed.get_mut(role).expect("quota role").add(&increase);
+                        run.refresh_quota_status(role, role_client, &self.quotas[role]);
                     }
                     if stage == Stage::Guarantees {
                         unsatisfied = saturating_sub(&unsatisfied, &increase);
@@ -802,18 +819,18 @@ impl HierarchicalAllocator {
                     agent.free.subtract(&to_offer);
                 }
                 let held = agent.allocated.entry(fw_id).or_default();
-                match held.get_mut(&role) {
+                match held.get_mut(role) {
                     Some(h) => h.add(&to_offer),
                     None => {
-                        held.insert(role.clone(), to_offer.clone());
+                        held.insert(role.to_owned(), to_offer.clone());
                     }
                 }
                 available = match run.shared_offered.get(&agent_id) {
-                    Some(shared) => agent.available_to(&role, shared),
-                    None => agent.available_to(&role, &Resources::new()),
+                    Some(shared) => agent.available_to(role, shared),
+                    None => agent.available_to(role, &Resources::new()),
                 };
-                self.track_allocated(agent_id, fw_id, &role, &to_offer)?;
-                match run.offerable.entry((fw_id, role.clone(), agent_id)) {
+                self.track_allocated(agent_id, fw_id, role, &to_offer)?;
+                match run.offerable.entry((fw_id, role.to_owned(), agent_id)) {
                     std::collections::btree_map::Entry::Occupied(mut e) => {
                         e.get_mut().add(&to_offer)
                     }
@@ -1514,6 +1531,7 @@ impl Allocator for HierarchicalAllocator {
         }
         if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
             let until = self.now + t;
+            self.earliest_expiry = self.earliest_expiry.min(until);
             self.frameworks
                 .get_mut(&framework)
                 .expect("checked")
@@ -1552,12 +1570,12 @@ impl Allocator for HierarchicalAllocator {
             log::debug!("recover_resources for unknown {framework} or {agent}: already recovered");
             return Ok(());
         }
+        let none = Resources::new();
         let held = self.agents[&agent]
             .allocated
             .get(&framework)
             .and_then(|m| m.get(role))
-            .cloned()
-            .unwrap_or_default();
+            .unwrap_or(&none);
         if !held.contains(resources) {
             return Err(ModuleError::rejected(format!(
                 "recover_resources: {framework} holds {held} under role '{role}' on {agent}, cannot recover {resources}"
@@ -1571,6 +1589,8 @@ impl Allocator for HierarchicalAllocator {
                 expires: self.now + lifetime,
                 first_periodic: self.first_periodic_after(self.now),
             };
+            self.earliest_expiry =
+                self.earliest_expiry.min(filter.expires.max(filter.first_periodic));
             self.frameworks
                 .get_mut(&framework)
                 .expect("checked")

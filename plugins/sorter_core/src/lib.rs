@@ -103,6 +103,8 @@ pub struct Tree {
     /// a compact array. `None` when it must be rebuilt (any other change of the tree's shape,
     /// order or activity clears it).
     flat_order: Option<Vec<ClientId>>,
+    /// Reused by [`scalar_ids`](Self::scalar_ids).
+    ids_scratch: Vec<(usize, i64)>,
 }
 
 impl Tree {
@@ -137,6 +139,7 @@ impl Tree {
                 .map(|s| s.to_string())
                 .collect(),
             flat_order: None,
+            ids_scratch: Vec::new(),
         }
     }
 
@@ -438,7 +441,9 @@ impl Tree {
     /// `(name id, millis)` for each scalar name in `resources`, a shared resource counted once
     /// however many copies are listed. Interns new names.
     fn scalar_ids(&mut self, resources: &Resources) -> Vec<(usize, i64)> {
-        let mut out: Vec<(usize, i64)> = Vec::with_capacity(resources.entries().len());
+        // The buffer is handed back by the caller (`ids_scratch`): no allocation per call.
+        let mut out = std::mem::take(&mut self.ids_scratch);
+        out.clear();
         let mut prev: Option<&Resource> = None;
         for r in resources.iter() {
             if let Value::Scalar(s) = r.value
@@ -536,6 +541,7 @@ impl Tree {
             self.nodes[i].count += 1;
             cur = self.nodes[i].parent;
         }
+        self.ids_scratch = ids;
         Ok(leaf)
     }
 
@@ -559,6 +565,7 @@ impl Tree {
             self.subtract_at(i, agent, resources, &ids);
             cur = self.nodes[i].parent;
         }
+        self.ids_scratch = ids;
         Ok(())
     }
 
