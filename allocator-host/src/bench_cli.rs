@@ -3,6 +3,7 @@
 //! sorters the flags name when any of them is a module (`--modules examples/modules.json
 //! --role_sorter drf --framework_sorter drf` benchmarks the DRF module loaded from its `.so`).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use allocator_api::{Allocator, AllocatorOptions, Sorter, SorterConfig};
@@ -117,6 +118,37 @@ fn or<'a>(given: &'a [u32], default: &'a [u32]) -> &'a [u32] {
     if given.is_empty() { default } else { given }
 }
 
+/// Writes the DeclineOffers curve, adding a reference line through the origin and the first
+/// point of the last curve: growth linear in agents would follow it.
+fn write_curve(
+    path: &std::path::Path,
+    agents: &[u32],
+    curves: &mut BTreeMap<String, Vec<f64>>,
+    rounds: u32,
+) -> Result<(), String> {
+    let xs: Vec<f64> = agents.iter().map(|&a| f64::from(a)).collect();
+    if let (Some((_, first)), Some(&x0)) = (curves.iter().next_back(), xs.first())
+        && let Some(&y0) = first.first()
+    {
+        let linear = xs.iter().map(|x| y0 * x / x0).collect();
+        curves.insert("linear in agents (reference)".into(), linear);
+    }
+    let svg = crate::report::render_curve_svg(
+        "DeclineOffers: time per allocation run",
+        &format!(
+            "median of {rounds} runs per point; every offer declined with a long refuse filter"
+        ),
+        &xs,
+        "agents",
+        "ms per allocation run",
+        curves,
+    );
+    std::fs::write(path, svg)
+        .map_err(|e| format!("cannot write --plot '{}': {e}", path.display()))?;
+    eprintln!("curve written to {}", path.display());
+    Ok(())
+}
+
 /// Runs `allocator-master bench`.
 pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {
     let subjects = subjects(args, registry);
@@ -124,16 +156,25 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
     if all || b.benchmark == "decline-offers" {
         let rounds = b.rounds.unwrap_or(5);
         header(&format!("DeclineOffers: median of {rounds} allocation runs"), &subjects);
-        for &agents in or(&b.agents, &[1000, 5000, 10_000, 20_000]) {
+        let agent_counts = or(&b.agents, &[1000, 5000, 10_000, 20_000]);
+        let mut curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for &agents in agent_counts {
             for &frameworks in or(&b.clients, &[100, 1000, 2000]) {
                 let mut values = Vec::new();
                 for s in &subjects {
                     let mut a = s.allocator()?;
                     let times = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
                     values.push(ms(bench::median(&times)));
+                    curves
+                        .entry(format!("{}, {frameworks} frameworks", s.label))
+                        .or_default()
+                        .push(ms(bench::median(&times)));
                 }
                 row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
             }
+        }
+        if let Some(path) = &b.plot {
+            write_curve(path, agent_counts, &mut curves, rounds)?;
         }
     }
     if all || b.benchmark == "suppress-offers" {

@@ -227,6 +227,10 @@ pub struct BenchArgs {
     /// Allocation runs per configuration (decline-offers: timed runs; memory: runs watched).
     #[arg(long)]
     pub rounds: Option<u32>,
+    /// decline-offers: also draw ms per run against agents, one line per framework count (and
+    /// subject), with a line through the origin for reference, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.

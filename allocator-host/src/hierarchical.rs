@@ -133,7 +133,9 @@ pub struct HierarchicalAllocator {
     now: f64,
     rng: Rng,
     paused: bool,
-    agents: BTreeMap<AgentId, Agent>,
+    /// Agents by id, hashed (one probe per lookup on the hot path); iteration that must be
+    /// ordered sorts the ids first.
+    agents: IdMap<AgentId, Agent>,
     frameworks: BTreeMap<FrameworkId, Framework>,
     role_sorter: Box<dyn Sorter>,
     roles: BTreeMap<String, RoleState>,
@@ -176,7 +178,7 @@ impl HierarchicalAllocator {
             now: 0.0,
             rng: Rng::new(options.seed),
             paused: false,
-            agents: BTreeMap::new(),
+            agents: IdMap::default(),
             frameworks: BTreeMap::new(),
             role_sorter,
             roles: BTreeMap::new(),
@@ -282,7 +284,10 @@ impl HierarchicalAllocator {
     /// What each framework holds per role and agent (offered or allocated).
     pub fn allocations(&self) -> Vec<Allocation> {
         let mut out = Vec::new();
-        for (agent_id, agent) in &self.agents {
+        let mut ids: Vec<&AgentId> = self.agents.keys().collect();
+        ids.sort();
+        for agent_id in ids {
+            let agent = &self.agents[agent_id];
             for (fw, roles) in &agent.allocated {
                 for (role, res) in roles {
                     out.push(Allocation {

@@ -97,6 +97,7 @@ fn panel(
     times: &[f64],
     lines: &BTreeMap<String, Vec<f64>>,
     percent: bool,
+    xlabel: &str,
 ) {
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = PANEL - 70.0;
@@ -160,9 +161,10 @@ fn panel(
     }
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">time (s, simulated)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
         x0 + plot_w / 2.0,
-        y0 + plot_h + 32.0
+        y0 + plot_h + 32.0,
+        escape(xlabel)
     );
     let _ = writeln!(
         svg,
@@ -235,6 +237,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
         &s.times,
         &s.shares,
         true,
+        "time (s, simulated)",
     );
     panel(
         &mut svg,
@@ -244,6 +247,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
         &s.times,
         &s.utilisation,
         true,
+        "time (s, simulated)",
     );
     if with_waiting {
         panel(
@@ -254,8 +258,41 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
             &s.times,
             &s.waiting,
             false,
+            "time (s, simulated)",
         );
     }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Renders one x/y chart (a benchmark curve): one line per entry of `lines`, each with a value
+/// for every x in `xs` (ascending).
+pub fn render_curve_svg(
+    title: &str,
+    subtitle: &str,
+    xs: &[f64],
+    xlabel: &str,
+    ylabel: &str,
+    lines: &BTreeMap<String, Vec<f64>>,
+) -> String {
+    let height = 60.0 + PANEL;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="24" font-size="18" font-weight="bold">{}</text>"#,
+        escape(title)
+    );
+    let _ = writeln!(
+        svg,
+        r##"<text x="{LEFT}" y="44" font-size="12" fill="#555">{}</text>"##,
+        escape(subtitle)
+    );
+    panel(&mut svg, 50.0, ylabel, ylabel, xs, lines, false, xlabel);
     svg.push_str("</svg>\n");
     svg
 }
