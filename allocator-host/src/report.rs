@@ -89,16 +89,22 @@ fn tick_step(span: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(mag * 10.0)
 }
 
+/// Panel text: title, y-axis label, x-axis label.
+struct Labels<'a> {
+    title: &'a str,
+    y: &'a str,
+    x: &'a str,
+}
+
 fn panel(
     svg: &mut String,
     top: f64,
-    title: &str,
-    ylabel: &str,
+    labels: Labels<'_>,
     times: &[f64],
     lines: &BTreeMap<String, Vec<f64>>,
     percent: bool,
-    xlabel: &str,
 ) {
+    let Labels { title, y: ylabel, x: xlabel } = labels;
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = PANEL - 70.0;
     let (x0, y0) = (LEFT, top + 40.0);
@@ -232,33 +238,39 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
     panel(
         &mut svg,
         50.0,
-        "Dominant share per role (offered + allocated, over the cluster total)",
-        "dominant share",
+        Labels {
+            title: "Dominant share per role (offered + allocated, over the cluster total)",
+            y: "dominant share",
+            x: "time (s, simulated)",
+        },
         &s.times,
         &s.shares,
         true,
-        "time (s, simulated)",
     );
     panel(
         &mut svg,
         50.0 + PANEL,
-        "Cluster utilisation per resource (allocated / total)",
-        "allocated",
+        Labels {
+            title: "Cluster utilisation per resource (allocated / total)",
+            y: "allocated",
+            x: "time (s, simulated)",
+        },
         &s.times,
         &s.utilisation,
         true,
-        "time (s, simulated)",
     );
     if with_waiting {
         panel(
             &mut svg,
             50.0 + 2.0 * PANEL,
-            "Tasks waiting to start, per role",
-            "tasks waiting",
+            Labels {
+                title: "Tasks waiting to start, per role",
+                y: "tasks waiting",
+                x: "time (s, simulated)",
+            },
             &s.times,
             &s.waiting,
             false,
-            "time (s, simulated)",
         );
     }
     svg.push_str("</svg>\n");
@@ -292,7 +304,7 @@ pub fn render_curve_svg(
         r##"<text x="{LEFT}" y="44" font-size="12" fill="#555">{}</text>"##,
         escape(subtitle)
     );
-    panel(&mut svg, 50.0, ylabel, ylabel, xs, lines, false, xlabel);
+    panel(&mut svg, 50.0, Labels { title: ylabel, y: ylabel, x: xlabel }, xs, lines, false);
     svg.push_str("</svg>\n");
     svg
 }
