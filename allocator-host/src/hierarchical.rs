@@ -136,7 +136,7 @@ pub struct HierarchicalAllocator {
     /// Agents by id, hashed (one probe per lookup on the hot path); iteration that must be
     /// ordered sorts the ids first.
     agents: IdMap<AgentId, Agent>,
-    frameworks: BTreeMap<FrameworkId, Framework>,
+    frameworks: IdMap<FrameworkId, Framework>,
     role_sorter: Box<dyn Sorter>,
     roles: BTreeMap<String, RoleState>,
     /// Role names by role-sorter client (shared, so the hot path clones a pointer).
@@ -179,7 +179,7 @@ impl HierarchicalAllocator {
             rng: Rng::new(options.seed),
             paused: false,
             agents: IdMap::default(),
-            frameworks: BTreeMap::new(),
+            frameworks: IdMap::default(),
             role_sorter,
             roles: BTreeMap::new(),
             role_by_client: IdMap::default(),
@@ -630,8 +630,21 @@ impl HierarchicalAllocator {
         for agent_id in agents.iter().copied() {
             self.offer_agent(agent_id, Stage::FairShare, periodic, &mut run)?;
         }
-        for ((framework, role, agent), resources) in run.offerable {
-            out.offers.push(Allocation { framework, agent, role: role.as_str().into(), resources });
+        // Offers go out by framework, role name and agent, whatever order they were made in.
+        let mut offers = std::mem::take(&mut run.offers);
+        offers.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| {
+                    if std::sync::Arc::ptr_eq(&a.1, &b.1) {
+                        std::cmp::Ordering::Equal
+                    } else {
+                        a.1.cmp(&b.1)
+                    }
+                })
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        for (framework, role, agent, resources) in offers {
+            out.offers.push(Allocation { framework, agent, role: (*role).into(), resources });
         }
         self.generate_inverse_offers(&agents, out);
         Ok(())
@@ -835,12 +848,13 @@ impl HierarchicalAllocator {
                     None => agent.available_to(role, &Resources::new()),
                 };
                 self.track_allocated(agent_id, fw_id, role, &to_offer)?;
-                match run.offerable.entry((fw_id, role.to_owned(), agent_id)) {
-                    std::collections::btree_map::Entry::Occupied(mut e) => {
-                        e.get_mut().add(&to_offer)
+                match run.offer_index.entry((fw_id, role_client, agent_id)) {
+                    std::collections::hash_map::Entry::Occupied(e) => {
+                        run.offers[*e.get()].3.add(&to_offer)
                     }
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        e.insert(to_offer);
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(run.offers.len());
+                        run.offers.push((fw_id, role_name.clone(), agent_id, to_offer));
                     }
                 }
             }
@@ -1012,7 +1026,10 @@ impl RunState {
 /// Bookkeeping of one allocation run.
 #[derive(Default)]
 struct RunState {
-    offerable: BTreeMap<(FrameworkId, String, AgentId), Resources>,
+    /// Offers made so far (framework, role, agent, resources), one per framework, role and
+    /// agent; `offer_index` finds an entry to add to.
+    offers: Vec<(FrameworkId, std::sync::Arc<str>, AgentId, Resources)>,
+    offer_index: IdMap<(FrameworkId, ClientId, AgentId), usize>,
     /// Per role client: the role has an active, unsuppressed framework at the start of the run.
     active: Vec<bool>,
     /// Per role client: a quota role whose guarantee is not met yet (stage 1's candidates).
