@@ -25,7 +25,7 @@ use abi_stable::std_types::{ROption, RString, RVec};
 
 use crate::error::Result;
 use crate::ids::{AgentId, FrameworkId};
-use crate::resources::{Quantities, Resources};
+use crate::resources::{Name, Quantities, Resources};
 
 macro_rules! capabilities {
     ($(#[$doc:meta])* $name:ident { $($(#[$cdoc:meta])* $cap:ident = $bit:literal),* $(,)? }) => {
@@ -351,7 +351,7 @@ impl Operation {
                         return Err(format!("reserve needs a role: {r}"));
                     }
                     let mut plain = r.clone();
-                    plain.reservation = RString::new();
+                    plain.reservation = Name::default();
                     plain.flags = plain.flags.without(ResourceFlags::DYNAMIC);
                     let mut target = r.clone();
                     target.flags = target.flags.with(ResourceFlags::DYNAMIC);
@@ -362,7 +362,7 @@ impl Operation {
                         return Err(format!("only dynamic reservations can be unreserved: {r}"));
                     }
                     let mut plain = r.clone();
-                    plain.reservation = RString::new();
+                    plain.reservation = Name::default();
                     plain.flags = plain.flags.without(ResourceFlags::DYNAMIC);
                     (r.clone(), plain)
                 }
@@ -371,7 +371,7 @@ impl Operation {
                         return Err(format!("a persistent volume needs an id: {r}"));
                     }
                     let mut disk = r.clone();
-                    disk.volume = RString::new();
+                    disk.volume = Name::default();
                     disk.flags = disk.flags.without(ResourceFlags::SHARED);
                     if self.kind == OperationKind::CREATE {
                         (disk, r.clone())

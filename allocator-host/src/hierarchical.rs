@@ -630,21 +630,35 @@ impl HierarchicalAllocator {
         for agent_id in agents.iter().copied() {
             self.offer_agent(agent_id, Stage::FairShare, periodic, &mut run)?;
         }
-        // Offers go out by framework, role name and agent, whatever order they were made in.
+        // Offers go out by framework, role name and agent, whatever order they were made in:
+        // roles are ranked by name once (the role map is ordered by name), then the sort
+        // compares integers only.
+        let mut rank = vec![0u32; self.next_role_client as usize];
+        for (r, state) in self.roles.values().enumerate() {
+            rank[state.client.index()] = r as u32;
+        }
         let mut offers = std::mem::take(&mut run.offers);
-        offers.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| {
-                    if std::sync::Arc::ptr_eq(&a.1, &b.1) {
-                        std::cmp::Ordering::Equal
-                    } else {
-                        a.1.cmp(&b.1)
-                    }
-                })
-                .then_with(|| a.2.cmp(&b.2))
-        });
-        for (framework, role, agent, resources) in offers {
-            out.offers.push(Allocation { framework, agent, role: (*role).into(), resources });
+        // One integer per offer: framework, role rank, agent, index, most significant first.
+        let mut keys: Vec<u128> = offers
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                (u128::from(o.0.0) << 96)
+                    | (u128::from(rank[o.1.index()]) << 64)
+                    | (u128::from(o.3.0) << 32)
+                    | i as u128
+            })
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            let o = &mut offers[(key & u128::from(u32::MAX)) as usize];
+            let resources = std::mem::take(&mut o.4);
+            out.offers.push(Allocation {
+                framework: o.0,
+                agent: o.3,
+                role: (*o.2).into(),
+                resources,
+            });
         }
         self.generate_inverse_offers(&agents, out);
         Ok(())
@@ -850,11 +864,17 @@ impl HierarchicalAllocator {
                 self.track_allocated(agent_id, fw_id, role, &to_offer)?;
                 match run.offer_index.entry((fw_id, role_client, agent_id)) {
                     std::collections::hash_map::Entry::Occupied(e) => {
-                        run.offers[*e.get()].3.add(&to_offer)
+                        run.offers[*e.get()].4.add(&to_offer)
                     }
                     std::collections::hash_map::Entry::Vacant(e) => {
                         e.insert(run.offers.len());
-                        run.offers.push((fw_id, role_name.clone(), agent_id, to_offer));
+                        run.offers.push((
+                            fw_id,
+                            role_client,
+                            role_name.clone(),
+                            agent_id,
+                            to_offer,
+                        ));
                     }
                 }
             }
@@ -1028,7 +1048,7 @@ impl RunState {
 struct RunState {
     /// Offers made so far (framework, role, agent, resources), one per framework, role and
     /// agent; `offer_index` finds an entry to add to.
-    offers: Vec<(FrameworkId, std::sync::Arc<str>, AgentId, Resources)>,
+    offers: Vec<(FrameworkId, ClientId, std::sync::Arc<str>, AgentId, Resources)>,
     offer_index: IdMap<(FrameworkId, ClientId, AgentId), usize>,
     /// Per role client: the role has an active, unsuppressed framework at the start of the run.
     active: Vec<bool>,

@@ -118,10 +118,12 @@ impl Value {
 pub struct Resource {
     /// The resource name (`cpus`, `mem`, `ports`, …), interned.
     pub name: Name,
-    /// The role the resource is reserved to; empty for unreserved (`*`) resources.
-    pub reservation: RString,
-    /// The persistent volume id; empty when the resource is not a volume.
-    pub volume: RString,
+    /// The role the resource is reserved to; empty for unreserved (`*`) resources. Interned,
+    /// like the name.
+    pub reservation: Name,
+    /// The persistent volume id; empty when the resource is not a volume. Interned, like the
+    /// name (a process sees each volume id once per volume it ever creates).
+    pub volume: Name,
     /// Revocable, shared and dynamic markers.
     pub flags: ResourceFlags,
     /// The amount.
@@ -133,8 +135,8 @@ impl Resource {
     pub fn scalar(name: &str, value: Scalar) -> Resource {
         Resource {
             name: name.into(),
-            reservation: RString::new(),
-            volume: RString::new(),
+            reservation: Name::default(),
+            volume: Name::default(),
             flags: ResourceFlags::NONE,
             value: Value::Scalar(value),
         }

@@ -168,7 +168,13 @@ fn parse_entry(input: &str, base: usize, entry: &str) -> Result<Resource, ParseE
         Some(b'{') => parse_set(&cur, value_at, text)?,
         _ => Value::Scalar(Scalar::parse_decimal(text).map_err(|m| cur.err(value_at, m))?),
     };
-    Ok(Resource { name: name.into(), reservation, volume, flags, value })
+    Ok(Resource {
+        name: name.into(),
+        reservation: reservation.into(),
+        volume: volume.into(),
+        flags,
+        value,
+    })
 }
 
 fn parse_ranges(cur: &Cursor<'_>, at: usize, text: &str) -> Result<Value, ParseError> {

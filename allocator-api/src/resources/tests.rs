@@ -173,15 +173,15 @@ fn arb_resource() -> impl Strategy<Value = Resource> {
         Resource {
             name: n.into(),
             reservation: r.into(),
-            volume: RString::new(),
+            volume: Name::default(),
             flags: f,
             value: Value::Scalar(Scalar::from_millis(v)),
         }
     });
     let ports = prop::collection::vec((0u64..200, 0u64..20), 0..4).prop_map(|rs| Resource {
         name: "ports".into(),
-        reservation: RString::new(),
-        volume: RString::new(),
+        reservation: Name::default(),
+        volume: Name::default(),
         flags: ResourceFlags::NONE,
         value: Value::Ranges(ranges::normalize(
             rs.into_iter().map(|(b, l)| Range { begin: b, end: b + l }).collect(),

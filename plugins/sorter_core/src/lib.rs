@@ -711,14 +711,19 @@ impl Tree {
                 };
                 if let Some(pos) = pos {
                     // Binary search for the new place among the other active siblings (they
-                    // are sorted), then one move: O(log n) comparisons instead of O(n).
-                    children.remove(pos);
-                    let at = children[..active_len - 1]
-                        .partition_point(|&c| O::compare(&nodes[c], &nodes[cur]) == Ordering::Less);
-                    children.insert(at, cur);
+                    // are sorted), then one rotation of the entries between the old and the
+                    // new place: O(log n) comparisons and no shifting of the rest.
+                    let less =
+                        |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
+                    let before = children[..pos].partition_point(less);
+                    let at = if before < pos {
+                        before
+                    } else {
+                        pos + children[pos + 1..active_len].partition_point(less)
+                    };
+                    move_entry(&mut children, pos, at);
                     if let Some(order) = flat {
-                        let client = order.remove(pos);
-                        order.insert(at, client);
+                        move_entry(order, pos, at);
                     }
                 }
                 self.nodes[p].children = children;
@@ -768,6 +773,15 @@ impl Tree {
                 }
             }
         }
+    }
+}
+
+/// Moves the entry at `from` to index `to`, shifting only the entries in between.
+fn move_entry<T>(v: &mut [T], from: usize, to: usize) {
+    if from < to {
+        v[from..=to].rotate_left(1);
+    } else if to < from {
+        v[to..=from].rotate_right(1);
     }
 }
 
