@@ -234,21 +234,29 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
         }
     }
     if all || b.benchmark == "full-sort" {
-        header("FullSort: remove allocations (the phase Mesos regressed on)", &subjects);
+        const REPEAT: usize = 3;
+        header(
+            &format!("FullSort: each phase, median of {REPEAT} runs alternating the subjects"),
+            &subjects,
+        );
         for &agents in or(&b.agents, &[1000, 10_000, 50_000]) {
             for &clients in or(&b.clients, &[100, 1000]) {
-                let mut phases_by_subject = Vec::new();
-                for s in &subjects {
-                    let mut sorter = s.sorter()?;
-                    phases_by_subject.push(bench::sorter_full_sort(
-                        sorter.as_mut(),
-                        agents,
-                        clients,
-                    )?);
+                // runs[subject][repetition] = the phases of one run.
+                let mut runs: Vec<Vec<Vec<bench::Phase>>> = vec![Vec::new(); subjects.len()];
+                for _ in 0..REPEAT {
+                    for (k, s) in subjects.iter().enumerate() {
+                        let mut sorter = s.sorter()?;
+                        runs[k].push(bench::sorter_full_sort(sorter.as_mut(), agents, clients)?);
+                    }
                 }
-                for (i, phase) in phases_by_subject[0].iter().enumerate() {
-                    let values: Vec<f64> =
-                        phases_by_subject.iter().map(|p| ms(p[i].elapsed)).collect();
+                for (i, phase) in runs[0][0].iter().enumerate() {
+                    let values: Vec<f64> = runs
+                        .iter()
+                        .map(|reps| {
+                            let times: Vec<Duration> = reps.iter().map(|p| p[i].elapsed).collect();
+                            ms(bench::median(&times))
+                        })
+                        .collect();
                     row(&format!("{agents} x {clients}: {}", phase.name), &values, "ms");
                 }
             }
