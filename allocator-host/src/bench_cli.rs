@@ -118,8 +118,9 @@ fn or<'a>(given: &'a [u32], default: &'a [u32]) -> &'a [u32] {
     if given.is_empty() { default } else { given }
 }
 
-/// Writes the DeclineOffers curve, adding a reference line through the origin and the first
-/// point of the last curve: growth linear in agents would follow it.
+/// Writes the DeclineOffers curves: milliseconds per run against agents, with a reference line
+/// through the origin and the last point of the first curve (linear growth), and the same
+/// figures per agent, which stay flat where the cost is linear in agents.
 fn write_curve(
     path: &std::path::Path,
     agents: &[u32],
@@ -127,21 +128,24 @@ fn write_curve(
     rounds: u32,
 ) -> Result<(), String> {
     let xs: Vec<f64> = agents.iter().map(|&a| f64::from(a)).collect();
-    if let (Some((_, first)), Some(&x0)) = (curves.iter().next_back(), xs.first())
-        && let Some(&y0) = first.first()
+    let per_agent: BTreeMap<String, Vec<f64>> = curves
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().zip(&xs).map(|(ms, a)| ms * 1000.0 / a).collect()))
+        .collect();
+    if let (Some((_, first)), Some(&x_last)) = (curves.iter().next(), xs.last())
+        && let Some(&y_last) = first.last()
     {
-        let linear = xs.iter().map(|x| y0 * x / x0).collect();
-        curves.insert("linear in agents (reference)".into(), linear);
+        let linear = xs.iter().map(|x| y_last * x / x_last).collect();
+        curves.insert("linear in agents".into(), linear);
     }
     let svg = crate::report::render_curve_svg(
-        "DeclineOffers: time per allocation run",
+        "DeclineOffers: allocation run time against cluster size",
         &format!(
             "median of {rounds} runs per point; every offer declined with a long refuse filter"
         ),
         &xs,
         "agents",
-        "ms per allocation run",
-        curves,
+        &[("ms per allocation run", curves), ("microseconds per agent per run", &per_agent)],
     );
     std::fs::write(path, svg)
         .map_err(|e| format!("cannot write --plot '{}': {e}", path.display()))?;
@@ -166,7 +170,7 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
                     let times = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
                     values.push(ms(bench::median(&times)));
                     curves
-                        .entry(format!("{}, {frameworks} frameworks", s.label))
+                        .entry(format!("{}, {frameworks} fw", s.label))
                         .or_default()
                         .push(ms(bench::median(&times)));
                 }

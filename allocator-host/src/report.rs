@@ -89,11 +89,13 @@ fn tick_step(span: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(mag * 10.0)
 }
 
-/// Panel text: title, y-axis label, x-axis label.
+/// Panel text: title, y-axis label, x-axis label; whether the legend shows each line's last
+/// and largest value.
 struct Labels<'a> {
     title: &'a str,
     y: &'a str,
     x: &'a str,
+    legend_values: bool,
 }
 
 fn panel(
@@ -104,7 +106,7 @@ fn panel(
     lines: &BTreeMap<String, Vec<f64>>,
     percent: bool,
 ) {
-    let Labels { title, y: ylabel, x: xlabel } = labels;
+    let Labels { title, y: ylabel, x: xlabel, legend_values } = labels;
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = PANEL - 70.0;
     let (x0, y0) = (LEFT, top + 40.0);
@@ -197,14 +199,16 @@ fn panel(
             lx + 18.0
         );
         let last = values.last().copied().unwrap_or(0.0);
-        let value = if percent {
-            format!("{:.0}%", last * 100.0)
+        let value = if !legend_values {
+            String::new()
+        } else if percent {
+            format!(" ({:.0}%)", last * 100.0)
         } else {
-            format!("now {last}, max {}", values.iter().copied().fold(0.0, f64::max))
+            format!(" (now {last}, max {})", values.iter().copied().fold(0.0, f64::max))
         };
         let _ = writeln!(
             svg,
-            r#"<text x="{}" y="{}" font-size="12">{} ({value})</text>"#,
+            r#"<text x="{}" y="{}" font-size="12">{}{value}</text>"#,
             lx + 24.0,
             ly + 4.0,
             escape(name)
@@ -242,6 +246,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
             title: "Dominant share per role (offered + allocated, over the cluster total)",
             y: "dominant share",
             x: "time (s, simulated)",
+            legend_values: true,
         },
         &s.times,
         &s.shares,
@@ -254,6 +259,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
             title: "Cluster utilisation per resource (allocated / total)",
             y: "allocated",
             x: "time (s, simulated)",
+            legend_values: true,
         },
         &s.times,
         &s.utilisation,
@@ -267,6 +273,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
                 title: "Tasks waiting to start, per role",
                 y: "tasks waiting",
                 x: "time (s, simulated)",
+                legend_values: true,
             },
             &s.times,
             &s.waiting,
@@ -277,17 +284,16 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
     svg
 }
 
-/// Renders one x/y chart (a benchmark curve): one line per entry of `lines`, each with a value
-/// for every x in `xs` (ascending).
+/// Renders x/y charts sharing the x values `xs` (ascending), one panel per `(y label, lines)`
+/// entry, each line with a value for every x (benchmark curves).
 pub fn render_curve_svg(
     title: &str,
     subtitle: &str,
     xs: &[f64],
     xlabel: &str,
-    ylabel: &str,
-    lines: &BTreeMap<String, Vec<f64>>,
+    panels: &[(&str, &BTreeMap<String, Vec<f64>>)],
 ) -> String {
-    let height = 60.0 + PANEL;
+    let height = 60.0 + PANEL * panels.len() as f64;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -304,7 +310,10 @@ pub fn render_curve_svg(
         r##"<text x="{LEFT}" y="44" font-size="12" fill="#555">{}</text>"##,
         escape(subtitle)
     );
-    panel(&mut svg, 50.0, Labels { title: ylabel, y: ylabel, x: xlabel }, xs, lines, false);
+    for (i, (ylabel, lines)) in panels.iter().enumerate() {
+        let labels = Labels { title: ylabel, y: ylabel, x: xlabel, legend_values: false };
+        panel(&mut svg, 50.0 + PANEL * i as f64, labels, xs, lines, false);
+    }
     svg.push_str("</svg>\n");
     svg
 }
