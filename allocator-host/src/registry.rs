@@ -710,18 +710,14 @@ fn library_error(e: LibraryError, label: &str, path: &str) -> LoadError {
 
 /// abi_stable's layout report is about a thousand lines; keep the distinct `Error:` lines.
 fn summarize_layout_error(report: &str) -> String {
-    let mut lines: Vec<&str> = report
+    // abi_stable's report spreads each difference over several lines; the first "Error:" line
+    // names the kind of difference, which is what an operator can act on.
+    let first = report
         .lines()
         .map(str::trim)
-        .filter(|l| {
-            l.starts_with("Error:") || l.starts_with("Expected:") || l.starts_with("Found:")
-        })
-        .collect();
-    lines.dedup();
-    let summary = lines.into_iter().take(6).collect::<Vec<_>>().join(" ");
-    if summary.is_empty() {
-        report.lines().next().unwrap_or("layout mismatch").to_owned()
-    } else {
-        summary
-    }
+        .find(|l| l.starts_with("Error:"))
+        .map(|l| l.trim_start_matches("Error:").trim())
+        .filter(|l| !l.is_empty())
+        .unwrap_or("layouts differ");
+    format!("{first}; it was built against a different allocator-api, rebuild it against this one")
 }
