@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::metrics::RoleLedger;
 use allocator_api::{
     AgentId, AgentInfo, Allocation, Allocator, FrameworkId, FrameworkInfo, FrameworkOptions,
     InverseOfferStatus, OfferBatch, Quota, RString, Resources, RoleWeight, Unavailability,
@@ -38,6 +39,8 @@ use allocator_api::{
 
 type Call = Box<dyn FnOnce(&mut dyn Allocator) -> allocator_api::Result<()> + Send>;
 type Query = Box<dyn FnOnce(&mut dyn Allocator) + Send>;
+/// What an accepted call changes in the per-role metrics' ledger.
+type Record = Box<dyn FnOnce(&mut RoleLedger) + Send>;
 
 enum Trigger {
     None,
@@ -46,7 +49,14 @@ enum Trigger {
 }
 
 enum Message {
-    Call { what: &'static str, call: Call, trigger: Trigger, agents: AgentChange, sent: Instant },
+    Call {
+        what: &'static str,
+        call: Call,
+        record: Option<Record>,
+        trigger: Trigger,
+        agents: AgentChange,
+        sent: Instant,
+    },
     Query(Query),
     Pause,
     Resume,
@@ -67,6 +77,7 @@ pub struct Metrics {
     runs: AtomicU64,
     refused: AtomicU64,
     timings: Mutex<Timings>,
+    ledger: Mutex<RoleLedger>,
 }
 
 #[derive(Default)]
@@ -95,7 +106,10 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 
 impl Metrics {
     /// A snapshot as flat Mesos-style metric names (`allocator/mesos/allocation_runs`, …).
-    /// Timings cover the last 1,000 runs.
+    /// Timings cover the last 1,000 runs. Per-role figures (`roles/<role>/shares/dominant`,
+    /// `quota/roles/<role>/resources/<name>/…`, `resources/<name>/…`) come from the actor's
+    /// record of the offers it delivered and the calls the allocator accepted (see
+    /// [`RoleLedger`]); refuse filters live inside the allocator and are not counted here.
     pub fn snapshot(&self) -> Vec<(String, f64)> {
         let t = self.timings.lock().expect("metrics lock");
         let queued =
@@ -117,6 +131,9 @@ impl Metrics {
                 out.push((format!("allocator/mesos/{name}/{label}"), percentile(v, p)));
             }
         }
+        let mut roles = crate::metrics::MetricMap::new();
+        self.ledger.lock().expect("ledger lock").write_metrics(&mut roles);
+        out.extend(roles.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
         out
     }
 
@@ -219,6 +236,12 @@ fn run(
             push_capped(&mut t.run_ms, run_ms);
             push_capped(&mut t.latency_ms, began.duration_since(since).as_secs_f64() * 1e3);
         }
+        if !batch.offers.is_empty() {
+            let mut ledger = metrics.ledger.lock().expect("ledger lock");
+            for o in batch.offers.iter() {
+                ledger.allocate(o.framework, o.agent, &o.role, &o.resources);
+            }
+        }
         if !batch.offers.is_empty() || !batch.inverse_offers.is_empty() {
             let _ = offers.send(std::mem::take(&mut batch));
         }
@@ -236,10 +259,13 @@ fn run(
         while let Some(message) = next.take() {
             metrics.processed.fetch_add(1, Ordering::SeqCst);
             match message {
-                Message::Call { what, call, trigger, agents: change, sent } => {
+                Message::Call { what, call, record, trigger, agents: change, sent } => {
                     let _ = allocator.set_time(start.elapsed().as_secs_f64());
                     match call(allocator.as_mut()) {
                         Ok(()) => {
+                            if let Some(record) = record {
+                                record(&mut metrics.ledger.lock().expect("ledger lock"));
+                            }
                             match change {
                                 AgentChange::Added(a) => {
                                     agents.insert(a);
@@ -307,8 +333,20 @@ fn run(
 
 impl AllocatorHandle {
     fn send(&self, what: &'static str, trigger: Trigger, agents: AgentChange, call: Call) {
+        self.send_recorded(what, trigger, agents, call, None);
+    }
+
+    /// Like `send`, with what the call changes in the metrics' ledger once accepted.
+    fn send_recorded(
+        &self,
+        what: &'static str,
+        trigger: Trigger,
+        agents: AgentChange,
+        call: Call,
+        record: Option<Record>,
+    ) {
         self.metrics.sent.fetch_add(1, Ordering::SeqCst);
-        let message = Message::Call { what, call, trigger, agents, sent: Instant::now() };
+        let message = Message::Call { what, call, record, trigger, agents, sent: Instant::now() };
         if self.tx.send(message).is_err() {
             log::warn!("{what} after the allocator actor stopped: ignored");
         }
@@ -344,21 +382,28 @@ impl AllocatorHandle {
         options: FrameworkOptions,
     ) {
         let trigger = if active { Trigger::All } else { Trigger::None };
-        self.send(
+        let held = used.clone();
+        self.send_recorded(
             "add_framework",
             trigger,
             AgentChange::None,
             Box::new(move |a| a.add_framework(&info, &used, active, &options)),
+            Some(Box::new(move |l: &mut RoleLedger| {
+                for u in &held {
+                    l.allocate(u.framework, u.agent, &u.role, &u.resources);
+                }
+            })),
         );
     }
 
     /// See [`Allocator::remove_framework`].
     pub fn remove_framework(&self, framework: FrameworkId) {
-        self.send(
+        self.send_recorded(
             "remove_framework",
             Trigger::None,
             AgentChange::None,
             Box::new(move |a| a.remove_framework(framework)),
+            Some(Box::new(move |l: &mut RoleLedger| l.remove_framework(framework))),
         );
     }
 
@@ -401,32 +446,46 @@ impl AllocatorHandle {
         used: Vec<Allocation>,
     ) {
         let id = info.id;
-        self.send(
+        let (t, held) = (total.clone(), used.clone());
+        self.send_recorded(
             "add_agent",
             Trigger::Agent(id),
             AgentChange::Added(id),
             Box::new(move |a| a.add_agent(&info, unavailability.as_ref(), &total, &used)),
+            Some(Box::new(move |l: &mut RoleLedger| {
+                l.set_agent(id, &t);
+                for u in &held {
+                    l.allocate(u.framework, u.agent, &u.role, &u.resources);
+                }
+            })),
         );
     }
 
     /// See [`Allocator::remove_agent`].
     pub fn remove_agent(&self, agent: AgentId) {
-        self.send(
+        self.send_recorded(
             "remove_agent",
             Trigger::None,
             AgentChange::Removed(agent),
             Box::new(move |a| a.remove_agent(agent)),
+            Some(Box::new(move |l: &mut RoleLedger| l.remove_agent(agent))),
         );
     }
 
     /// See [`Allocator::update_agent`]; triggers a run on that agent.
     pub fn update_agent(&self, info: AgentInfo, total: Option<Resources>) {
         let id = info.id;
-        self.send(
+        let new_total = total.clone();
+        self.send_recorded(
             "update_agent",
             Trigger::Agent(id),
             AgentChange::None,
             Box::new(move |a| a.update_agent(&info, total.as_ref())),
+            Some(Box::new(move |l: &mut RoleLedger| {
+                if let Some(t) = &new_total {
+                    l.set_agent(id, t);
+                }
+            })),
         );
     }
 
@@ -495,13 +554,15 @@ impl AllocatorHandle {
         resources: Resources,
         refuse_seconds: Option<f64>,
     ) {
-        self.send(
+        let (r, given_back) = (role.clone(), resources.clone());
+        self.send_recorded(
             "recover_resources",
             Trigger::None,
             AgentChange::None,
             Box::new(move |a| {
                 a.recover_resources(framework, agent, &role, &resources, refuse_seconds)
             }),
+            Some(Box::new(move |l: &mut RoleLedger| l.release(framework, agent, &r, &given_back))),
         );
     }
 
@@ -527,11 +588,13 @@ impl AllocatorHandle {
 
     /// See [`Allocator::update_quota`].
     pub fn update_quota(&self, role: String, quota: Quota) {
-        self.send(
+        let (r, q) = (role.clone(), quota.clone());
+        self.send_recorded(
             "update_quota",
             Trigger::None,
             AgentChange::None,
             Box::new(move |a| a.update_quota(&role, &quota)),
+            Some(Box::new(move |l: &mut RoleLedger| l.set_quota(&r, &q))),
         );
     }
 

@@ -19,6 +19,7 @@ pub mod conformance;
 pub mod hierarchical;
 pub mod import;
 pub mod manifest;
+pub mod metrics;
 pub mod output;
 pub mod registry;
 pub mod report;

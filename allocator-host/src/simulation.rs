@@ -1567,57 +1567,19 @@ impl<'r> Simulation<'r> {
         m.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
         m.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
         m.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
-        let mut used = Quantities::new();
-        for q in self.role_alloc.values() {
-            used.add(q);
-        }
-        for t in self.cluster.iter() {
-            m.insert(
-                format!("allocator/mesos/resources/{}/total", t.name),
-                json!(t.value.as_f64()),
-            );
-            m.insert(
-                format!("allocator/mesos/resources/{}/offered_or_allocated", t.name),
-                json!(used.get(&t.name).as_f64()),
-            );
-        }
         let mut roles: BTreeSet<&String> = self.role_stats.keys().collect();
         roles.extend(self.role_alloc.keys());
-        for role in roles {
-            let share = self
-                .role_alloc
-                .get(role)
-                .map_or(0.0, |q| dominant_share(q, &self.cluster, &self.excluded));
-            m.insert(format!("allocator/mesos/roles/{role}/shares/dominant"), json!(share));
-        }
+        crate::metrics::write_role_metrics(
+            &mut m,
+            &self.cluster,
+            &self.role_alloc,
+            roles,
+            &self.quotas,
+            &self.excluded,
+        );
         if let Engine::Builtin(alloc) = &self.engine {
             for (role, n) in alloc.active_offer_filters() {
                 m.insert(format!("allocator/mesos/offer_filters/roles/{role}/active"), json!(n));
-            }
-        }
-        for (role, quota) in &self.quotas {
-            let prefix = format!("{role}/");
-            let mut consumed = Quantities::new();
-            for (r, q) in &self.role_alloc {
-                if r == role || r.starts_with(&prefix) {
-                    consumed.add(q);
-                }
-            }
-            let mut names: BTreeSet<&str> =
-                quota.guarantees.iter().map(|t| t.name.as_str()).collect();
-            names.extend(quota.limits.iter().map(|t| t.name.as_str()));
-            let base = format!("allocator/mesos/quota/roles/{role}/resources");
-            for name in names {
-                if let Some(t) = quota.guarantees.iter().find(|t| t.name.as_str() == name) {
-                    m.insert(format!("{base}/{name}/guarantee"), json!(t.value.as_f64()));
-                }
-                if let Some(t) = quota.limits.iter().find(|t| t.name.as_str() == name) {
-                    m.insert(format!("{base}/{name}/limit"), json!(t.value.as_f64()));
-                }
-                m.insert(
-                    format!("{base}/{name}/offered_or_allocated"),
-                    json!(consumed.get(name).as_f64()),
-                );
             }
         }
         m
@@ -1964,20 +1926,7 @@ fn take(offer: &Resources, task: &Resources) -> Option<Resources> {
     Some(piece)
 }
 
-/// Unweighted dominant share of `alloc` over `total`, skipping excluded names.
-pub fn dominant_share(alloc: &Quantities, total: &Quantities, excluded: &[String]) -> f64 {
-    let mut share = 0.0f64;
-    for q in alloc.iter() {
-        if excluded.iter().any(|e| e == q.name.as_str()) {
-            continue;
-        }
-        let t = total.get(&q.name);
-        if t.is_positive() {
-            share = share.max(q.value.as_f64() / t.as_f64());
-        }
-    }
-    share
-}
+pub use crate::metrics::dominant_share;
 
 fn wait_stats(waits: &[f64]) -> (f64, f64) {
     if waits.is_empty() {

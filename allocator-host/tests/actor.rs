@@ -238,3 +238,47 @@ fn the_builtin_allocator_offers_through_the_actor_and_answers_queries() {
     assert_eq!(statuses, 1);
     actor.shutdown();
 }
+
+/// The value of one metric in a snapshot.
+fn metric(actor: &AllocatorActor, name: &str) -> Option<f64> {
+    actor.handle().metrics().snapshot().into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+#[test]
+fn metrics_report_role_shares_and_quota_from_offers_and_releases() {
+    let drf = || -> allocator_host::hierarchical::SorterFactory {
+        Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
+    };
+    let builtin = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let (actor, offers) = AllocatorActor::spawn(Box::new(builtin), HOUR);
+    let h = actor.handle();
+    let quota = allocator_api::Quota {
+        guarantees: "cpus:1".parse().unwrap(),
+        limits: "cpus:8".parse().unwrap(),
+    };
+    h.update_quota("r".into(), quota);
+    h.add_agent(agent(0), None, "cpus:2;mem:1024".parse().unwrap(), vec![]);
+    h.add_agent(agent(1), None, "cpus:2;mem:1024".parse().unwrap(), vec![]);
+    h.add_framework(framework(1), vec![], true, FrameworkOptions::default());
+    let batch = offers.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(batch.offers.len(), 2, "{batch:?}");
+    // A query waits behind the calls and runs before it: the snapshot now includes them.
+    h.query(|_| ()).unwrap();
+    assert_eq!(metric(&actor, "allocator/mesos/roles/r/shares/dominant"), Some(1.0));
+    let cpus = "allocator/mesos/quota/roles/r/resources/cpus";
+    assert_eq!(metric(&actor, &format!("{cpus}/guarantee")), Some(1.0));
+    assert_eq!(metric(&actor, &format!("{cpus}/limit")), Some(8.0));
+    assert_eq!(metric(&actor, &format!("{cpus}/offered_or_allocated")), Some(4.0));
+    let o = &batch.offers[0];
+    h.recover_resources(
+        o.framework,
+        o.agent,
+        o.role.to_string(),
+        o.resources.clone(),
+        Some(3600.0),
+    );
+    h.query(|_| ()).unwrap();
+    assert_eq!(metric(&actor, "allocator/mesos/roles/r/shares/dominant"), Some(0.5));
+    assert_eq!(metric(&actor, "allocator/mesos/resources/cpus/total"), Some(4.0));
+    actor.shutdown();
+}
