@@ -748,10 +748,14 @@ impl HierarchicalAllocator {
             let quota_role = !role.contains('/') && self.quotas.contains_key(role);
             let mut unsatisfied = Quantities::new();
             if stage == Stage::Guarantees {
-                let guarantees = &self.quotas[role].guarantees;
-                if !quota_role || guarantees.is_empty() {
+                let Some(guarantees) = self
+                    .quotas
+                    .get(role)
+                    .map(|q| &q.guarantees)
+                    .filter(|g| quota_role && !g.is_empty())
+                else {
                     continue;
-                }
+                };
                 unsatisfied = remaining(guarantees, &run.consumed[role]);
                 if unsatisfied.is_zero() {
                     continue;
