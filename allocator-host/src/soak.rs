@@ -160,6 +160,17 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         if violations.len() > 20 {
             break;
         }
+        if (run + 1) % 5000 == 0 {
+            // Progress for long soaks: a line every 5,000 runs on stderr.
+            eprintln!(
+                "soak: {} of {} runs, {:.0} s, resident {} KiB, {} violations",
+                run + 1,
+                options.runs,
+                started.elapsed().as_secs_f64(),
+                rss_kib(),
+                violations.len()
+            );
+        }
     }
     Ok(SoakReport {
         runs: sim.runs(),
