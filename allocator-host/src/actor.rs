@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::metrics::RoleLedger;
+use crate::metrics::{self, RoleLedger};
 use allocator_api::{
     AgentId, AgentInfo, Allocation, Allocator, FrameworkId, FrameworkInfo, FrameworkOptions,
     InverseOfferStatus, OfferBatch, Quota, RString, Resources, RoleWeight, Unavailability,
@@ -86,24 +86,6 @@ struct Timings {
     latency_ms: Vec<f64>,
 }
 
-const KEPT: usize = 1000;
-
-fn push_capped(v: &mut Vec<f64>, x: f64) {
-    if v.len() == KEPT {
-        v.remove(0);
-    }
-    v.push(x);
-}
-
-fn percentile(v: &[f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s[((s.len() as f64 - 1.0) * p).round() as usize]
-}
-
 impl Metrics {
     /// A snapshot as flat Mesos-style metric names (`allocator/mesos/allocation_runs`, …).
     /// Timings cover the last 1,000 runs. Per-role figures (`roles/<role>/shares/dominant`,
@@ -122,18 +104,11 @@ impl Metrics {
                 self.refused.load(Ordering::SeqCst) as f64,
             ),
         ];
-        for (name, v) in
-            [("allocation_run_ms", &t.run_ms), ("allocation_run_latency_ms", &t.latency_ms)]
-        {
-            out.push((format!("allocator/mesos/{name}"), v.last().copied().unwrap_or(0.0)));
-            out.push((format!("allocator/mesos/{name}/count"), v.len() as f64));
-            for (label, p) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)] {
-                out.push((format!("allocator/mesos/{name}/{label}"), percentile(v, p)));
-            }
-        }
-        let mut roles = crate::metrics::MetricMap::new();
-        self.ledger.lock().expect("ledger lock").write_metrics(&mut roles);
-        out.extend(roles.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
+        let mut m = metrics::MetricMap::new();
+        metrics::write_timing(&mut m, "allocator/mesos/allocation_run_ms", &t.run_ms);
+        metrics::write_timing(&mut m, "allocator/mesos/allocation_run_latency_ms", &t.latency_ms);
+        self.ledger.lock().expect("ledger lock").write_metrics(&mut m);
+        out.extend(m.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
         out
     }
 
@@ -233,8 +208,11 @@ fn run(
         metrics.runs.fetch_add(1, Ordering::SeqCst);
         {
             let mut t = metrics.timings.lock().expect("metrics lock");
-            push_capped(&mut t.run_ms, run_ms);
-            push_capped(&mut t.latency_ms, began.duration_since(since).as_secs_f64() * 1e3);
+            metrics::push_sample(&mut t.run_ms, run_ms);
+            metrics::push_sample(
+                &mut t.latency_ms,
+                began.duration_since(since).as_secs_f64() * 1e3,
+            );
         }
         if !batch.offers.is_empty() {
             let mut ledger = metrics.ledger.lock().expect("ledger lock");

@@ -161,6 +161,39 @@ fn give_back(
     Ok(())
 }
 
+/// Adds `count` active frameworks (ids 0..count) subscribed to `role`.
+fn add_frameworks(allocator: &mut dyn Allocator, count: u32, role: &str) -> Result<(), String> {
+    for f in 0..count {
+        allocator
+            .add_framework(&framework(f, role), &[], true, &FrameworkOptions::default())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Adds `agents` agents of `total`, each with `used` already held in `role1` by one of the
+/// `frameworks` frameworks, round-robin.
+fn add_agents_in_use(
+    allocator: &mut dyn Allocator,
+    agents: u32,
+    frameworks: u32,
+    total: &Resources,
+    used: &Resources,
+) -> Result<(), String> {
+    for a in 0..agents {
+        let u = Allocation {
+            framework: FrameworkId(a % frameworks.max(1)),
+            agent: AgentId(a),
+            role: "role1".into(),
+            resources: used.clone(),
+        };
+        allocator
+            .add_agent(&agent(a), None, total, std::slice::from_ref(&u))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// The `DeclineOffers` cluster: `frameworks` frameworks in `role1`, `agents` agents of
 /// `cpus:24;mem:4096;disk:4096;ports:[31000-32000]` with `cpus:16;mem:2014;disk:1024` and 16
 /// port ranges used (round-robin over the frameworks).
@@ -169,23 +202,10 @@ pub fn decline_offers_cluster(
     agents: u32,
     frameworks: u32,
 ) -> Result<Vec<AgentId>, String> {
-    let err = |e: allocator_api::ModuleError| e.to_string();
     let total = parse("cpus:24;mem:4096;disk:4096;ports:[31000-32000]")?;
     let used = parse(&format!("cpus:16;mem:2014;disk:1024;{}", fragmented_ports(16)))?;
-    for f in 0..frameworks {
-        allocator
-            .add_framework(&framework(f, "role1"), &[], true, &FrameworkOptions::default())
-            .map_err(err)?;
-    }
-    for a in 0..agents {
-        let u = Allocation {
-            framework: FrameworkId(a % frameworks.max(1)),
-            agent: AgentId(a),
-            role: "role1".into(),
-            resources: used.clone(),
-        };
-        allocator.add_agent(&agent(a), None, &total, std::slice::from_ref(&u)).map_err(err)?;
-    }
+    add_frameworks(allocator, frameworks, "role1")?;
+    add_agents_in_use(allocator, agents, frameworks, &total, &used)?;
     Ok((0..agents).map(AgentId).collect())
 }
 
@@ -289,23 +309,11 @@ pub fn add_and_update_agents(
     frameworks: u32,
 ) -> Result<(Duration, Duration), String> {
     let err = |e: allocator_api::ModuleError| e.to_string();
-    for f in 0..frameworks {
-        allocator
-            .add_framework(&framework(f, "role1"), &[], true, &FrameworkOptions::default())
-            .map_err(err)?;
-    }
+    add_frameworks(allocator, frameworks, "role1")?;
     let total = parse("cpus:2;mem:1024;disk:4096;ports:[31000-32000]")?;
     let used = parse(&format!("cpus:1;mem:128;disk:1024;{}", fragmented_ports(16)))?;
     let start = Instant::now();
-    for a in 0..agents {
-        let u = Allocation {
-            framework: FrameworkId(a % frameworks.max(1)),
-            agent: AgentId(a),
-            role: "role1".into(),
-            resources: used.clone(),
-        };
-        allocator.add_agent(&agent(a), None, &total, std::slice::from_ref(&u)).map_err(err)?;
-    }
+    add_agents_in_use(allocator, agents, frameworks, &total, &used)?;
     let add = start.elapsed();
     let updated = total + &parse("cpus{revocable}:10")?;
     let start = Instant::now();

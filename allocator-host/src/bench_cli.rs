@@ -168,11 +168,9 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
                 for s in &subjects {
                     let mut a = s.allocator()?;
                     let times = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
-                    values.push(ms(bench::median(&times)));
-                    curves
-                        .entry(format!("{}, {frameworks} fw", s.label))
-                        .or_default()
-                        .push(ms(bench::median(&times)));
+                    let median = ms(bench::median(&times));
+                    values.push(median);
+                    curves.entry(format!("{}, {frameworks} fw", s.label)).or_default().push(median);
                 }
                 row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
             }

@@ -83,8 +83,8 @@ impl Agent {
     }
 
     /// What `role` may be offered: free resources allocatable to it, plus shared volumes
-    /// allocatable to it that were not offered yet in this run.
-    fn available_to(&self, role: &str, shared_offered: &Resources) -> Resources {
+    /// allocatable to it that were not offered yet in this run (`shared_offered`).
+    fn available_to(&self, role: &str, shared_offered: Option<&Resources>) -> Resources {
         let mut a = if self.free.iter().all(|r| r.is_allocatable_to(role)) {
             self.free.clone()
         } else {
@@ -92,7 +92,9 @@ impl Agent {
         };
         if self.total.iter().any(|r| r.is_shared()) {
             let mut shared = self.total.filter(|r| r.is_shared() && r.is_allocatable_to(role));
-            shared.subtract(shared_offered);
+            if let Some(offered) = shared_offered {
+                shared.subtract(offered);
+            }
             a.add(&shared);
         }
         a
@@ -773,10 +775,8 @@ impl HierarchicalAllocator {
                 continue; // no active, unsuppressed framework in this role
             }
             // (b) what the role may get here; recomputed only after a grant.
-            let mut available = match run.shared_offered.get(&agent_id) {
-                Some(shared) => self.agents[&agent_id].available_to(role, shared),
-                None => self.agents[&agent_id].available_to(role, &Resources::new()),
-            };
+            let mut available =
+                self.agents[&agent_id].available_to(role, run.shared_offered.get(&agent_id));
             if available.is_empty() {
                 self.fw_buf = fw_order;
                 continue;
@@ -861,10 +861,7 @@ impl HierarchicalAllocator {
                         held.insert(role.to_owned(), to_offer.clone());
                     }
                 }
-                available = match run.shared_offered.get(&agent_id) {
-                    Some(shared) => agent.available_to(role, shared),
-                    None => agent.available_to(role, &Resources::new()),
-                };
+                available = agent.available_to(role, run.shared_offered.get(&agent_id));
                 self.track_allocated(agent_id, fw_id, role, &to_offer)?;
                 match run.offer_index.entry((fw_id, role_client, agent_id)) {
                     std::collections::hash_map::Entry::Occupied(e) => {

@@ -5,7 +5,8 @@
 //! * `allocator/mesos/roles/<role>/shares/dominant`;
 //! * `allocator/mesos/quota/roles/<role>/resources/<name>/guarantee`, `/limit` and
 //!   `/offered_or_allocated` (the role and its subroles) for every role with a quota;
-//! * `allocator/mesos/resources/<name>/total` and `/offered_or_allocated`.
+//! * `allocator/mesos/resources/<name>/total` and `/offered_or_allocated`;
+//! * timings ([`write_timing`]): `allocation_run_ms`, `allocation_run_latency_ms`.
 //!
 //! [`RoleLedger`] is the record the actor keeps to compute them: what each framework holds per
 //! agent and role (from the offers it delivered, the allocations it was told about and the
@@ -35,6 +36,42 @@ pub type MetricMap = serde_json::Map<String, serde_json::Value>;
 
 fn put(m: &mut MetricMap, name: String, value: f64) {
     m.insert(name, serde_json::json!(value));
+}
+
+/// Samples kept for a timing metric's percentiles (the most recent ones).
+pub const TIMING_SAMPLES: usize = 1000;
+
+/// Appends `x` to `samples`, dropping the oldest beyond [`TIMING_SAMPLES`].
+pub fn push_sample(samples: &mut Vec<f64>, x: f64) {
+    if samples.len() == TIMING_SAMPLES {
+        samples.remove(0);
+    }
+    samples.push(x);
+}
+
+/// The nearest-rank values at fractions `ps` of `samples` (0: min, 1: max); zeros when there
+/// are none.
+pub fn percentiles<const N: usize>(samples: &[f64], ps: [f64; N]) -> [f64; N] {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    ps.map(|p| {
+        if sorted.is_empty() {
+            0.0
+        } else {
+            sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+        }
+    })
+}
+
+/// Writes timing metric `name` as Mesos's timers appear in a snapshot: `name` (the last
+/// sample), `name/count`, and `name/p50`, `/p90`, `/p99`, `/max`.
+pub fn write_timing(m: &mut MetricMap, name: &str, samples: &[f64]) {
+    put(m, name.to_owned(), samples.last().copied().unwrap_or(0.0));
+    put(m, format!("{name}/count"), samples.len() as f64);
+    let values = percentiles(samples, [0.5, 0.9, 0.99, 1.0]);
+    for (label, v) in ["p50", "p90", "p99", "max"].into_iter().zip(values) {
+        put(m, format!("{name}/{label}"), v);
+    }
 }
 
 /// Writes the cluster, per-role share and quota metrics. `roles` names the roles to report a

@@ -216,13 +216,9 @@ fn panel(
     }
 }
 
-/// Renders the report: a title line, then the panels (a third, tasks waiting per role, when
-/// trace-driven frameworks had tasks waiting).
-pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
-    let s = series.thinned(1500);
-    let with_waiting = s.waiting.values().flatten().any(|v| *v > 0.0);
-    let panels = if with_waiting { 3.0 } else { 2.0 };
-    let height = 60.0 + panels * PANEL;
+/// An SVG document of `height` with a white background, a title and a subtitle, left open for
+/// the panels.
+fn svg_start(height: f64, title: &str, subtitle: &str) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -239,6 +235,17 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
         r##"<text x="{LEFT}" y="44" font-size="12" fill="#555">{}</text>"##,
         escape(subtitle)
     );
+    svg
+}
+
+/// Renders the report: a title line, then the panels (a third, tasks waiting per role, when
+/// trace-driven frameworks had tasks waiting).
+pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> String {
+    let s = series.thinned(1500);
+    let with_waiting = s.waiting.values().flatten().any(|v| *v > 0.0);
+    let panels = if with_waiting { 3.0 } else { 2.0 };
+    let height = 60.0 + panels * PANEL;
+    let mut svg = svg_start(height, title, subtitle);
     panel(
         &mut svg,
         50.0,
@@ -294,22 +301,7 @@ pub fn render_curve_svg(
     panels: &[(&str, &BTreeMap<String, Vec<f64>>)],
 ) -> String {
     let height = 60.0 + PANEL * panels.len() as f64;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{LEFT}" y="24" font-size="18" font-weight="bold">{}</text>"#,
-        escape(title)
-    );
-    let _ = writeln!(
-        svg,
-        r##"<text x="{LEFT}" y="44" font-size="12" fill="#555">{}</text>"##,
-        escape(subtitle)
-    );
+    let mut svg = svg_start(height, title, subtitle);
     for (i, (ylabel, lines)) in panels.iter().enumerate() {
         let labels = Labels { title: ylabel, y: ylabel, x: xlabel, legend_values: false };
         panel(&mut svg, 50.0 + PANEL * i as f64, labels, xs, lines, false);

@@ -35,8 +35,6 @@ use crate::simulation::Simulation;
 
 /// Largest request body read, in bytes.
 const MAX_BODY: u64 = 1 << 20;
-/// Run-latency samples kept for the percentiles.
-const KEPT: usize = 1000;
 
 /// How `serve` runs.
 #[derive(Clone, Debug)]
@@ -227,10 +225,7 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             if due <= target {
                 let late = called.saturating_duration_since(self.wall_at(due));
-                if self.latency_ms.len() == KEPT {
-                    self.latency_ms.remove(0);
-                }
-                self.latency_ms.push(late.as_secs_f64() * 1e3);
+                crate::metrics::push_sample(&mut self.latency_ms, late.as_secs_f64() * 1e3);
             }
             if !(playing && self.sim.now() >= self.hold - 1e-9) {
                 return Ok(());
@@ -252,21 +247,11 @@ impl<'s, 'r> Live<'s, 'r> {
             "allocator/mesos/event_queue_dispatches".into(),
             json!(self.queued.load(Ordering::SeqCst)),
         );
-        let mut sorted = self.latency_ms.clone();
-        sorted.sort_by(f64::total_cmp);
-        let pct = |p: f64| {
-            if sorted.is_empty() {
-                0.0
-            } else {
-                sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-            }
-        };
-        let base = "allocator/mesos/allocation_run_latency_ms";
-        m.insert(base.into(), json!(self.latency_ms.last().copied().unwrap_or(0.0)));
-        m.insert(format!("{base}/count"), json!(sorted.len()));
-        for (label, p) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)] {
-            m.insert(format!("{base}/{label}"), json!(pct(p)));
-        }
+        crate::metrics::write_timing(
+            &mut m,
+            "allocator/mesos/allocation_run_latency_ms",
+            &self.latency_ms,
+        );
         m
     }
 

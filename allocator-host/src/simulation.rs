@@ -1528,19 +1528,9 @@ impl<'r> Simulation<'r> {
     }
 
     /// The human summary and the JSON summary event.
-    /// Run-time percentiles in milliseconds over every run so far: (p50, p90, p99, max).
-    fn run_ms_percentiles(&self) -> (f64, f64, f64, f64) {
-        let mut micros = self.run_micros.clone();
-        micros.sort_unstable();
-        let pct = |p: f64| -> f64 {
-            if micros.is_empty() {
-                0.0
-            } else {
-                let i = ((micros.len() as f64 - 1.0) * p).round() as usize;
-                micros[i] as f64 / 1000.0
-            }
-        };
-        (pct(0.5), pct(0.9), pct(0.99), pct(1.0))
+    /// Every run's time so far, in milliseconds.
+    fn run_ms(&self) -> Vec<f64> {
+        self.run_micros.iter().map(|&u| u as f64 / 1000.0).collect()
     }
 
     /// The metrics, flat and named as Mesos names them (`allocator/mesos/…`), plus the host's
@@ -1556,14 +1546,8 @@ impl<'r> Simulation<'r> {
     ///   `/offered_or_allocated` (the role and its subroles) for every role with a quota.
     pub fn metrics(&self) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
-        let (p50, p90, p99, max) = self.run_ms_percentiles();
         m.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
-        let last = self.run_micros.last().map_or(0.0, |&u| u as f64 / 1000.0);
-        m.insert("allocator/mesos/allocation_run_ms".into(), json!(last));
-        m.insert("allocator/mesos/allocation_run_ms/count".into(), json!(self.run_micros.len()));
-        for (label, v) in [("p50", p50), ("p90", p90), ("p99", p99), ("max", max)] {
-            m.insert(format!("allocator/mesos/allocation_run_ms/{label}"), json!(v));
-        }
+        crate::metrics::write_timing(&mut m, "allocator/mesos/allocation_run_ms", &self.run_ms());
         m.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
         m.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
         m.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
@@ -1592,7 +1576,7 @@ impl<'r> Simulation<'r> {
 
     fn summary(&self) -> (String, Value) {
         let metrics = self.metrics();
-        let (p50, _, p99, max) = self.run_ms_percentiles();
+        let [p50, p99, max] = crate::metrics::percentiles(&self.run_ms(), [0.5, 0.99, 1.0]);
         let mut roles_json = serde_json::Map::new();
         let mut text = String::new();
         text.push_str(&format!(

@@ -5,38 +5,31 @@
 
 use std::time::Duration;
 
-use allocator_host::ModuleRegistry;
-use allocator_host::bench::{builtin_allocator, decline_offers};
-use allocator_host::manifest;
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use allocator_host::bench::{self, builtin_allocator, decline_offers};
+use allocator_host::hierarchical::HierarchicalAllocator;
+use allocator_host::{ModuleRegistry, manifest};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 fn decline(c: &mut Criterion) {
-    let builtin = ModuleRegistry::new();
-    let mut with_module = ModuleRegistry::new();
-    let (m, source) =
-        manifest::from_flag(&workspace_tests::manifest_for("drf_sorter", &["drf"])).unwrap();
-    with_module.load_manifest(&m, &source).unwrap();
+    let registries = registries();
     let mut group = c.benchmark_group("DeclineOffers/allocation run");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(200))
         .measurement_time(Duration::from_secs(5));
     for (agents, frameworks) in [(1_000u32, 100u32), (10_000, 1_000)] {
-        for (label, registry) in [("drf-builtin", &builtin), ("drf-module", &with_module)] {
-            group.bench_with_input(
-                BenchmarkId::new(label, format!("{agents}x{frameworks}")),
-                &(agents, frameworks),
-                |b, &(a, f)| {
-                    b.iter_custom(|iters| {
-                        let role = registry.sorter_factory("drf", "bench").unwrap();
-                        let fw = registry.sorter_factory("drf", "bench").unwrap();
-                        let mut allocator = builtin_allocator(role, fw).unwrap();
-                        let times =
-                            decline_offers(&mut allocator, a, f, iters as u32, 1.0).unwrap();
-                        times.iter().sum()
-                    })
-                },
-            );
+        for (label, registry) in &registries {
+            group.bench_function(BenchmarkId::new(*label, format!("{agents}x{frameworks}")), |b| {
+                // One cluster, `iters` allocation runs (filters pile up as in Mesos's version).
+                b.iter_custom(|iters| {
+                    let mut allocator = allocator_over(registry);
+                    let times =
+                        decline_offers(&mut allocator, agents, frameworks, iters as u32, 1.0)
+                            .unwrap();
+                    times.iter().sum()
+                })
+            });
         }
     }
     group.finish();
@@ -51,28 +44,31 @@ fn registries() -> [(&'static str, ModuleRegistry); 2] {
     [("drf-builtin", ModuleRegistry::new()), ("drf-module", with_module)]
 }
 
-fn allocator_over(
-    registry: &ModuleRegistry,
-) -> allocator_host::hierarchical::HierarchicalAllocator {
+fn allocator_over(registry: &ModuleRegistry) -> HierarchicalAllocator {
     let role = registry.sorter_factory("drf", "bench").unwrap();
     let fw = registry.sorter_factory("drf", "bench").unwrap();
     builtin_allocator(role, fw).unwrap()
+}
+
+/// Benchmarks `measure`, which builds its cluster on a fresh allocator and returns the time of
+/// the part being measured; each iteration starts from scratch.
+fn bench_fresh(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    registry: &ModuleRegistry,
+    measure: impl Fn(&mut HierarchicalAllocator) -> Duration,
+) {
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| measure(&mut allocator_over(registry))).sum())
+    });
 }
 
 fn suppress(c: &mut Criterion) {
     let mut group = c.benchmark_group("SuppressOffers/allocation run");
     group.sample_size(10).measurement_time(Duration::from_secs(5));
     for (label, registry) in &registries() {
-        group.bench_function(BenchmarkId::new(*label, "1000x100"), |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut a = allocator_over(registry);
-                    let times = allocator_host::bench::suppress_offers(&mut a, 1000, 100).unwrap();
-                    total += allocator_host::bench::median(&times);
-                }
-                total
-            })
+        bench_fresh(&mut group, BenchmarkId::new(*label, "1000x100"), registry, |a| {
+            bench::median(&bench::suppress_offers(a, 1000, 100).unwrap())
         });
     }
     group.finish();
@@ -83,17 +79,10 @@ fn quota(c: &mut Criterion) {
     group.sample_size(10).measurement_time(Duration::from_secs(5));
     for (label, registry) in &registries() {
         for (phase, full) in [("full run", true), ("empty run", false)] {
-            group.bench_function(BenchmarkId::new(*label, format!("300 roles, {phase}")), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let mut a = allocator_over(registry);
-                        let r = allocator_host::bench::large_and_small_quota(&mut a, 250, 50, 3)
-                            .unwrap();
-                        total += if full { r.full } else { r.empty };
-                    }
-                    total
-                })
+            let id = BenchmarkId::new(*label, format!("300 roles, {phase}"));
+            bench_fresh(&mut group, id, registry, |a| {
+                let r = bench::large_and_small_quota(a, 250, 50, 3).unwrap();
+                if full { r.full } else { r.empty }
             });
         }
     }
@@ -105,18 +94,10 @@ fn add_and_update(c: &mut Criterion) {
     group.sample_size(10).measurement_time(Duration::from_secs(5));
     for (label, registry) in &registries() {
         for (phase, add) in [("add", true), ("update", false)] {
-            group.bench_function(BenchmarkId::new(*label, format!("1000x100 {phase}")), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let mut a = allocator_over(registry);
-                        let (x, y) =
-                            allocator_host::bench::add_and_update_agents(&mut a, 1000, 100)
-                                .unwrap();
-                        total += if add { x } else { y };
-                    }
-                    total
-                })
+            let id = BenchmarkId::new(*label, format!("1000x100 {phase}"));
+            bench_fresh(&mut group, id, registry, |a| {
+                let (x, y) = bench::add_and_update_agents(a, 1000, 100).unwrap();
+                if add { x } else { y }
             });
         }
     }
