@@ -67,7 +67,7 @@ pub fn percentiles<const N: usize>(samples: &[f64], ps: [f64; N]) -> [f64; N] {
 /// sample), `name/count`, and `name/p50`, `/p90`, `/p99`, `/max`.
 pub fn write_timing(m: &mut MetricMap, name: &str, samples: &[f64]) {
     put(m, name.to_owned(), samples.last().copied().unwrap_or(0.0));
-    put(m, format!("{name}/count"), samples.len() as f64);
+    m.insert(format!("{name}/count"), serde_json::json!(samples.len()));
     let values = percentiles(samples, [0.5, 0.9, 0.99, 1.0]);
     for (label, v) in ["p50", "p90", "p99", "max"].into_iter().zip(values) {
         put(m, format!("{name}/{label}"), v);
