@@ -9,7 +9,7 @@ use std::time::Duration;
 use allocator_api::{Allocator, AllocatorOptions, Sorter, SorterConfig};
 
 use crate::bench;
-use crate::cli::{Args, BenchArgs};
+use crate::cli::{BenchArgs, EngineFlags};
 use crate::hierarchical::SorterFactory;
 use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER, ModuleRegistry};
 
@@ -60,7 +60,7 @@ impl Subject<'_> {
 }
 
 /// The built-in subject, plus the flags' configuration when it involves a module.
-fn subjects<'r>(args: &Args, registry: &'r ModuleRegistry) -> Vec<Subject<'r>> {
+fn subjects<'r>(args: &EngineFlags, registry: &'r ModuleRegistry) -> Vec<Subject<'r>> {
     let mut out = vec![Subject { label: "built-in".into(), named: None, registry }];
     let allocator = args.allocator.clone().unwrap_or_else(|| BUILTIN_ALLOCATOR.into());
     let role = args.role_sorter.clone().unwrap_or_else(|| BUILTIN_SORTER.into());
@@ -153,8 +153,43 @@ fn write_curve(
     Ok(())
 }
 
-/// Runs `allocator-master bench`.
-pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {
+/// Stops a benchmark between two measurements on SIGINT/SIGTERM: what was measured is already
+/// printed.
+fn interrupted() -> bool {
+    crate::interrupt::requested().is_some()
+}
+
+/// Runs `allocator-master bench`; SIGINT or SIGTERM stops it between measurements.
+pub fn run(args: &EngineFlags, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, String> {
+    crate::interrupt::install();
+    let progress = crate::progress::Progress::start("bench", "measurements");
+    let counters = progress.counters();
+    let mut measured = 0;
+    let mut step = || {
+        measured += 1;
+        counters.set_done(measured, 0);
+        interrupted()
+    };
+    let result = run_benchmarks(args, b, registry, &mut step);
+    progress.finish();
+    let code = result?;
+    if let Some(signal) = crate::interrupt::requested() {
+        eprintln!(
+            "allocator-master: bench stopped by {}; the figures above were measured",
+            crate::interrupt::name(signal)
+        );
+        return Ok(crate::interrupt::exit_code(signal));
+    }
+    Ok(code)
+}
+
+/// The benchmarks; `step()` is called after each measurement and returns `true` to stop.
+fn run_benchmarks(
+    args: &EngineFlags,
+    b: &BenchArgs,
+    registry: &ModuleRegistry,
+    step: &mut dyn FnMut() -> bool,
+) -> Result<u8, String> {
     let subjects = subjects(args, registry);
     let all = b.benchmark == "all";
     if all || b.benchmark == "decline-offers" {
@@ -173,6 +208,9 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
                     curves.entry(format!("{}, {frameworks} fw", s.label)).or_default().push(median);
                 }
                 row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+                if step() {
+                    return Ok(0);
+                }
             }
         }
         if let Some(path) = &b.plot {
@@ -190,6 +228,9 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
                     values.push(ms(bench::median(&times)));
                 }
                 row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+                if step() {
+                    return Ok(0);
+                }
             }
         }
     }
@@ -217,6 +258,9 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
             let params = format!("{agents} agents x {} roles", s_roles + l_roles);
             row(&format!("{params}: full ({offers} offers)"), &full, "ms");
             row(&format!("{params}: empty"), &empty, "ms");
+            if step() {
+                return Ok(0);
+            }
         }
     }
     if all || b.benchmark == "add-and-update-agent" {
@@ -232,6 +276,9 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
                 }
                 row(&format!("{agents} agents x {frameworks} fw: add"), &add, "ms");
                 row(&format!("{agents} agents x {frameworks} fw: update"), &update, "ms");
+                if step() {
+                    return Ok(0);
+                }
             }
         }
     }
@@ -260,6 +307,9 @@ pub fn run(args: &Args, b: &BenchArgs, registry: &ModuleRegistry) -> Result<u8, 
                         })
                         .collect();
                     row(&format!("{agents} x {clients}: {}", phase.name), &values, "ms");
+                }
+                if step() {
+                    return Ok(0);
                 }
             }
         }

@@ -22,107 +22,196 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// The allocation side of a Mesos-style master: loads allocator and sorter modules, runs
 /// scenarios and workloads.
+///
+/// Flags are Mesos's snake_case names; each is also accepted in kebab case
+/// (`--role-sorter`).
 #[derive(Parser, Debug, Clone)]
 #[command(name = "allocator-master", version, about, long_about = None)]
 pub struct Args {
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
+    /// The allocator and its sorters.
+    #[command(flatten)]
+    pub engine: EngineFlags,
+    /// Allocator options and fault containment.
+    #[command(flatten)]
+    pub allocator: AllocatorFlags,
+    /// The scenario and the event stream.
+    #[command(flatten)]
+    pub run: RunFlags,
+    /// Write an SVG report (dominant share per role and utilisation over time) to FILE.
+    #[arg(long = "report", value_name = "FILE.svg")]
+    pub report: Option<PathBuf>,
+    /// Print every loaded module (name, kind, library, API version, author, description) and exit.
+    #[arg(long = "list_modules", alias = "list-modules")]
+    pub list_modules: bool,
+    /// A subcommand; without one, run the scenario (or the embedded default workload).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// `--modules` and `--modules_dir` (SPEC section 2).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ModuleFlags {
     /// Module manifest: inline JSON, a path, or file:///path.
-    #[arg(long = "modules", value_name = "VALUE", global = true)]
+    #[arg(long = "modules", value_name = "VALUE")]
     pub modules: Option<String>,
     /// Load every manifest file in DIR, in alphabetical order.
-    #[arg(long = "modules_dir", alias = "modules-dir", value_name = "DIR", global = true)]
+    #[arg(long = "modules_dir", alias = "modules-dir", value_name = "DIR")]
     pub modules_dir: Option<PathBuf>,
+}
+
+impl ModuleFlags {
+    /// These flags where given, else `outer`'s (flags before a subcommand).
+    fn or(self, outer: &ModuleFlags) -> ModuleFlags {
+        ModuleFlags {
+            modules: self.modules.or_else(|| outer.modules.clone()),
+            modules_dir: self.modules_dir.or_else(|| outer.modules_dir.clone()),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.modules.is_some() || self.modules_dir.is_some()
+    }
+}
+
+/// Which allocator and sorters to create.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct EngineFlags {
     /// `hierarchical` (alias `HierarchicalDRF`) is the built-in; any other name is a loaded
-    /// allocator module.
-    #[arg(long = "allocator", value_name = "NAME", global = true)]
+    /// allocator module [default: hierarchical].
+    #[arg(long = "allocator", value_name = "NAME")]
     pub allocator: Option<String>,
-    /// Sorter for roles: `drf` (built-in) or a loaded sorter module.
-    #[arg(long = "role_sorter", alias = "role-sorter", value_name = "NAME", global = true)]
+    /// Sorter for roles: `drf` (built-in) or a loaded sorter module [default: drf].
+    #[arg(long = "role_sorter", alias = "role-sorter", value_name = "NAME")]
     pub role_sorter: Option<String>,
-    /// Sorter for frameworks inside a role; independent of --role_sorter.
-    #[arg(
-        long = "framework_sorter",
-        alias = "framework-sorter",
-        value_name = "NAME",
-        global = true
-    )]
+    /// Sorter for frameworks inside a role; independent of --role_sorter [default: drf].
+    #[arg(long = "framework_sorter", alias = "framework-sorter", value_name = "NAME")]
     pub framework_sorter: Option<String>,
-    /// Batch allocation interval, seconds (decimal).
-    #[arg(
-        long = "allocation_interval",
-        alias = "allocation-interval",
-        value_name = "SECS",
-        global = true
-    )]
+}
+
+impl EngineFlags {
+    fn or(self, outer: &EngineFlags) -> EngineFlags {
+        EngineFlags {
+            allocator: self.allocator.or_else(|| outer.allocator.clone()),
+            role_sorter: self.role_sorter.or_else(|| outer.role_sorter.clone()),
+            framework_sorter: self.framework_sorter.or_else(|| outer.framework_sorter.clone()),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.allocator.is_some() || self.role_sorter.is_some() || self.framework_sorter.is_some()
+    }
+}
+
+/// The allocator's options and how module faults are contained.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AllocatorFlags {
+    /// Batch allocation interval, seconds (decimal) [default: 1].
+    #[arg(long = "allocation_interval", alias = "allocation-interval", value_name = "SECS")]
     pub allocation_interval: Option<f64>,
-    /// Mesos syntax: `cpus:0.01|mem:32` (`|` = OR of sets, `;` = AND inside a set).
+    /// Mesos syntax: `cpus:0.01|mem:32` (`|` = OR of sets, `;` = AND inside a set)
+    /// [default: cpus:0.01|mem:32].
     #[arg(
         long = "min_allocatable_resources",
         alias = "min-allocatable-resources",
-        value_name = "SPEC",
-        global = true
+        value_name = "SPEC"
     )]
     pub min_allocatable_resources: Option<String>,
     /// Resource names left out of share computation (comma-separated).
     #[arg(
         long = "fair_sharing_excluded_resource_names",
         alias = "fair-sharing-excluded-resource-names",
-        value_name = "a,b",
-        global = true
+        value_name = "a,b"
     )]
     pub fair_sharing_excluded_resource_names: Option<String>,
-    /// Only GPU_RESOURCES frameworks get offers from agents with GPUs.
-    #[arg(
-        long = "filter_gpu_resources",
-        alias = "filter-gpu-resources",
-        value_name = "BOOL",
-        global = true
-    )]
+    /// Only GPU_RESOURCES frameworks get offers from agents with GPUs [default: true].
+    #[arg(long = "filter_gpu_resources", alias = "filter-gpu-resources", value_name = "BOOL")]
     pub filter_gpu_resources: Option<bool>,
-    /// Seed of every random choice (agent shuffle, random sorters).
-    #[arg(long = "seed", value_name = "N", global = true)]
+    /// Seed of every random choice (agent shuffle, random sorters) [default: 0].
+    #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
-    /// Run a scenario and exit.
-    #[arg(long = "scenario", value_name = "FILE", global = true)]
-    pub scenario: Option<PathBuf>,
-    /// Write the event stream here instead of stdout.
-    #[arg(long = "output", value_name = "FILE", global = true)]
-    pub output: Option<PathBuf>,
     /// When a module fails (panics, returns a failure): `fallback` continues with the built-in
     /// (`hierarchical` for an allocator, `drf` for a sorter), rebuilt from the host's records;
-    /// `stop` exits with the reason.
+    /// `stop` exits with the reason [default: fallback].
     #[arg(
         long = "on_module_failure",
         alias = "on-module-failure",
-        default_value = "fallback",
-        value_parser = ["fallback", "stop"],
-        global = true
+        value_name = "POLICY",
+        value_parser = ["fallback", "stop"]
     )]
-    pub on_module_failure: String,
-    /// Report module calls slower than this many milliseconds (0: off).
-    #[arg(
-        long = "module_call_budget_ms",
-        alias = "module-call-budget-ms",
-        default_value_t = 1000.0,
-        global = true
-    )]
-    pub module_call_budget_ms: f64,
-    /// Stop the master when a module call has not returned after this many milliseconds (0: off).
-    #[arg(
-        long = "module_call_timeout_ms",
-        alias = "module-call-timeout-ms",
-        default_value_t = 30000.0,
-        global = true
-    )]
-    pub module_call_timeout_ms: f64,
-    /// Write an SVG report (dominant share per role and utilisation over time) to FILE.
-    #[arg(long = "report", value_name = "FILE.svg", global = true)]
-    pub report: Option<PathBuf>,
-    /// Print every loaded module (name, kind, library, API version, author, description) and exit.
-    #[arg(long = "list-modules", alias = "list_modules")]
-    pub list_modules: bool,
-    /// A subcommand; without one, run the scenario (or the embedded default workload).
-    #[command(subcommand)]
-    pub command: Option<Command>,
+    pub on_module_failure: Option<String>,
+    /// Report module calls slower than this many milliseconds (0: off) [default: 1000].
+    #[arg(long = "module_call_budget_ms", alias = "module-call-budget-ms", value_name = "MS")]
+    pub module_call_budget_ms: Option<f64>,
+    /// Stop the master when a module call has not returned after this many milliseconds
+    /// (0: off) [default: 30000].
+    #[arg(long = "module_call_timeout_ms", alias = "module-call-timeout-ms", value_name = "MS")]
+    pub module_call_timeout_ms: Option<f64>,
+}
+
+impl AllocatorFlags {
+    fn or(self, outer: &AllocatorFlags) -> AllocatorFlags {
+        let o = outer.clone();
+        AllocatorFlags {
+            allocation_interval: self.allocation_interval.or(o.allocation_interval),
+            min_allocatable_resources: self
+                .min_allocatable_resources
+                .or(o.min_allocatable_resources),
+            fair_sharing_excluded_resource_names: self
+                .fair_sharing_excluded_resource_names
+                .or(o.fair_sharing_excluded_resource_names),
+            filter_gpu_resources: self.filter_gpu_resources.or(o.filter_gpu_resources),
+            seed: self.seed.or(o.seed),
+            on_module_failure: self.on_module_failure.or(o.on_module_failure),
+            module_call_budget_ms: self.module_call_budget_ms.or(o.module_call_budget_ms),
+            module_call_timeout_ms: self.module_call_timeout_ms.or(o.module_call_timeout_ms),
+        }
+    }
+
+    /// The flags given, by name, for "does not apply" messages.
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        let mut note = |set: bool, name| {
+            if set {
+                given.push(name);
+            }
+        };
+        note(self.allocation_interval.is_some(), "--allocation_interval");
+        note(self.min_allocatable_resources.is_some(), "--min_allocatable_resources");
+        note(
+            self.fair_sharing_excluded_resource_names.is_some(),
+            "--fair_sharing_excluded_resource_names",
+        );
+        note(self.filter_gpu_resources.is_some(), "--filter_gpu_resources");
+        note(self.seed.is_some(), "--seed");
+        note(self.on_module_failure.is_some(), "--on_module_failure");
+        note(self.module_call_budget_ms.is_some(), "--module_call_budget_ms");
+        note(self.module_call_timeout_ms.is_some(), "--module_call_timeout_ms");
+        given
+    }
+}
+
+/// The scenario to run and where its event stream goes.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RunFlags {
+    /// Run a scenario (SPEC section 4) instead of the embedded default workload.
+    #[arg(long = "scenario", value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Write the event stream (SPEC section 5) to FILE (`-`: stdout, and the summary goes to
+    /// stderr); without it no event stream is written.
+    #[arg(long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl RunFlags {
+    fn or(self, outer: &RunFlags) -> RunFlags {
+        RunFlags {
+            scenario: self.scenario.or_else(|| outer.scenario.clone()),
+            output: self.output.or_else(|| outer.output.clone()),
+        }
+    }
 }
 
 /// Subcommands.
@@ -141,24 +230,37 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
-/// `allocator-master serve` arguments (the run flags, `--scenario`, `--allocator`, … apply).
+/// `allocator-master serve` arguments.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// HOST:PORT to listen on; port 0 picks a free port (the address is printed on stderr).
     #[arg(long, value_name = "HOST:PORT")]
     pub listen: String,
     /// Virtual seconds per wall-clock second.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_name = "K")]
     pub speed: f64,
-    /// Stop after this many wall-clock seconds and print the summary (default: run until killed).
+    /// Stop after this many wall-clock seconds and print the summary (default: run until
+    /// SIGINT or SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
+    /// The allocator and its sorters.
+    #[command(flatten)]
+    pub engine: EngineFlags,
+    /// Allocator options and fault containment.
+    #[command(flatten)]
+    pub allocator: AllocatorFlags,
+    /// The scenario that supplies the cluster, and the event stream.
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
-/// `allocator-master soak` arguments.
+/// `allocator-master soak` arguments (the built-in allocator with its DRF sorters).
 #[derive(clap::Args, Debug, Clone)]
 pub struct SoakArgs {
-    /// Agents in the cluster (the default workload has about 300; 10x is 3000).
+    /// Agents in the cluster (the default workload has 260; 3000 is about ten times that).
     #[arg(long, default_value_t = 3000)]
     pub agents: usize,
     /// Simulated frameworks.
@@ -168,23 +270,25 @@ pub struct SoakArgs {
     #[arg(long, default_value_t = 100_000)]
     pub runs: u64,
     /// Seed of the workload and the churn.
-    #[arg(long = "soak-seed", default_value_t = 0)]
+    #[arg(long = "seed", aliases = ["soak-seed", "soak_seed"], default_value_t = 0)]
     pub seed: u64,
 }
 
-/// `allocator-master conformance` arguments.
+/// `allocator-master conformance` arguments: exactly one of `--allocator` and `--sorter`.
 #[derive(clap::Args, Debug, Clone)]
-#[group(required = true, multiple = false)]
 pub struct ConformanceArgs {
     /// The allocator to check (`hierarchical` or a loaded allocator module).
-    #[arg(long = "allocator", value_name = "NAME")]
+    #[arg(long = "allocator", value_name = "NAME", group = "subject")]
     pub allocator: Option<String>,
     /// The sorter to check (`drf` or a loaded sorter module).
-    #[arg(long = "sorter", value_name = "NAME")]
+    #[arg(long = "sorter", value_name = "NAME", group = "subject")]
     pub sorter: Option<String>,
     /// Longest acceptable periodic allocation run on the 1,000-agent cluster, milliseconds.
-    #[arg(long = "time-bound-ms", default_value_t = 1000.0)]
+    #[arg(long = "time_bound_ms", alias = "time-bound-ms", default_value_t = 1000.0)]
     pub time_bound_ms: f64,
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
 }
 
 /// `allocator-master import` arguments.
@@ -200,7 +304,7 @@ pub struct ImportArgs {
     #[arg(long, value_name = "PODS.csv")]
     pub pods: PathBuf,
     /// Trace seconds per simulated second (compresses the trace's time).
-    #[arg(long = "time-scale", alias = "time_scale", default_value_t = 1.0, value_name = "K")]
+    #[arg(long = "time_scale", alias = "time-scale", default_value_t = 1.0, value_name = "K")]
     pub time_scale: f64,
     /// Import only the first N pods.
     #[arg(long, value_name = "N")]
@@ -231,6 +335,12 @@ pub struct BenchArgs {
     /// subject), with a line through the origin for reference, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
+    /// The allocator and sorters measured beside the built-in ones.
+    #[command(flatten)]
+    pub engine: EngineFlags,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.
@@ -251,42 +361,44 @@ fn init_logging() {
     let _ = env_logger::Builder::from_env(env).format_timestamp_millis().try_init();
 }
 
+/// Everything one allocator run (a scenario, the default workload, or `serve`) is given.
+struct RunSetup<'a> {
+    engine: EngineFlags,
+    allocator: AllocatorFlags,
+    run: RunFlags,
+    report: Option<&'a PathBuf>,
+    serve: Option<&'a ServeArgs>,
+}
+
 /// Runs with parsed arguments; `Err` is a one-line message for exit code 2.
 pub fn run(args: &Args) -> Result<u8, String> {
-    let mut registry = ModuleRegistry::new();
-    registry
-        .load_flags(args.modules.as_deref(), args.modules_dir.as_deref())
-        .map_err(|e| format!("error loading modules: {e}"))?;
-    if args.list_modules {
-        print_modules(&registry);
-        return Ok(0);
-    }
-    match &args.command {
-        Some(Command::Bench(bench)) => return crate::bench_cli::run(args, bench, &registry),
-        Some(Command::Import(import)) => return run_import(import),
-        Some(Command::Soak(a)) => {
-            let options = crate::soak::SoakOptions {
-                agents: a.agents,
-                frameworks: a.frameworks,
-                runs: a.runs,
-                seed: a.seed,
-            };
-            let r = crate::soak::run(&registry, &options)?;
-            println!(
-                "soak: {} allocation runs, {} churn events, {:.1} s; resident memory {} KiB after setup, {} KiB at the end; {} invariant violations",
-                r.runs,
-                r.churn_events,
-                r.seconds,
-                r.rss_kib.0,
-                r.rss_kib.1,
-                r.violations.len()
-            );
-            for v in &r.violations {
-                println!("  {v}");
-            }
-            return Ok(if r.violations.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED });
+    let Some(command) = &args.command else {
+        let registry = load_modules(&args.modules)?;
+        if args.list_modules {
+            print_modules(&registry);
+            return Ok(0);
         }
-        Some(Command::Conformance(c)) => {
+        let setup = RunSetup {
+            engine: args.engine.clone(),
+            allocator: args.allocator.clone(),
+            run: args.run.clone(),
+            report: args.report.as_ref(),
+            serve: None,
+        };
+        return run_allocation(&registry, &setup);
+    };
+    match command {
+        Command::Import(import) => {
+            refuse_outer_flags(args, "import", Applies::NOTHING)?;
+            run_import(import)
+        }
+        Command::Soak(soak) => {
+            refuse_outer_flags(args, "soak", Applies::NOTHING)?;
+            run_soak(soak)
+        }
+        Command::Conformance(c) => {
+            refuse_outer_flags(args, "conformance", Applies::MODULES)?;
+            let registry = load_modules(&c.modules.clone().or(&args.modules))?;
             let (subject, checks) = match (&c.allocator, &c.sorter) {
                 (Some(a), _) => (
                     format!("allocator '{a}'"),
@@ -295,19 +407,133 @@ pub fn run(args: &Args) -> Result<u8, String> {
                 (None, Some(s)) => {
                     (format!("sorter '{s}'"), crate::conformance::run_sorter_checks(&registry, s))
                 }
-                (None, None) => unreachable!("clap requires one"),
+                (None, None) => {
+                    return Err(
+                        "conformance needs the subject to check: --allocator NAME or --sorter NAME"
+                            .into(),
+                    );
+                }
             };
-            return Ok(if crate::conformance::report(&subject, &checks) {
+            Ok(if crate::conformance::report(&subject, &checks) {
                 0
             } else {
                 EXIT_EXPECTATION_FAILED
-            });
+            })
         }
-        Some(Command::Serve(_)) | None => {}
+        Command::Bench(bench) => {
+            refuse_outer_flags(args, "bench", Applies::MODULES_AND_ENGINE)?;
+            let registry = load_modules(&bench.modules.clone().or(&args.modules))?;
+            let engine = bench.engine.clone().or(&args.engine);
+            crate::bench_cli::run(&engine, bench, &registry)
+        }
+        Command::Serve(serve) => {
+            refuse_outer_flags(args, "serve", Applies::RUN)?;
+            let registry = load_modules(&serve.modules.clone().or(&args.modules))?;
+            let setup = RunSetup {
+                engine: serve.engine.clone().or(&args.engine),
+                allocator: serve.allocator.clone().or(&args.allocator),
+                run: serve.run.clone().or(&args.run),
+                report: None,
+                serve: Some(serve),
+            };
+            run_allocation(&registry, &setup)
+        }
     }
-    for (flag, name) in
-        [("--role_sorter", &args.role_sorter), ("--framework_sorter", &args.framework_sorter)]
-    {
+}
+
+/// Which of the flags given before a subcommand the subcommand uses.
+#[derive(Clone, Copy)]
+struct Applies {
+    modules: bool,
+    engine: bool,
+    run: bool,
+}
+
+impl Applies {
+    const NOTHING: Applies = Applies { modules: false, engine: false, run: false };
+    const MODULES: Applies = Applies { modules: true, engine: false, run: false };
+    const MODULES_AND_ENGINE: Applies = Applies { modules: true, engine: true, run: false };
+    const RUN: Applies = Applies { modules: true, engine: true, run: true };
+}
+
+/// Refuses flags given before `subcommand` that it does not use, instead of ignoring them.
+fn refuse_outer_flags(args: &Args, subcommand: &str, applies: Applies) -> Result<(), String> {
+    let mut given: Vec<&str> = Vec::new();
+    if !applies.modules && args.modules.any() {
+        given.push(if args.modules.modules.is_some() { "--modules" } else { "--modules_dir" });
+    }
+    if !applies.engine && args.engine.any() {
+        given.push("--allocator/--role_sorter/--framework_sorter");
+    }
+    if !applies.run {
+        given.extend(args.allocator.given());
+        if args.run.scenario.is_some() {
+            given.push("--scenario");
+        }
+        if args.run.output.is_some() {
+            given.push("--output");
+        }
+    }
+    if args.report.is_some() {
+        given.push("--report");
+    }
+    if args.list_modules {
+        given.push("--list_modules");
+    }
+    match given.as_slice() {
+        [] => Ok(()),
+        flags => Err(format!(
+            "{} does not apply to '{subcommand}' (see 'allocator-master {subcommand} --help')",
+            flags.join(", ")
+        )),
+    }
+}
+
+fn load_modules(flags: &ModuleFlags) -> Result<ModuleRegistry, String> {
+    let mut registry = ModuleRegistry::new();
+    registry
+        .load_flags(flags.modules.as_deref(), flags.modules_dir.as_deref())
+        .map_err(|e| format!("error loading modules: {e}"))?;
+    Ok(registry)
+}
+
+/// Where the human summary goes: stdout, unless the event stream does (`--output -`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SummaryTo {
+    Stdout,
+    Stderr,
+}
+
+impl SummaryTo {
+    fn print(self, text: &str) {
+        use std::io::Write;
+        let line_end = if text.ends_with('\n') { "" } else { "\n" };
+        let _ = match self {
+            SummaryTo::Stdout => write!(std::io::stdout(), "{text}{line_end}"),
+            SummaryTo::Stderr => write!(std::io::stderr(), "{text}{line_end}"),
+        };
+    }
+}
+
+/// Opens the event stream named by `--output` (none: no stream).
+fn open_output(output: Option<&PathBuf>) -> Result<(EventStream, SummaryTo), String> {
+    match output {
+        None => Ok((EventStream::sink(), SummaryTo::Stdout)),
+        Some(p) if p.as_os_str() == "-" => Ok((EventStream::stdout(), SummaryTo::Stderr)),
+        Some(path) => Ok((
+            EventStream::file(path)
+                .map_err(|e| format!("cannot write --output '{}': {e}", path.display()))?,
+            SummaryTo::Stdout,
+        )),
+    }
+}
+
+/// Runs an allocator scenario, the default workload, a sorter scenario, or `serve`.
+fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, String> {
+    for (flag, name) in [
+        ("--role_sorter", &s.engine.role_sorter),
+        ("--framework_sorter", &s.engine.framework_sorter),
+    ] {
         if let Some(name) = name {
             // Check the choice now so that a bad name fails before any work.
             registry
@@ -316,50 +542,42 @@ pub fn run(args: &Args) -> Result<u8, String> {
             log::info!("{flag} {name}: {}", registry.describe_sorter(name));
         }
     }
-    let serving = match &args.command {
-        Some(Command::Serve(s)) => Some(s),
-        _ => None,
-    };
-    let mut out = match &args.output {
-        Some(path) => EventStream::file(path)
-            .map_err(|e| format!("cannot write --output '{}': {e}", path.display()))?,
-        // A live master writes its event stream only where asked to.
-        None if serving.is_some() => EventStream::sink(),
-        None => EventStream::stdout(),
-    };
-    let doc = match &args.scenario {
+    let (mut out, summary_to) = open_output(s.run.output.as_ref())?;
+    let doc = match &s.run.scenario {
         Some(path) => Document::read(path).map_err(|e| e.to_string())?,
-        None => crate::workload::default_document(args.seed.unwrap_or(0)),
+        None => crate::workload::default_document(s.allocator.seed.unwrap_or(0)),
     };
     if doc.is_sorter_scenario() {
-        if serving.is_some() {
+        if s.serve.is_some() {
             return Err(format!(
                 "serve needs an allocator scenario; '{}' is a sorter scenario",
                 doc.file
             ));
         }
-        let overrides = SorterOverrides { seed: args.seed, excluded: excluded_flag(args) };
+        let overrides =
+            SorterOverrides { seed: s.allocator.seed, excluded: excluded_flag(&s.allocator) };
         let scenario = SorterScenario::parse(&doc, &overrides).map_err(|e| e.to_string())?;
-        let outcome = scenario.run(&registry, &doc.file, &mut out).map_err(|e| e.to_string())?;
+        let outcome = scenario.run(registry, &doc.file, &mut out).map_err(|e| e.to_string())?;
         for failure in &outcome.failures {
             eprintln!("{failure}");
         }
-        eprintln!(
+        summary_to.print(&format!(
             "sorter scenario '{}': {} expectation(s) passed, {} failed",
             doc.file,
             outcome.passed,
             outcome.failures.len()
-        );
+        ));
         return Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED });
     }
     let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
-    let setup = setup(args, &scenario.config)?;
-    let mut sim = Simulation::new(&registry, setup, &doc.file)?;
-    if let Some(s) = serving {
+    let setup = setup(&s.engine, &s.allocator, &scenario.config)?;
+    let mut sim = Simulation::new(registry, setup, &doc.file)?;
+    sim.set_interrupt(crate::interrupt::install());
+    if let Some(serve) = s.serve {
         let options = crate::serve::ServeOptions {
-            listen: s.listen.clone(),
-            speed: s.speed,
-            duration: s.duration,
+            listen: serve.listen.clone(),
+            speed: serve.speed,
+            duration: serve.duration,
         };
         sim.start_watchdog();
         sim.set_offer_tracking(
@@ -369,27 +587,26 @@ pub fn run(args: &Args) -> Result<u8, String> {
                 .any(|(_, op)| matches!(op, crate::allocator_scenario::Op::ExpectOffers(_))),
         );
         crate::serve::serve(&mut sim, &scenario, &mut out, &options)?;
-        eprint!("{}", sim.summary_text());
+        if let Some(signal) = crate::interrupt::requested() {
+            eprintln!(
+                "allocator-master: serve stopped by {} at virtual time {:.3} s",
+                crate::interrupt::name(signal),
+                sim.now()
+            );
+        }
+        out.emit(&sim.summary_event());
+        out.flush();
+        summary_to.print(&sim.summary_text());
+        // Stopping by a signal is how a live master ends: a clean stop, exit code 0.
         return Ok(0);
     }
-    let mut progress = Progress::new(scenario.events.len());
-    let outcome = sim
-        .run_with_progress(&scenario, &mut out, &mut |done, total| progress.update(done, total))
-        .map_err(|e| e.to_string())?;
+    let progress = crate::progress::Progress::start(&doc.file, "events");
+    sim.set_progress(progress.counters());
+    let outcome = sim.run(&scenario, &mut out).map_err(|e| e.to_string());
     progress.finish();
-    if let Some(path) = &args.report {
-        let title = scenario.description.as_deref().map_or_else(
-            || doc.file.clone(),
-            |d| {
-                let first = d.split(". ").next().unwrap_or(d);
-                if first.chars().count() > 80 {
-                    format!("{}…", first.chars().take(80).collect::<String>())
-                } else {
-                    first.to_owned()
-                }
-            },
-        );
-        std::fs::write(path, sim.report_svg(&title))
+    let outcome = outcome?;
+    if let Some(path) = s.report {
+        std::fs::write(path, sim.report_svg(&report_title(&scenario, &doc)))
             .map_err(|e| format!("cannot write --report '{}': {e}", path.display()))?;
         eprintln!("report written to {}", path.display());
     }
@@ -397,10 +614,73 @@ pub fn run(args: &Args) -> Result<u8, String> {
         eprintln!("{failure}");
     }
     if let Some(d) = &scenario.description {
-        eprintln!("{d}");
+        summary_to.print(d);
     }
-    eprint!("{}", outcome.summary);
+    summary_to.print(&outcome.summary);
+    if let Some(signal) = crate::interrupt::requested() {
+        eprintln!(
+            "allocator-master: stopped by {} at virtual time {:.3} s; the summary covers the run so far",
+            crate::interrupt::name(signal),
+            sim.now()
+        );
+        return Ok(crate::interrupt::exit_code(signal));
+    }
     Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED })
+}
+
+/// The report's title: the scenario's description's first sentence, or its file name.
+fn report_title(scenario: &AllocatorScenario, doc: &Document) -> String {
+    scenario.description.as_deref().map_or_else(
+        || doc.file.clone(),
+        |d| {
+            let first = d.split(". ").next().unwrap_or(d);
+            if first.chars().count() > 80 {
+                format!("{}…", first.chars().take(80).collect::<String>())
+            } else {
+                first.to_owned()
+            }
+        },
+    )
+}
+
+fn run_soak(a: &SoakArgs) -> Result<u8, String> {
+    let registry = ModuleRegistry::new();
+    let progress = crate::progress::Progress::start("soak", "runs");
+    let options = crate::soak::SoakOptions {
+        agents: a.agents,
+        frameworks: a.frameworks,
+        runs: a.runs,
+        seed: a.seed,
+        interrupt: Some(crate::interrupt::install()),
+        progress: Some(progress.counters()),
+    };
+    let r = crate::soak::run(&registry, &options);
+    progress.finish();
+    let r = r?;
+    println!(
+        "soak: {} allocation runs, {} churn events, {:.1} s; resident memory {} KiB after setup, {} KiB at the end; {} invariant violations",
+        r.runs,
+        r.churn_events,
+        r.seconds,
+        r.rss_kib.0,
+        r.rss_kib.1,
+        r.violations.len()
+    );
+    for v in &r.violations {
+        println!("  {v}");
+    }
+    if !r.violations.is_empty() {
+        return Ok(EXIT_EXPECTATION_FAILED);
+    }
+    if let Some(signal) = crate::interrupt::requested() {
+        eprintln!(
+            "allocator-master: soak stopped by {} after {} runs",
+            crate::interrupt::name(signal),
+            r.runs
+        );
+        return Ok(crate::interrupt::exit_code(signal));
+    }
+    Ok(0)
 }
 
 fn run_import(args: &ImportArgs) -> Result<u8, String> {
@@ -420,8 +700,9 @@ fn run_import(args: &ImportArgs) -> Result<u8, String> {
     Ok(0)
 }
 
-fn excluded_flag(args: &Args) -> Option<Vec<String>> {
-    args.fair_sharing_excluded_resource_names
+fn excluded_flag(flags: &AllocatorFlags) -> Option<Vec<String>> {
+    flags
+        .fair_sharing_excluded_resource_names
         .as_ref()
         .map(|s| s.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned).collect())
 }
@@ -434,10 +715,19 @@ pub fn parse_min_allocatable(text: &str) -> Result<Vec<Quantities>, String> {
         .collect()
 }
 
+/// The call budget when no flag sets it, milliseconds.
+pub const DEFAULT_CALL_BUDGET_MS: f64 = 1000.0;
+/// The watchdog timeout when no flag sets it, milliseconds.
+pub const DEFAULT_CALL_TIMEOUT_MS: f64 = 30_000.0;
+
 /// Merges flags (which win) over the scenario's config (which wins over the defaults).
-pub fn setup(args: &Args, config: &ScenarioConfig) -> Result<Setup, String> {
+pub fn setup(
+    engine: &EngineFlags,
+    flags: &AllocatorFlags,
+    config: &ScenarioConfig,
+) -> Result<Setup, String> {
     let mut options = AllocatorOptions::default();
-    if let Some(i) = args.allocation_interval.or(config.allocation_interval) {
+    if let Some(i) = flags.allocation_interval.or(config.allocation_interval) {
         if !(i.is_finite() && i > 0.0) {
             return Err(format!(
                 "--allocation_interval must be a positive number of seconds, got {i}"
@@ -445,103 +735,219 @@ pub fn setup(args: &Args, config: &ScenarioConfig) -> Result<Setup, String> {
         }
         options.allocation_interval = i;
     }
-    if let Some(text) = &args.min_allocatable_resources {
+    if let Some(text) = &flags.min_allocatable_resources {
         options.min_allocatable_resources = parse_min_allocatable(text)?.into();
     } else if let Some(m) = &config.min_allocatable_resources {
         options.min_allocatable_resources = m.clone().into();
     }
     if let Some(ex) =
-        excluded_flag(args).or_else(|| config.fair_sharing_excluded_resource_names.clone())
+        excluded_flag(flags).or_else(|| config.fair_sharing_excluded_resource_names.clone())
     {
         options.fairness_excluded_resource_names = ex.iter().map(|s| s.as_str().into()).collect();
     }
-    if let Some(g) = args.filter_gpu_resources.or(config.filter_gpu_resources) {
+    if let Some(g) = flags.filter_gpu_resources.or(config.filter_gpu_resources) {
         options.filter_gpu_resources = g;
     }
-    options.seed = args.seed.or(config.seed).unwrap_or(0);
+    options.seed = flags.seed.or(config.seed).unwrap_or(0);
     let pick = |flag: &Option<String>, cfg: &Option<String>, default: &str| {
         flag.clone().or_else(|| cfg.clone()).unwrap_or_else(|| default.to_owned())
     };
-    let role_sorter = pick(&args.role_sorter, &config.role_sorter, BUILTIN_SORTER);
-    let framework_sorter = pick(&args.framework_sorter, &config.framework_sorter, BUILTIN_SORTER);
+    let role_sorter = pick(&engine.role_sorter, &config.role_sorter, BUILTIN_SORTER);
+    let framework_sorter = pick(&engine.framework_sorter, &config.framework_sorter, BUILTIN_SORTER);
     options.role_sorter = role_sorter.as_str().into();
     options.framework_sorter = framework_sorter.as_str().into();
-    let on_module_failure = match args.on_module_failure.as_str() {
-        "fallback" => FailurePolicy::Fallback,
-        _ => FailurePolicy::Stop,
+    let on_module_failure = match flags.on_module_failure.as_deref() {
+        Some("stop") => FailurePolicy::Stop,
+        _ => FailurePolicy::Fallback,
     };
     let positive = |v: f64| (v > 0.0).then_some(v);
     Ok(Setup {
-        call_budget_ms: positive(args.module_call_budget_ms),
-        call_timeout_ms: positive(args.module_call_timeout_ms),
+        call_budget_ms: positive(flags.module_call_budget_ms.unwrap_or(DEFAULT_CALL_BUDGET_MS)),
+        call_timeout_ms: positive(flags.module_call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)),
         on_module_failure,
-        allocator: pick(&args.allocator, &config.allocator, BUILTIN_ALLOCATOR),
+        allocator: pick(&engine.allocator, &config.allocator, BUILTIN_ALLOCATOR),
         role_sorter,
         framework_sorter,
         options,
     })
 }
 
-/// A progress bar on stderr for runs longer than a second, when stderr is a terminal.
-struct Progress {
-    start: std::time::Instant,
-    enabled: bool,
-    shown: bool,
-    last: std::time::Instant,
-}
-
-impl Progress {
-    fn new(total: usize) -> Progress {
-        use std::io::IsTerminal;
-        let now = std::time::Instant::now();
-        Progress {
-            start: now,
-            enabled: total > 0 && std::io::stderr().is_terminal(),
-            shown: false,
-            last: now,
+/// The `--list_modules` table, with columns as wide as their widest entry.
+pub fn modules_table(registry: &ModuleRegistry) -> String {
+    let modules: Vec<_> = registry.modules().collect();
+    if modules.is_empty() {
+        return "no modules loaded (built in: allocator 'hierarchical', sorter 'drf')\n".into();
+    }
+    let header = ["NAME", "KIND", "API", "AUTHOR", "LIBRARY", "DESCRIPTION"];
+    let rows: Vec<[String; 6]> = modules
+        .iter()
+        .map(|m| {
+            [
+                m.name.to_string(),
+                m.kind.to_string(),
+                m.api_version.to_string(),
+                m.author.to_string(),
+                m.library.display().to_string(),
+                m.description.to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
         }
     }
-
-    fn update(&mut self, done: usize, total: usize) {
-        if !self.enabled
-            || self.start.elapsed().as_secs_f64() < 1.0
-            || self.last.elapsed().as_millis() < 100
-        {
-            return;
+    let line = |cells: Vec<&str>| -> String {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(&format!("{cell:<w$}  "));
+            }
         }
-        self.last = std::time::Instant::now();
-        self.shown = true;
-        let width = 40;
-        let filled = done * width / total.max(1);
-        eprint!("\r[{}{}] {done}/{total} events", "#".repeat(filled), " ".repeat(width - filled));
+        text.trim_end().to_owned() + "\n"
+    };
+    let mut table = line(header.to_vec());
+    for row in &rows {
+        table.push_str(&line(row.iter().map(String::as_str).collect()));
     }
-
-    fn finish(&mut self) {
-        if self.shown {
-            eprint!("\r{}\r", " ".repeat(70));
-        }
-    }
+    table
 }
 
 fn print_modules(registry: &ModuleRegistry) {
-    let modules: Vec<_> = registry.modules().collect();
-    if modules.is_empty() {
-        println!("no modules loaded (built in: allocator 'hierarchical', sorter 'drf')");
-        return;
+    print!("{}", modules_table(registry));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("allocator-master").chain(args.iter().copied()))
     }
-    println!(
-        "{:<20} {:<10} {:<8} {:<24} {:<40} DESCRIPTION",
-        "NAME", "KIND", "API", "AUTHOR", "LIBRARY"
-    );
-    for m in modules {
-        println!(
-            "{:<20} {:<10} {:<8} {:<24} {:<40} {}",
-            m.name,
-            m.kind,
-            m.api_version,
-            m.author,
-            m.library.display(),
-            m.description
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    /// Every flag of every (sub)command, with the command's name.
+    fn all_flags() -> Vec<(String, clap::Arg)> {
+        fn walk(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Arg)>) {
+            for arg in cmd.get_arguments() {
+                out.push((path.clone(), arg.clone()));
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, format!("{path} {}", sub.get_name()), out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&Args::command(), "allocator-master".into(), &mut out);
+        out
+    }
+
+    #[test]
+    fn flags_are_snake_case_with_a_kebab_case_alias() {
+        for (cmd, arg) in all_flags() {
+            let Some(long) = arg.get_long() else { continue };
+            assert!(!long.contains('-'), "{cmd}: --{long} should be snake_case");
+            if long.contains('_') {
+                let kebab = long.replace('_', "-");
+                let aliases = arg.get_all_aliases().unwrap_or_default();
+                assert!(aliases.contains(&kebab.as_str()), "{cmd}: --{long} lacks --{kebab}");
+            }
+        }
+    }
+
+    #[test]
+    fn kebab_case_flags_are_accepted() {
+        let a = parse(&["--role-sorter", "random", "--framework-sorter", "drf", "--list-modules"])
+            .unwrap();
+        assert_eq!(a.engine.role_sorter.as_deref(), Some("random"));
+        assert!(a.list_modules);
+    }
+
+    #[test]
+    fn conformance_takes_a_time_bound_with_its_subject() {
+        let a = parse(&["conformance", "--allocator", "x", "--time-bound-ms", "500"]).unwrap();
+        let Some(Command::Conformance(c)) = a.command else { panic!("not conformance") };
+        assert_eq!((c.allocator.as_deref(), c.time_bound_ms), (Some("x"), 500.0));
+        assert!(parse(&["conformance", "--sorter", "drf", "--time_bound_ms", "5"]).is_ok());
+    }
+
+    #[test]
+    fn conformance_without_a_subject_is_a_usage_error_not_a_panic() {
+        let a = parse(&["conformance", "--time-bound-ms", "500"]).unwrap();
+        assert_eq!(
+            run(&a).unwrap_err(),
+            "conformance needs the subject to check: --allocator NAME or --sorter NAME"
         );
+    }
+
+    #[test]
+    fn conformance_refuses_two_subjects() {
+        assert!(parse(&["conformance", "--allocator", "a", "--sorter", "s"]).is_err());
+    }
+
+    #[test]
+    fn module_and_engine_flags_may_come_before_or_after_a_subcommand() {
+        for args in [
+            &["--modules", "m.json", "--role_sorter", "drf", "bench", "all"][..],
+            &["bench", "all", "--modules", "m.json", "--role_sorter", "drf"],
+            &["--modules", "m.json", "serve", "--listen", "127.0.0.1:0", "--scenario", "s.json"],
+            &["serve", "--listen", "127.0.0.1:0", "--seed", "3", "--output", "-"],
+            &["conformance", "--modules", "m.json", "--sorter", "random"],
+            &["--modules", "m.json", "conformance", "--sorter", "random"],
+            &["soak", "--agents", "10", "--runs", "5", "--soak-seed", "2"],
+            &["import", "alibaba-gpu-v2023", "--nodes", "n", "--pods", "p", "--time-scale", "10"],
+        ] {
+            assert!(parse(args).is_ok(), "{args:?}: {}", parse(args).unwrap_err());
+        }
+    }
+
+    #[test]
+    fn subcommands_list_only_the_flags_they_use() {
+        let cmd = Args::command();
+        let flags = |name: &str| -> Vec<String> {
+            let sub = cmd.find_subcommand(name).expect(name);
+            sub.get_arguments().filter_map(|a| a.get_long().map(str::to_owned)).collect()
+        };
+        for (sub, absent) in [
+            ("import", &["report", "allocator", "scenario", "modules", "seed"][..]),
+            ("soak", &["report", "allocator", "scenario", "output"]),
+            ("conformance", &["report", "scenario", "output", "role_sorter"]),
+            ("bench", &["report", "scenario", "output", "allocation_interval"]),
+            ("serve", &["report", "list_modules"]),
+        ] {
+            for flag in absent {
+                assert!(!flags(sub).iter().any(|f| f == flag), "{sub} lists --{flag}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_flag_before_a_subcommand_that_does_not_use_it_is_refused() {
+        let a = parse(&["--scenario", "x.json", "soak"]).unwrap();
+        assert_eq!(
+            run(&a).unwrap_err(),
+            "--scenario does not apply to 'soak' (see 'allocator-master soak --help')"
+        );
+    }
+
+    #[test]
+    fn serve_help_does_not_call_scenario_run_and_exit() {
+        let mut cmd = Args::command();
+        let help = cmd.find_subcommand_mut("serve").unwrap().render_help().to_string();
+        assert!(!help.contains("and exit"), "{help}");
+        assert!(help.contains("--scenario"));
+    }
+
+    #[test]
+    fn an_empty_registry_says_what_is_built_in() {
+        let registry = ModuleRegistry::new();
+        assert!(modules_table(&registry).starts_with("no modules loaded"));
     }
 }

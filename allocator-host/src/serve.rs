@@ -111,6 +111,9 @@ pub fn serve(
     result
 }
 
+/// How often the master loop looks at the interrupt flag when nothing else wakes it.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
+
 /// The master loop's state.
 struct Live<'s, 'r> {
     sim: &'s mut Simulation<'r>,
@@ -173,7 +176,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 continue;
             }
             let now = Instant::now();
-            if self.deadline.is_some_and(|d| now >= d) {
+            if self.deadline.is_some_and(|d| now >= d) || self.sim.interrupted() {
                 return Ok(());
             }
             let mut next = self.sim.next_periodic();
@@ -184,6 +187,8 @@ impl<'s, 'r> Live<'s, 'r> {
             if let Some(d) = self.deadline {
                 wake = wake.min(d);
             }
+            // Wake at least this often to notice SIGINT/SIGTERM.
+            wake = wake.min(now + INTERRUPT_POLL);
             match rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(incoming) => pending = Some(incoming),
                 Err(RecvTimeoutError::Timeout) => {}

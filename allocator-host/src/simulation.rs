@@ -210,6 +210,10 @@ pub struct Simulation<'r> {
     watch: Option<(std::sync::Arc<Watch>, Instant)>,
     over_budget: u64,
     stopped: Option<String>,
+    /// Set (to a signal number) when the run should stop at its next step.
+    interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    /// Where a long run reports how far it got.
+    progress: Option<std::sync::Arc<crate::progress::Counters>>,
 }
 
 fn time_key(t: f64) -> u64 {
@@ -288,6 +292,8 @@ impl<'r> Simulation<'r> {
             watch: None,
             over_budget: 0,
             stopped: None,
+            interrupt: None,
+            progress: None,
         })
     }
 
@@ -323,6 +329,22 @@ impl<'r> Simulation<'r> {
             .expect("spawn the watchdog");
     }
 
+    /// Stops the run at its next step (between events, or between the allocation runs of one
+    /// `advance`) once `flag` is non-zero; the summary then covers what was done.
+    pub fn set_interrupt(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        self.interrupt = Some(flag);
+    }
+
+    /// Reports events done, the virtual clock and the run count into `counters` as it goes.
+    pub fn set_progress(&mut self, counters: std::sync::Arc<crate::progress::Counters>) {
+        self.progress = Some(counters);
+    }
+
+    /// Whether the interrupt flag asks the run to stop.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed) != 0)
+    }
+
     /// Runs every event of `scenario`, then writes the summary.
     pub fn run(
         &mut self,
@@ -345,12 +367,18 @@ impl<'r> Simulation<'r> {
         }
         self.track_offers = scenario.events.iter().any(|(_, op)| matches!(op, Op::ExpectOffers(_)));
         for (index, (location, op)) in scenario.events.iter().enumerate() {
+            if self.interrupted() {
+                break;
+            }
             self.apply(index, op, out).map_err(|message| SimulationError {
                 file: self.file.clone(),
                 location: location.clone(),
                 message,
             })?;
             progress(index + 1, total);
+            if let Some(p) = &self.progress {
+                p.set_done(index as u64 + 1, total as u64);
+            }
         }
         self.sample();
         let (summary, summary_json) = self.summary();
@@ -713,10 +741,13 @@ impl<'r> Simulation<'r> {
                 Some(f) if f < self.next_periodic - EPSILON => f,
                 _ => self.next_periodic,
             };
-            if next > target + EPSILON {
+            if next > target + EPSILON || self.interrupted() {
                 break;
             }
             self.set_clock(next)?;
+            if let Some(p) = &self.progress {
+                p.set_clock(self.now, self.runs);
+            }
             let due = time_key(self.now);
             while let Some((&key, _)) = self.finishes.iter().next() {
                 if key.0 > due {
@@ -730,6 +761,10 @@ impl<'r> Simulation<'r> {
                 self.allocation_run(&agents, true, out)?;
                 self.next_periodic += self.interval;
             }
+        }
+        if self.interrupted() {
+            // Stopped part-way: the clock stays at the last step taken.
+            return Ok(());
         }
         self.set_clock(target)
     }
@@ -948,6 +983,11 @@ impl<'r> Simulation<'r> {
         let role = offer.role.to_string();
         let attrs = self.agents[offer.agent.index()].info.attributes.clone();
         let now = self.now;
+        let interrupted = {
+            let flag = self.interrupt.clone();
+            move || flag.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed) != 0)
+        };
+        let progress = self.progress.clone();
         let Some(Some(rec)) = self.frameworks.get_mut(fw.index()) else { return Ok(()) };
         let Some(sim) = rec.sim.as_mut() else { return Ok(()) };
         let mut remaining = offer.resources.clone();
@@ -978,6 +1018,15 @@ impl<'r> Simulation<'r> {
                 remaining.subtract(&piece);
                 sim.launched += 1;
                 launched.push((piece, sim.spec.duration));
+                // One offer can hold millions of small tasks: show it, and let SIGINT stop it.
+                if launched.len().is_multiple_of(4096) {
+                    if let Some(p) = &progress {
+                        p.set_tasks(launched.len() as u64);
+                    }
+                    if interrupted() {
+                        break;
+                    }
+                }
             }
         }
         let refuse = sim.spec.refuse_seconds;
@@ -1475,7 +1524,9 @@ impl<'r> Simulation<'r> {
                     .iter()
                     .map(|((f, r, a), res)| json!({"framework": f, "role": r, "agent": a, "resources": res.to_string()}))
                     .collect();
-                self.expectation(index, ok, expected, Value::Array(actual_json), out);
+                let what =
+                    "offers made since the previous expect_offers (per framework, role and agent)";
+                self.expectation(index, what, ok, expected, Value::Array(actual_json), out);
                 Ok(())
             }
             Op::ExpectInverseOffers(alternatives) => {
@@ -1492,14 +1543,23 @@ impl<'r> Simulation<'r> {
                     Value::Array(alternatives.iter().map(|a| to_json(&mut a.iter())).collect())
                 };
                 let actual_json = to_json(&mut actual.iter());
-                self.expectation(index, ok, expected, actual_json, out);
+                let what = "inverse offers made since the previous expect_inverse_offers";
+                self.expectation(index, what, ok, expected, actual_json, out);
                 Ok(())
             }
             Op::ExpectTasks { framework, running } => {
                 let id = self.framework_id(framework)?;
                 let rec = self.frameworks[id.index()].as_ref().expect("present");
                 let count = rec.sim.as_ref().map_or(0, |s| s.running.len() as u64);
-                self.expectation(index, count == *running, json!(running), json!(count), out);
+                let what = format!("tasks of framework '{framework}' running now");
+                self.expectation(
+                    index,
+                    &what,
+                    count == *running,
+                    json!(running),
+                    json!(count),
+                    out,
+                );
                 Ok(())
             }
         }
@@ -1508,6 +1568,7 @@ impl<'r> Simulation<'r> {
     fn expectation(
         &mut self,
         index: usize,
+        what: &str,
         ok: bool,
         expected: Value,
         actual: Value,
@@ -1518,7 +1579,7 @@ impl<'r> Simulation<'r> {
             self.passed += 1;
         } else {
             self.failures.push(format!(
-                "scenario '{}': event {index}: expectation failed at time {}\n  expected: {}\n  actual:   {}",
+                "scenario '{}': event {index}: expectation failed at time {}: {what}\n  expected: {}\n  actual:   {}",
                 self.file,
                 self.now,
                 pretty(&expected),
@@ -1572,6 +1633,11 @@ impl<'r> Simulation<'r> {
     /// The human summary of the run so far.
     pub fn summary_text(&self) -> String {
         self.summary().0
+    }
+
+    /// The JSON summary event (SPEC section 5) of the run so far.
+    pub fn summary_event(&self) -> Value {
+        self.summary().1
     }
 
     fn summary(&self) -> (String, Value) {

@@ -2,6 +2,8 @@
 //! invariants after every allocation run and reports memory at the start and the end. Not part
 //! of the test suite (it is long by design); see BENCHMARKS.md for a recorded run.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use allocator_api::rng::Rng;
@@ -23,6 +25,10 @@ pub struct SoakOptions {
     pub runs: u64,
     /// Seed of the workload and the churn.
     pub seed: u64,
+    /// Stop after the current run once this is non-zero (SIGINT/SIGTERM).
+    pub interrupt: Option<Arc<AtomicUsize>>,
+    /// Where the runs done are reported.
+    pub progress: Option<Arc<crate::progress::Counters>>,
 }
 
 /// What a soak run measured.
@@ -160,16 +166,11 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         if violations.len() > 20 {
             break;
         }
-        if (run + 1) % 5000 == 0 {
-            // Progress for long soaks: a line every 5,000 runs on stderr.
-            eprintln!(
-                "soak: {} of {} runs, {:.0} s, resident {} KiB, {} violations",
-                run + 1,
-                options.runs,
-                started.elapsed().as_secs_f64(),
-                rss_kib(),
-                violations.len()
-            );
+        if let Some(p) = &options.progress {
+            p.set_done(run + 1, options.runs);
+        }
+        if options.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed) != 0) {
+            break;
         }
     }
     Ok(SoakReport {

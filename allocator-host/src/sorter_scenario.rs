@@ -146,8 +146,9 @@ impl SorterScenario {
                     if ok {
                         outcome.passed += 1;
                     } else {
+                        let what = expectation_subject(expectation);
                         outcome.failures.push(format!(
-                            "{location}: expectation failed\n  expected: {expected}\n  actual:   {actual}"
+                            "{location}: expectation failed: {what}\n  expected: {expected}\n  actual:   {actual}"
                         ));
                     }
                 }
@@ -258,6 +259,23 @@ fn check_expectation(
         }
         _ => unreachable!("only expectations reach here"),
     })
+}
+
+/// What an expectation compares, for its failure message.
+fn expectation_subject(e: &Event) -> String {
+    match e {
+        Event::ExpectSortOrder(_) => "the order sort returns".to_owned(),
+        Event::ExpectSortSet(_) => "the clients sort returns (order ignored)".to_owned(),
+        Event::ExpectContains(c, _) => format!("whether the sorter contains '{c}'"),
+        Event::ExpectCount(_) => "the number of clients in the sorter".to_owned(),
+        Event::ExpectAllocation(c, _) => {
+            format!("the scalar quantities allocated to '{c}' over all agents")
+        }
+        Event::ExpectDistribution { runs, .. } => {
+            format!("each client's frequency at each position over {runs} sorts")
+        }
+        _ => "an event that is not an expectation".to_owned(),
+    }
 }
 
 fn parse_event(f: &Fields<'_>) -> Result<Event, ScenarioError> {

@@ -51,7 +51,7 @@ fn example_scenarios_pass() {
 
 #[test]
 fn the_drf_paper_example_gives_both_frameworks_two_thirds() {
-    let out = run_master(&["--scenario", "examples/scenarios/drf_paper.json"]);
+    let out = run_master(&["--scenario", "examples/scenarios/drf_paper.json", "--output", "-"]);
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
@@ -83,6 +83,10 @@ fn a_failed_allocator_expectation_exits_1_with_both_sides() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("event 2: expectation failed"), "{err}");
+    assert!(
+        err.contains("offers made since the previous expect_offers"),
+        "the message says what was compared: {err}"
+    );
     assert!(
         err.contains(r#"expected: "#) && err.contains(r#""resources":"cpus:1;mem:1024""#),
         "{err}"
@@ -122,22 +126,57 @@ fn a_malformed_allocator_scenario_exits_2_naming_event_and_field() {
     }
 }
 
+const SUMMARY_FRAGMENTS: [&str; 6] =
+    ["services", "batch", "analytics", "ml", "utilisation: cpus", "allocation run latency: p50"];
+
 #[test]
-fn the_embedded_default_workload_runs_and_summarises() {
-    let out = run_master(&["--output", "/dev/null"]);
+fn the_embedded_default_workload_prints_only_the_human_summary_by_default() {
+    let out = run_master(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let err = String::from_utf8_lossy(&out.stderr);
-    for fragment in
-        ["services", "batch", "analytics", "ml", "utilisation: cpus", "allocation run latency: p50"]
-    {
-        assert!(err.contains(fragment), "{fragment}: {err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for fragment in SUMMARY_FRAGMENTS {
+        assert!(stdout.contains(fragment), "{fragment}: {stdout}");
     }
+    assert!(!stdout.contains(r#""event""#), "no event stream without --output: {stdout}");
+    assert!(stdout.len() < 10_000, "a summary, not a stream: {} bytes", stdout.len());
+}
+
+#[test]
+fn output_dash_writes_the_event_stream_to_stdout_and_the_summary_to_stderr() {
+    let out = run_master(&["--scenario", "examples/scenarios/drf_paper.json", "--output", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in stdout.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).expect("one JSON event a line");
+        assert!(event["event"].is_string(), "{line}");
+    }
+    assert!(stdout.lines().last().unwrap().contains(r#""event":"summary""#));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("roleA") && stderr.contains("allocation run latency"), "{stderr}");
+}
+
+#[test]
+fn output_file_gets_the_event_stream_and_stdout_the_summary() {
+    let dir = workspace_tests::target_dir().join("allocator-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("drf_paper.jsonl");
+    let out = run_master(&[
+        "--scenario",
+        "examples/scenarios/drf_paper.json",
+        "--output",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stream = std::fs::read_to_string(&file).unwrap();
+    assert!(stream.lines().any(|l| l.contains(r#""event":"offer""#)), "{stream}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("roleA") && !stdout.contains(r#""event""#), "{stdout}");
 }
 
 #[test]
 fn the_same_seed_gives_the_same_event_stream() {
     let run = |seed: &str| {
-        let out = run_master(&["--seed", seed]);
+        let out = run_master(&["--seed", seed, "--output", "-"]);
         assert_eq!(out.status.code(), Some(0));
         String::from_utf8_lossy(&out.stdout)
             .lines()

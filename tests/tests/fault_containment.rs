@@ -21,7 +21,7 @@ fn summary(out: &Output) -> serde_json::Value {
 }
 
 fn run(scenario: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["--scenario", scenario];
+    let mut args = vec!["--scenario", scenario, "--output", "-"];
     args.extend_from_slice(extra);
     run_master(&args)
 }

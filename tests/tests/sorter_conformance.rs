@@ -92,7 +92,7 @@ fn a_wrong_expectation_exits_1_with_a_readable_diff() {
             {"op": "expect_sort", "order": ["b", "a"]}]}"#,
     )
     .unwrap();
-    let out = run_master(&["--scenario", file.to_str().unwrap()]);
+    let out = run_master(&["--scenario", file.to_str().unwrap(), "--output", "-"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("event 4 (expect_sort): expectation failed"), "{stderr}");
