@@ -10,8 +10,9 @@
 //! strip, the min-allocatable check and the refuse filters; sorters are updated at once, so later
 //! agents in the same run see every grant.
 //!
-//! Quota (R18–R22) is not implemented yet: `update_quota` and `recover`'s quotas are
-//! recorded but do not change offers.
+//! Quota (R18–R22) follows Mesos 1.12: stage 1 serves guarantees, stage 2 shares fairly up to
+//! limits, and both hold back the headroom still required by unsatisfied guarantees. Only
+//! top-level roles take quota; quota on a nested role is refused, as Mesos's master refuses it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -809,12 +810,16 @@ impl HierarchicalAllocator {
                 if stripped.is_empty() {
                     continue;
                 }
+                // In stage 1, also the part of the offer within the guarantee.
+                let mut within_guarantee = Quantities::new();
                 let to_offer = match stage {
                     Stage::Guarantees => {
-                        let Some(t) = self.guarantee_offer(role, &stripped, &unsatisfied, run)
+                        let Some((t, within)) =
+                            self.guarantee_offer(role, &stripped, &unsatisfied, run)
                         else {
                             continue;
                         };
+                        within_guarantee = within;
                         Cow::Owned(t)
                     }
                     Stage::FairShare => self.fair_share_offer(role, quota_role, stripped, run),
@@ -842,7 +847,12 @@ impl HierarchicalAllocator {
                     }
                     if stage == Stage::Guarantees {
                         unsatisfied = saturating_sub(&unsatisfied, &increase);
-                        run.required_headroom = saturating_sub(&run.required_headroom, &increase);
+                        // Only the part within the guarantee was being held for it; what stage 1
+                        // adds beyond it came from the surplus, and the headroom still required
+                        // for other roles stays held (Mesos: `requiredHeadroom -=
+                        // guaranteesOffering`, `availableHeadroom -=` the whole offer).
+                        run.required_headroom =
+                            saturating_sub(&run.required_headroom, &within_guarantee);
                     }
                     run.available_headroom = saturating_sub(&run.available_headroom, &increase);
                 }
@@ -887,14 +897,15 @@ impl HierarchicalAllocator {
 
     /// Stage 1's offer (R18, R21): the agent chopped to the unsatisfied guarantee, plus the role's
     /// own reservations, non-scalars and revocable resources, plus extra scalars up to the limit
-    /// and the surplus headroom. `None` when no guaranteed resource fits.
+    /// and the surplus headroom; with the quantities of the part within the guarantee. `None`
+    /// when no guaranteed resource fits.
     fn guarantee_offer(
         &self,
         role: &str,
         stripped: &Resources,
         unsatisfied: &Quantities,
         run: &RunState,
-    ) -> Option<Resources> {
+    ) -> Option<(Resources, Quantities)> {
         let quota = quota_resources(stripped).scalars();
         let guarantees_offering = quota.shrink(unsatisfied, false);
         if guarantees_offering.is_empty() {
@@ -915,7 +926,7 @@ impl HierarchicalAllocator {
                 .shrink(&remaining(&run.available_headroom, &run.required_headroom), false);
         }
         to_offer.add(&additional);
-        Some(to_offer)
+        Some((to_offer, guarantees_offering.scalar_quantities()))
     }
 
     /// Stage 2's offer (R19, R20): every reservation allocatable to the role, non-scalars and
