@@ -30,6 +30,49 @@ use allocator_api::{
 pub type SorterFactory =
     Box<dyn Fn(&SorterConfig) -> std::result::Result<Box<dyn Sorter>, String> + Send>;
 
+/// Why a quota is refused. The master side (the scenario parser, hence the live master's
+/// `POST /quota`) and the built-in allocator apply the same [`check_quota`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QuotaError {
+    /// Quota on a nested role (`a/x`): Mesos's master refuses it too (MESOS-7402), and
+    /// enforcing only top-level quotas would accept a limit and ignore it.
+    #[error(
+        "quota on nested role '{0}' is not supported: only top-level roles take quota, as in Mesos"
+    )]
+    NestedRole(String),
+    /// A guarantee above the limit of the same resource.
+    #[error("role '{role}': guarantee {name}:{guarantee} is above its limit {limit}")]
+    GuaranteeAboveLimit {
+        /// The role.
+        role: String,
+        /// The resource.
+        name: String,
+        /// Its guarantee.
+        guarantee: allocator_api::Scalar,
+        /// Its limit.
+        limit: allocator_api::Scalar,
+    },
+}
+
+/// Checks that `quota` may be set on `role`: a top-level role, no guarantee above its limit.
+/// Removing a quota (the default quota) is checked the same way, as Mesos's master does.
+pub fn check_quota(role: &str, quota: &Quota) -> std::result::Result<(), QuotaError> {
+    if role.contains('/') {
+        return Err(QuotaError::NestedRole(role.to_owned()));
+    }
+    for g in quota.guarantees.iter() {
+        if quota.limits.has(&g.name) && quota.limits.get(&g.name) < g.value {
+            return Err(QuotaError::GuaranteeAboveLimit {
+                role: role.to_owned(),
+                name: g.name.to_string(),
+                guarantee: g.value,
+                limit: quota.limits.get(&g.name),
+            });
+        }
+    }
+    Ok(())
+}
+
 const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
 const EPSILON: f64 = 1e-9;
@@ -1160,6 +1203,10 @@ impl Allocator for HierarchicalAllocator {
             return Ok(());
         }
         for q in quotas {
+            check_quota(&q.role, &q.quota)
+                .map_err(|e| ModuleError::rejected(format!("recover: {e}")))?;
+        }
+        for q in quotas {
             self.quotas.insert(q.role.to_string(), q.quota.clone());
         }
         let expected = (f64::from(expected_agents) * self.options.agent_recovery_factor) as usize;
@@ -1696,16 +1743,8 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
-        for g in quota.guarantees.iter() {
-            if quota.limits.has(&g.name) && quota.limits.get(&g.name) < g.value {
-                return Err(ModuleError::rejected(format!(
-                    "update_quota: role '{role}': guarantee {}:{} is above its limit {}",
-                    g.name,
-                    g.value,
-                    quota.limits.get(&g.name)
-                )));
-            }
-        }
+        check_quota(role, quota)
+            .map_err(|e| ModuleError::rejected(format!("update_quota: {e}")))?;
         if quota.guarantees.is_empty() && quota.limits.is_empty() {
             self.quotas.remove(role);
         } else {
@@ -1792,6 +1831,39 @@ mod tests {
         a.update_unavailability(AgentId(0), None).unwrap();
         a.inverse_offer_statuses(&mut out).unwrap();
         assert!(out.is_empty(), "clearing maintenance clears the statuses");
+    }
+
+    #[test]
+    fn quota_on_a_nested_role_is_refused_not_ignored() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let quota =
+            Quota { guarantees: Quantities::new(), limits: Quantities::parse("cpus:1").unwrap() };
+        let e = a.update_quota("a/x", &quota).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        assert_eq!(
+            e.message.as_str(),
+            "update_quota: quota on nested role 'a/x' is not supported: only top-level roles take quota, as in Mesos"
+        );
+        assert!(a.quotas.is_empty(), "nothing recorded");
+    }
+
+    #[test]
+    fn recover_refuses_quota_on_a_nested_role() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let quotas = [
+            RoleQuota { role: "a".into(), quota: Quota::default() },
+            RoleQuota {
+                role: "a/x".into(),
+                quota: Quota {
+                    guarantees: Quantities::parse("cpus:1").unwrap(),
+                    limits: Quantities::new(),
+                },
+            },
+        ];
+        let e = a.recover(3, &quotas).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        assert!(e.message.contains("quota on nested role 'a/x'"), "{e}");
+        assert!(a.quotas.is_empty() && !a.paused, "nothing recorded, not paused");
     }
 
     #[test]
