@@ -8,9 +8,10 @@
 # `record` runs target/debug/allocator-master (build it first: cargo build --workspace) on each
 # allocator scenario with the built-in sorters and with examples/modules.json, on each sorter
 # scenario with the built-ins and the modules, on each common sorter scenario with every shipped
-# sorter, and on the fault scenarios with the faulty fixture modules. `compare` drops the timing
-# fields (`micros`, and the allocation-run latency metrics of the summary) and prints a diff per
-# file that differs; it exits 1 if any does.
+# sorter, on the fault scenarios with the faulty fixture modules, and on the embedded default
+# workload (built-in sorters; random role and weighted-priority framework sorters). `compare`
+# drops the timing fields (`micros`, and the allocation-run latency metrics of the summary) and
+# prints a diff per file that differs; it exits 1 if any does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/debug/allocator-master
@@ -44,6 +45,9 @@ record() {
             run "$n" --scenario "$tmp/$n.json" --modules examples/modules.json
         done
     done
+    run default_workload
+    run default_workload.random_weighted_priority --modules examples/modules.json \
+        --role_sorter random --framework_sorter weighted_priority
     local faulty
     faulty=$(realpath target/debug/libfaulty_modules.so)
     printf '{"libraries": [{"file": "%s", "modules": [{"name": "faulty_allocator"}, {"name": "panicky"}]}]}' \
