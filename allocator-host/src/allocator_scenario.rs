@@ -632,7 +632,7 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 q.limits = f.quantities("limits")?;
             }
             let role = s("role")?;
-            check_quota(&role, &q).map_err(|e| quota_error(&f, "role", "limits", e))?;
+            check_quota(&role, &q).map_err(|e| quota_error(f, "role", "limits", e))?;
             Op::UpdateQuota(role, q)
         }
         "update_weights" => {
