@@ -7,6 +7,7 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
+use crate::hierarchical::{QuotaError, check_quota};
 use crate::scenario::{Document, Fields, ScenarioError};
 
 /// The scenario's `config` (SPEC 4.1), every key optional.
@@ -408,6 +409,21 @@ fn quota(f: &Fields<'_>, field: &str, obj: &Map<String, Value>) -> Result<Quota,
     Ok(q)
 }
 
+/// A refused quota as a scenario error: on `role_field` for a nested role, on `limit_field` for
+/// a guarantee above its limit.
+fn quota_error(
+    f: &Fields<'_>,
+    role_field: &str,
+    limit_field: &str,
+    e: QuotaError,
+) -> ScenarioError {
+    let field = match e {
+        QuotaError::NestedRole(_) => role_field,
+        QuotaError::GuaranteeAboveLimit { .. } => limit_field,
+    };
+    f.error(field, e.to_string())
+}
+
 fn offers_list(f: &Fields<'_>, v: &Value) -> Result<Vec<ExpectedOffer>, ScenarioError> {
     let Some(list) = v.as_array() else { return Err(f.error("offers", "expected a list")) };
     list.iter()
@@ -615,7 +631,9 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
             if f.get("limits").is_some() {
                 q.limits = f.quantities("limits")?;
             }
-            Op::UpdateQuota(s("role")?, q)
+            let role = s("role")?;
+            check_quota(&role, &q).map_err(|e| quota_error(f, "role", "limits", e))?;
+            Op::UpdateQuota(role, q)
         }
         "update_weights" => {
             f.check_keys(&["weights"])?;
@@ -687,10 +705,9 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                     let q = v.as_object().ok_or_else(|| {
                         f.error("quotas", format!("'{role}': expected {{guarantees, limits}}"))
                     })?;
-                    quotas.push(RoleQuota {
-                        role: role.as_str().into(),
-                        quota: quota(f, "quotas", q)?,
-                    });
+                    let quota = quota(f, "quotas", q)?;
+                    check_quota(role, &quota).map_err(|e| quota_error(f, "quotas", "quotas", e))?;
+                    quotas.push(RoleQuota { role: role.as_str().into(), quota });
                 }
             }
             Op::Recover { expected_agents, quotas }

@@ -10,8 +10,9 @@
 //! strip, the min-allocatable check and the refuse filters; sorters are updated at once, so later
 //! agents in the same run see every grant.
 //!
-//! Quota (R18–R22) is not implemented yet: `update_quota` and `recover`'s quotas are
-//! recorded but do not change offers.
+//! Quota (R18–R22) follows Mesos 1.12: stage 1 serves guarantees, stage 2 shares fairly up to
+//! limits, and both hold back the headroom still required by unsatisfied guarantees. Only
+//! top-level roles take quota; quota on a nested role is refused, as Mesos's master refuses it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -28,6 +29,49 @@ use allocator_api::{
 /// Creates sorters for the allocator (the role sorter once, a framework sorter per role).
 pub type SorterFactory =
     Box<dyn Fn(&SorterConfig) -> std::result::Result<Box<dyn Sorter>, String> + Send>;
+
+/// Why a quota is refused. The master side (the scenario parser, hence the live master's
+/// `POST /quota`) and the built-in allocator apply the same [`check_quota`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QuotaError {
+    /// Quota on a nested role (`a/x`): Mesos's master refuses it too (MESOS-7402), and
+    /// enforcing only top-level quotas would accept a limit and ignore it.
+    #[error(
+        "quota on nested role '{0}' is not supported: only top-level roles take quota, as in Mesos"
+    )]
+    NestedRole(String),
+    /// A guarantee above the limit of the same resource.
+    #[error("role '{role}': guarantee {name}:{guarantee} is above its limit {limit}")]
+    GuaranteeAboveLimit {
+        /// The role.
+        role: String,
+        /// The resource.
+        name: String,
+        /// Its guarantee.
+        guarantee: allocator_api::Scalar,
+        /// Its limit.
+        limit: allocator_api::Scalar,
+    },
+}
+
+/// Checks that `quota` may be set on `role`: a top-level role, no guarantee above its limit.
+/// Removing a quota (the default quota) is checked the same way, as Mesos's master does.
+pub fn check_quota(role: &str, quota: &Quota) -> std::result::Result<(), QuotaError> {
+    if role.contains('/') {
+        return Err(QuotaError::NestedRole(role.to_owned()));
+    }
+    for g in quota.guarantees.iter() {
+        if quota.limits.has(&g.name) && quota.limits.get(&g.name) < g.value {
+            return Err(QuotaError::GuaranteeAboveLimit {
+                role: role.to_owned(),
+                name: g.name.to_string(),
+                guarantee: g.value,
+                limit: quota.limits.get(&g.name),
+            });
+        }
+    }
+    Ok(())
+}
 
 const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
@@ -809,12 +853,16 @@ impl HierarchicalAllocator {
                 if stripped.is_empty() {
                     continue;
                 }
+                // In stage 1, also the part of the offer within the guarantee.
+                let mut within_guarantee = Quantities::new();
                 let to_offer = match stage {
                     Stage::Guarantees => {
-                        let Some(t) = self.guarantee_offer(role, &stripped, &unsatisfied, run)
+                        let Some((t, within)) =
+                            self.guarantee_offer(role, &stripped, &unsatisfied, run)
                         else {
                             continue;
                         };
+                        within_guarantee = within;
                         Cow::Owned(t)
                     }
                     Stage::FairShare => self.fair_share_offer(role, quota_role, stripped, run),
@@ -842,7 +890,12 @@ impl HierarchicalAllocator {
                     }
                     if stage == Stage::Guarantees {
                         unsatisfied = saturating_sub(&unsatisfied, &increase);
-                        run.required_headroom = saturating_sub(&run.required_headroom, &increase);
+                        // Only the part within the guarantee was being held for it; what stage 1
+                        // adds beyond it came from the surplus, and the headroom still required
+                        // for other roles stays held (Mesos: `requiredHeadroom -=
+                        // guaranteesOffering`, `availableHeadroom -=` the whole offer).
+                        run.required_headroom =
+                            saturating_sub(&run.required_headroom, &within_guarantee);
                     }
                     run.available_headroom = saturating_sub(&run.available_headroom, &increase);
                 }
@@ -887,14 +940,15 @@ impl HierarchicalAllocator {
 
     /// Stage 1's offer (R18, R21): the agent chopped to the unsatisfied guarantee, plus the role's
     /// own reservations, non-scalars and revocable resources, plus extra scalars up to the limit
-    /// and the surplus headroom. `None` when no guaranteed resource fits.
+    /// and the surplus headroom; with the quantities of the part within the guarantee. `None`
+    /// when no guaranteed resource fits.
     fn guarantee_offer(
         &self,
         role: &str,
         stripped: &Resources,
         unsatisfied: &Quantities,
         run: &RunState,
-    ) -> Option<Resources> {
+    ) -> Option<(Resources, Quantities)> {
         let quota = quota_resources(stripped).scalars();
         let guarantees_offering = quota.shrink(unsatisfied, false);
         if guarantees_offering.is_empty() {
@@ -915,7 +969,7 @@ impl HierarchicalAllocator {
                 .shrink(&remaining(&run.available_headroom, &run.required_headroom), false);
         }
         to_offer.add(&additional);
-        Some(to_offer)
+        Some((to_offer, guarantees_offering.scalar_quantities()))
     }
 
     /// Stage 2's offer (R19, R20): every reservation allocatable to the role, non-scalars and
@@ -1147,6 +1201,10 @@ impl Allocator for HierarchicalAllocator {
     fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()> {
         if quotas.is_empty() {
             return Ok(());
+        }
+        for q in quotas {
+            check_quota(&q.role, &q.quota)
+                .map_err(|e| ModuleError::rejected(format!("recover: {e}")))?;
         }
         for q in quotas {
             self.quotas.insert(q.role.to_string(), q.quota.clone());
@@ -1685,16 +1743,8 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
-        for g in quota.guarantees.iter() {
-            if quota.limits.has(&g.name) && quota.limits.get(&g.name) < g.value {
-                return Err(ModuleError::rejected(format!(
-                    "update_quota: role '{role}': guarantee {}:{} is above its limit {}",
-                    g.name,
-                    g.value,
-                    quota.limits.get(&g.name)
-                )));
-            }
-        }
+        check_quota(role, quota)
+            .map_err(|e| ModuleError::rejected(format!("update_quota: {e}")))?;
         if quota.guarantees.is_empty() && quota.limits.is_empty() {
             self.quotas.remove(role);
         } else {
@@ -1781,6 +1831,39 @@ mod tests {
         a.update_unavailability(AgentId(0), None).unwrap();
         a.inverse_offer_statuses(&mut out).unwrap();
         assert!(out.is_empty(), "clearing maintenance clears the statuses");
+    }
+
+    #[test]
+    fn quota_on_a_nested_role_is_refused_not_ignored() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let quota =
+            Quota { guarantees: Quantities::new(), limits: Quantities::parse("cpus:1").unwrap() };
+        let e = a.update_quota("a/x", &quota).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        assert_eq!(
+            e.message.as_str(),
+            "update_quota: quota on nested role 'a/x' is not supported: only top-level roles take quota, as in Mesos"
+        );
+        assert!(a.quotas.is_empty(), "nothing recorded");
+    }
+
+    #[test]
+    fn recover_refuses_quota_on_a_nested_role() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let quotas = [
+            RoleQuota { role: "a".into(), quota: Quota::default() },
+            RoleQuota {
+                role: "a/x".into(),
+                quota: Quota {
+                    guarantees: Quantities::parse("cpus:1").unwrap(),
+                    limits: Quantities::new(),
+                },
+            },
+        ];
+        let e = a.recover(3, &quotas).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        assert!(e.message.contains("quota on nested role 'a/x'"), "{e}");
+        assert!(a.quotas.is_empty() && !a.paused, "nothing recorded, not paused");
     }
 
     #[test]

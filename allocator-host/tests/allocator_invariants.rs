@@ -1,11 +1,13 @@
 //! Property tests over random event sequences driven through the built-in allocator: the
-//! invariants of issue 5 hold after every event.
+//! invariants of issue 5 hold after every event. The mix (issue 17) includes quota on nested
+//! roles (always refused), shared volumes reserved to a parent role, and weights on roles that
+//! are inner nodes of the role tree (`a` once `a/b` exists, `r1` once `r1/x` exists).
 
 use std::collections::BTreeMap;
 
 use allocator_api::{
     AgentCapabilities, AgentId, FrameworkCapabilities, Operation, OperationKind, Quantities, Quota,
-    Resources, Unavailability,
+    RVec, Resources, RoleMinAllocatable, Unavailability,
 };
 use allocator_host::ModuleRegistry;
 use allocator_host::allocator_scenario::{Op, TaskSpec};
@@ -13,13 +15,14 @@ use allocator_host::output::EventStream;
 use allocator_host::simulation::{Setup, Simulation};
 use proptest::prelude::*;
 
-const ROLES: [&str; 4] = ["r1", "r2", "a/b", "a"];
-const AGENT_SHAPES: [&str; 5] = [
+const ROLES: [&str; 5] = ["r1", "r2", "a/b", "a", "r1/x"];
+const AGENT_SHAPES: [&str; 6] = [
     "cpus:4;mem:1024",
     "cpus:2;mem:512;cpus(r1):2;mem(r1):256",
     "cpus:8;mem:4096;gpus:1",
     "cpus:1;mem:256;cpus(a):1;cpus{revocable}:2",
     "cpus:2;mem:2048;disk(r2)[v1]{shared}:100;ports:[31000-31010]",
+    "cpus:2;mem:512;disk(a)[v2]{shared}:50;disk(a)[v3]{shared}:20",
 ];
 
 fn add_framework(
@@ -28,6 +31,13 @@ fn add_framework(
     caps: FrameworkCapabilities,
     tasks: Option<TaskSpec>,
 ) -> Op {
+    // A SHARED_RESOURCES framework takes any offer (an empty per-role minimum), so a shared
+    // volume on its own is allocatable to it and could be offered again in the same run.
+    let min_allocatable = if caps.has(FrameworkCapabilities::SHARED_RESOURCES) {
+        vec![RoleMinAllocatable { role: role.into(), sets: RVec::new() }]
+    } else {
+        vec![]
+    };
     Op::AddFramework {
         framework,
         roles: vec![role.to_owned()],
@@ -35,13 +45,15 @@ fn add_framework(
         active: true,
         used: vec![],
         suppressed_roles: vec![],
-        min_allocatable: vec![],
+        min_allocatable,
         tasks,
     }
 }
 
-/// Top-level roles that get quotas in the random mix (nested quota is not enforced, as upstream).
+/// Top-level roles that get quotas in the random mix and reservations by operations.
 const QUOTA_ROLES: [&str; 2] = ["r1", "r2"];
+/// Roles that quota updates name: the top-level ones take it, the nested ones are refused.
+const QUOTA_TARGETS: [&str; 4] = ["r1", "r2", "r1/x", "a/b"];
 
 fn agent_name() -> impl Strategy<Value = String> + Clone {
     (0..6usize).prop_map(|i| format!("a{i}"))
@@ -113,7 +125,7 @@ fn op() -> impl Strategy<Value = Op> {
             attributes: None,
         }),
         4 => (1u32..4).prop_map(|n| Op::Advance(f64::from(n) * 0.5)),
-        1 => (0..2usize, 0u32..8, 0u32..8).prop_map(|(r, g, l)| {
+        1 => (0..QUOTA_TARGETS.len(), 0u32..8, 0u32..8).prop_map(|(r, g, l)| {
             let mut quota = Quota::default();
             if g > 0 {
                 quota.guarantees = Quantities::parse(&format!("cpus:{g}")).unwrap();
@@ -121,7 +133,7 @@ fn op() -> impl Strategy<Value = Op> {
             if l > 0 {
                 quota.limits = Quantities::parse(&format!("cpus:{l};mem:{}", l * 300)).unwrap();
             }
-            Op::UpdateQuota(QUOTA_ROLES[r].to_owned(), quota)
+            Op::UpdateQuota(QUOTA_TARGETS[r].to_owned(), quota)
         }),
         1 => (agent_name(), 0..2usize, any::<bool>()).prop_map(|(a, r, reserve)| Op::UpdateAvailable {
             agent: a,
@@ -194,6 +206,7 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
     let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let mut out = EventStream::writer(Box::new(SharedBuf(buf.clone())));
     let mut limits: BTreeMap<String, Quantities> = BTreeMap::new();
+    let mut seen_lines = 0;
     for (i, op) in ops.iter().enumerate() {
         let granted_before: BTreeMap<&str, Quantities> =
             QUOTA_ROLES.iter().map(|r| (*r, quota_granted(&sim, r))).collect();
@@ -201,9 +214,47 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
             agents(&sim).map(|a| (a, sim.agent_used(a))).collect();
         let totals_before: BTreeMap<AgentId, Quantities> =
             agents(&sim).map(|a| (a, sim.agent_total(a).unwrap().scalar_quantities())).collect();
-        let applied = sim.apply(i, op, &mut out).is_ok(); // a refused event changes nothing
-        if let (true, Op::UpdateQuota(role, quota)) = (applied, op) {
-            limits.insert(role.clone(), quota.limits.clone());
+        let result = sim.apply(i, op, &mut out); // a refused event changes nothing
+        if let Op::UpdateQuota(role, quota) = op {
+            // Quota on a nested role is refused, never accepted and left unenforced.
+            if role.contains('/') {
+                prop_assert!(
+                    result.as_ref().is_err_and(|e| e.contains("quota on nested role")),
+                    "{:?} gave {:?}",
+                    op,
+                    result
+                );
+            } else if result.is_ok() {
+                limits.insert(role.clone(), quota.limits.clone());
+            }
+        }
+        // A shared volume is offered at most once per agent in one allocation run, whatever the
+        // number of SHARED_RESOURCES frameworks and roles that may take it (R16).
+        let stream = String::from_utf8(buf.lock().unwrap().clone()).unwrap();
+        let new_lines: Vec<&str> = stream.lines().skip(seen_lines).collect();
+        seen_lines += new_lines.len();
+        let mut shared_offered: BTreeMap<(u64, String), Resources> = BTreeMap::new();
+        for line in new_lines {
+            let event: serde_json::Value = serde_json::from_str(line).unwrap();
+            if event["event"] != "offer" {
+                continue;
+            }
+            let offered: Resources = event["resources"].as_str().unwrap().parse().unwrap();
+            let key = (event["run"].as_u64().unwrap(), event["agent"].as_str().unwrap().to_owned());
+            shared_offered.entry(key).or_default().add(&offered.shared());
+        }
+        for ((run, agent), shared) in &shared_offered {
+            let copies: Vec<&allocator_api::Resource> = shared.iter().collect();
+            for pair in copies.windows(2) {
+                prop_assert!(
+                    pair[0] != pair[1],
+                    "run {} offered {} twice on {} after {:?}",
+                    run,
+                    pair[0],
+                    agent,
+                    op
+                );
+            }
         }
         // No agent is ever offered more than it has: whatever an event adds on an agent fits in
         // what was free there (its total, as of now, minus what was held before).

@@ -115,6 +115,21 @@ fn recovering_more_than_was_allocated_is_refused() {
 }
 
 #[test]
+fn quota_on_a_nested_role_is_refused() {
+    let message = "quota on nested role 'a/x' is not supported: only top-level roles take quota";
+    scenario_refused(
+        "nested-quota.json",
+        r#"{"events": [{"op": "update_quota", "role": "a/x", "limits": "cpus:1"}]}"#,
+        &format!("event 0 (update_quota), field 'role': {message}"),
+    );
+    scenario_refused(
+        "nested-recover-quota.json",
+        r#"{"events": [{"op": "recover", "expected_agents": 1, "quotas": {"a/x": {"guarantees": "cpus:1"}}}]}"#,
+        &format!("event 0 (recover), field 'quotas': {message}"),
+    );
+}
+
+#[test]
 fn hostile_manifests_are_refused() {
     assert_refused(
         &["--modules", r#"{"libraries": [{"file": 42}]}"#, "--list-modules"],

@@ -204,6 +204,7 @@ fn bad_operator_requests_get_400_and_change_nothing() {
         ("/quota", r#"{"role": "a", "guarantees": "cpus:-1"}"#),
         ("/quota", r#"{"role": "a", "guarantees": "cpus:NaN"}"#),
         ("/quota", r#"{"role": "a", "guarantees": "cpus:4", "limits": "cpus:1"}"#),
+        ("/quota", r#"{"role": "a/x", "limits": "cpus:1"}"#),
         ("/quota", r#"{"role": "a", "guarantees": "cpus:1", "colour": "red"}"#),
         ("/quota", r#"{"op": "remove_agent", "agent": "a1"}"#),
         ("/weights", r#"{"weights": {"a": 0}}"#),

@@ -53,8 +53,9 @@ pub struct Node {
     pub weight: f64,
     /// Unweighted dominant share, as of the last recomputation.
     pub share: f64,
-    /// The number of `allocated` calls made on this node (or inherited from the client it
-    /// took over).
+    /// The number of `allocated` calls made on this node's clients (its own and, for an inner
+    /// node, every client below it). A virtual leaf starts with the count of the client it took
+    /// over; an inner node that collapses back into a leaf keeps its own count.
     pub count: u64,
     parent: Option<NodeIndex>,
     children: Vec<NodeIndex>,
@@ -384,20 +385,21 @@ impl Tree {
         Ok(())
     }
 
-    /// Collapses inner node `p`, whose only child is a virtual leaf, back into a leaf.
+    /// Collapses inner node `p`, whose only child is a virtual leaf, back into a leaf. The node
+    /// keeps its own allocation count (every `allocated` call below it), as Mesos's
+    /// `DRFSorter::remove` does; the virtual leaf's count goes with it.
     fn collapse(&mut self, p: NodeIndex) {
         self.flat_order = None;
         let v = self.nodes[p].children[0];
-        let (kind, client, count, per_agent) = {
+        let (kind, client, per_agent) = {
             let vn = &mut self.nodes[v];
-            (vn.kind, vn.client.take(), vn.count, std::mem::take(&mut vn.per_agent))
+            (vn.kind, vn.client.take(), std::mem::take(&mut vn.per_agent))
         };
         self.nodes[p].children.clear();
         self.free.push(v);
         let n = &mut self.nodes[p];
         n.kind = kind;
         n.client = client;
-        n.count = count;
         n.per_agent = per_agent;
         if let Some(c) = client {
             self.clients.insert(c, p);
@@ -992,5 +994,26 @@ impl<P: Policy> Sorter for TreeSorter<P> {
     fn dominant_share(&self, client: ClientId) -> Option<f64> {
         let leaf = self.tree.clients.get(&client)?;
         Some(self.tree.compute_share(*leaf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_collapsed_parent_keeps_its_own_allocation_count() {
+        let mut t = Tree::new(&SorterConfig::default());
+        let (ax, a) = (ClientId(0), ClientId(1));
+        t.add_agent(AgentId(0), &Quantities::parse("cpus:2;mem:512").unwrap()).unwrap();
+        let res: Resources = "cpus:2;mem:512".parse().unwrap();
+        t.add(ax, "a/x").unwrap();
+        t.allocated(ax, AgentId(0), &res).unwrap();
+        t.add(a, "a").unwrap();
+        t.unallocated(ax, AgentId(0), &res).unwrap();
+        t.remove(ax).unwrap();
+        let leaf = t.client_node(a, "test").unwrap();
+        assert_eq!(t.node(leaf).path, "a");
+        assert_eq!(t.node(leaf).count, 1, "a/x's allocation counted at a");
     }
 }
