@@ -330,10 +330,10 @@ fn every_sorter_combination_runs_a_scenario() {
                 "{role}/{framework}: {}",
                 stderr(&out)
             );
+            let summary = String::from_utf8_lossy(&out.stdout);
             assert!(
-                stderr(&out).contains(&format!("role sorter {role}, framework sorter {framework}")),
-                "{}",
-                stderr(&out)
+                summary.contains(&format!("role sorter {role}, framework sorter {framework}")),
+                "the summary names the sorters in use: {summary}"
             );
         }
     }
