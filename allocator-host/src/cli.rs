@@ -389,7 +389,8 @@ pub fn run(args: &Args) -> Result<u8, String> {
                 }
             },
         );
-        std::fs::write(path, sim.report_svg(&title))
+        let svg = sim.report_svg(&title).map_err(|e| e.to_string())?;
+        std::fs::write(path, svg)
             .map_err(|e| format!("cannot write --report '{}': {e}", path.display()))?;
         eprintln!("report written to {}", path.display());
     }
