@@ -180,14 +180,15 @@ fn percent(v: f64) -> String {
     }
 }
 
-/// The smallest "round" number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at
-/// least `v`.
+/// The smallest "round" number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power of ten) at least
+/// `v`: tops at which plotters' ticks end, so the top is labelled (1.2 is left out: its ticks
+/// stop at 1).
 fn nice_ceiling(v: f64) -> f64 {
     if !v.is_finite() || v <= 0.0 {
         return 1.0;
     }
     let mag = 10f64.powf(v.log10().floor());
-    [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+    [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
         .iter()
         .map(|m| m * mag)
         .find(|c| *c >= v * (1.0 - 1e-9))
@@ -853,9 +854,28 @@ mod tests {
     }
 
     #[test]
+    fn the_top_of_every_scaled_axis_is_labelled() {
+        for peak in [0.0009, 0.0014, 0.0019, 0.0023, 0.0028, 0.0037, 0.0046, 0.0055, 0.0072, 0.011]
+        {
+            let s = constant(3, &[("r", peak)], &[]);
+            let top = nice_ceiling(peak * 1.08);
+            let label = format!("{}%", tick(top * 100.0, top * 100.0));
+            let t = texts(&render_svg("t", "sub", &s).unwrap());
+            assert!(t.contains(&label), "peak {peak}: no tick reads {label}: {t:?}");
+        }
+        for peak in [9.0, 14.0, 19.0, 23.0, 28.0, 37.0, 46.0, 55.0, 72.0, 110.0] {
+            let curves = BTreeMap::from([("x".to_owned(), vec![peak / 2.0, peak])]);
+            let t = texts(&decline_offers_curve_svg(&[1, 2], &curves, 1).unwrap());
+            let top = nice_ceiling(peak * 1.08);
+            assert!(t.contains(&tick(top, top)), "peak {peak}: no tick reads {top}: {t:?}");
+        }
+    }
+
+    #[test]
     fn axis_tops_are_round_numbers_just_above_the_data() {
         assert_eq!(nice_ceiling(0.0021), 0.0025);
-        assert_eq!(nice_ceiling(118.0), 120.0);
+        assert_eq!(nice_ceiling(118.0), 150.0);
+        assert_eq!(nice_ceiling(0.0115), 0.015);
         assert_eq!(nice_ceiling(6.1), 8.0);
         assert_eq!(nice_ceiling(0.0), 1.0);
         assert_eq!(tick(0.15000000000000002, 0.25), "0.15");
