@@ -118,35 +118,15 @@ fn or<'a>(given: &'a [u32], default: &'a [u32]) -> &'a [u32] {
     if given.is_empty() { default } else { given }
 }
 
-/// Writes the DeclineOffers curves: milliseconds per run against agents, with a reference line
-/// through the origin and the last point of the first curve (linear growth), and the same
-/// figures per agent, which stay flat where the cost is linear in agents.
+/// Writes the DeclineOffers curves ([`crate::report::decline_offers_curve_svg`]).
 fn write_curve(
     path: &std::path::Path,
     agents: &[u32],
-    curves: &mut BTreeMap<String, Vec<f64>>,
+    curves: &BTreeMap<String, Vec<f64>>,
     rounds: u32,
 ) -> Result<(), String> {
-    let xs: Vec<f64> = agents.iter().map(|&a| f64::from(a)).collect();
-    let per_agent: BTreeMap<String, Vec<f64>> = curves
-        .iter()
-        .map(|(k, v)| (k.clone(), v.iter().zip(&xs).map(|(ms, a)| ms * 1000.0 / a).collect()))
-        .collect();
-    if let (Some((_, first)), Some(&x_last)) = (curves.iter().next(), xs.last())
-        && let Some(&y_last) = first.last()
-    {
-        let linear = xs.iter().map(|x| y_last * x / x_last).collect();
-        curves.insert("linear in agents".into(), linear);
-    }
-    let svg = crate::report::render_curve_svg(
-        "DeclineOffers: allocation run time against cluster size",
-        &format!(
-            "median of {rounds} runs per point; every offer declined with a long refuse filter"
-        ),
-        &xs,
-        "agents",
-        &[("ms per allocation run", curves), ("microseconds per agent per run", &per_agent)],
-    );
+    let svg = crate::report::decline_offers_curve_svg(agents, curves, rounds)
+        .map_err(|e| e.to_string())?;
     std::fs::write(path, svg)
         .map_err(|e| format!("cannot write --plot '{}': {e}", path.display()))?;
     eprintln!("curve written to {}", path.display());
@@ -214,7 +194,7 @@ fn run_benchmarks(
             }
         }
         if let Some(path) = &b.plot {
-            write_curve(path, agent_counts, &mut curves, rounds)?;
+            write_curve(path, agent_counts, &curves, rounds)?;
         }
     }
     if all || b.benchmark == "suppress-offers" {

@@ -606,7 +606,8 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
     progress.finish();
     let outcome = outcome?;
     if let Some(path) = s.report {
-        std::fs::write(path, sim.report_svg(&report_title(&scenario, &doc)))
+        let svg = sim.report_svg(&report_title(&scenario, &doc)).map_err(|e| e.to_string())?;
+        std::fs::write(path, svg)
             .map_err(|e| format!("cannot write --report '{}': {e}", path.display()))?;
         eprintln!("report written to {}", path.display());
     }

@@ -647,7 +647,7 @@ impl<'r> Simulation<'r> {
     }
 
     /// Renders the report of the run so far as SVG.
-    pub fn report_svg(&self, title: &str) -> String {
+    pub fn report_svg(&self, title: &str) -> Result<String, crate::report::ReportError> {
         let subtitle = format!(
             "allocator {}, role sorter {}, framework sorter {}; {} allocation runs over {:.0} s",
             self.setup.allocator,

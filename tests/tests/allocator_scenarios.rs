@@ -207,9 +207,17 @@ fn report_draws_shares_and_utilisation_over_time() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg"));
     assert!(text.contains("Dominant share per role") && text.contains("Cluster utilisation"));
-    assert!(
-        text.contains("roleA (67%)") && text.contains("roleB (67%)"),
-        "legend shows final shares"
-    );
-    assert!(text.contains("cpus (100%)"));
+    // Legend rows: the name, then its final value and its average over time.
+    let row = |name: &str| {
+        let at = text.find(&format!(">\n{name}\n</text>")).unwrap_or_else(|| panic!("{name}"));
+        text[at..]
+            .split("</text>")
+            .skip(1)
+            .take(2)
+            .map(|t| t.rsplit('>').next().unwrap().trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("roleA")[0], "67%", "legend shows final shares");
+    assert_eq!(row("roleB")[0], "67%");
+    assert_eq!(row("cpus")[0], "100%");
 }
