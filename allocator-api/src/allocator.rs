@@ -283,6 +283,26 @@ pub struct Quota {
     pub limits: Quantities,
 }
 
+impl Quota {
+    /// What the role may still be given under its limits after `consumed`: one entry per
+    /// limited name, `max(limit - consumed, 0)`, **zeros kept** ("none left"); a name without
+    /// a limit has no entry (unlimited). Feed it to
+    /// [`Resources::shrink`](crate::Resources::shrink) with `keep_unbounded = true` to cut an
+    /// offer to the limits. See [`Quantities::remaining_after`].
+    ///
+    /// ```
+    /// use allocator_api::{Quantities, Quota, Resources};
+    /// let quota = Quota { guarantees: Quantities::new(), limits: "cpus:4;gpus:0".parse().unwrap() };
+    /// let headroom = quota.limit_headroom(&"cpus:3;mem:512".parse().unwrap());
+    /// assert_eq!(headroom.to_string(), "cpus:1;gpus:0");
+    /// let offer: Resources = "cpus:8;gpus:2;mem:1024".parse().unwrap();
+    /// assert_eq!(offer.shrink(&headroom, true).to_string(), "cpus:1;mem:1024");
+    /// ```
+    pub fn limit_headroom(&self, consumed: &Quantities) -> Quantities {
+        self.limits.remaining_after(consumed)
+    }
+}
+
 /// A role's quota (for [`Allocator::recover`]).
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
