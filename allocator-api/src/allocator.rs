@@ -172,6 +172,19 @@ pub struct FrameworkInfo {
     pub capabilities: FrameworkCapabilities,
 }
 
+impl FrameworkInfo {
+    /// The subscribed roles as [`Role`](crate::Role)s, in subscription order.
+    pub fn role_iter(&self) -> impl Iterator<Item = crate::Role> + '_ {
+        self.roles.iter().map(crate::Role::from)
+    }
+
+    /// `true` when the framework subscribes to `role` (any spelling: `&str`, `RString`, `Role`).
+    pub fn has_role(&self, role: impl AsRef<str>) -> bool {
+        let role = role.as_ref();
+        self.roles.iter().any(|r| r.as_str() == role)
+    }
+}
+
 /// Per-role min-allocatable override of a framework.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
@@ -231,6 +244,19 @@ pub struct Allocation {
     pub role: RString,
     /// The resources.
     pub resources: Resources,
+}
+
+impl Allocation {
+    /// An allocation of `resources` on `agent` to `framework` under `role`, which may be given
+    /// in any spelling (`&str`, `RString`, [`Role`](crate::Role)).
+    pub fn new(
+        framework: FrameworkId,
+        agent: AgentId,
+        role: impl AsRef<str>,
+        resources: Resources,
+    ) -> Allocation {
+        Allocation { framework, agent, role: role.as_ref().into(), resources }
+    }
 }
 
 /// An inverse offer: a request that a framework give back an agent for maintenance.

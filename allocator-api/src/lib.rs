@@ -61,5 +61,5 @@ pub use allocator::{
 pub use error::{ErrorKind, ModuleError, Result};
 pub use ids::{AgentId, ClientId, FrameworkId, IdHasher, IdMap, IdSet};
 pub use log;
-pub use resources::{Name, Quantities, Resource, Resources, Scalar};
+pub use resources::{Name, Quantities, Resource, Resources, Role, Scalar};
 pub use sorter::{AgentAllocation, Sorter, SorterConfig};

@@ -35,7 +35,7 @@ use std::fmt;
 use abi_stable::StableAbi;
 use abi_stable::std_types::{RString, RVec};
 
-pub use name::Name;
+pub use name::{Name, Role};
 pub use parse::ParseError;
 pub use quantities::{Quantities, Quantity};
 pub use ranges::Range;
