@@ -1219,7 +1219,18 @@ impl Allocator for HierarchicalAllocator {
             let missing = u.resources.clone() - slot;
             slot.add(&missing);
             agent.free.subtract(&missing.filter(|r| !r.is_shared()));
-            self.track_allocated(u.agent, info.id, &u.role, &u.resources)?;
+        }
+        // The sorters count everything the agents record for the framework: what `used` added
+        // and what `add_agent` recorded before the framework was known (`Allocator::add_agent`).
+        let mut held: Vec<(AgentId, String, Resources)> = self
+            .agents
+            .iter()
+            .filter_map(|(a, agent)| agent.allocated.get(&info.id).map(|m| (*a, m)))
+            .flat_map(|(a, m)| m.iter().map(move |(r, res)| (a, r.clone(), res.clone())))
+            .collect();
+        held.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
+        for (agent, role, res) in held {
+            self.track_allocated(agent, info.id, &role, &res)?;
         }
         Ok(())
     }
@@ -1781,6 +1792,83 @@ mod tests {
         a.update_unavailability(AgentId(0), None).unwrap();
         a.inverse_offer_statuses(&mut out).unwrap();
         assert!(out.is_empty(), "clearing maintenance clears the statuses");
+    }
+
+    fn agent_info(id: u32) -> AgentInfo {
+        AgentInfo {
+            id: AgentId(id),
+            name: format!("a{id}").as_str().into(),
+            hostname: format!("a{id}").as_str().into(),
+            attributes: RVec::new(),
+            capabilities: AgentCapabilities::all(),
+        }
+    }
+
+    fn framework_info(id: u32, role: &str) -> FrameworkInfo {
+        FrameworkInfo {
+            id: FrameworkId(id),
+            name: format!("f{id}").as_str().into(),
+            roles: vec![RString::from(role)].into(),
+            capabilities: FrameworkCapabilities::MULTI_ROLE,
+        }
+    }
+
+    fn share_of(a: &HierarchicalAllocator, role: &str) -> f64 {
+        a.role_shares().into_iter().find(|(r, _)| r == role).map_or(0.0, |(_, s)| s)
+    }
+
+    #[test]
+    fn agent_used_by_a_framework_not_yet_added_counts_for_it_once_it_is_added() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let used = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:2".parse().unwrap());
+        a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[used]).unwrap();
+        // The framework arrives later and does not repeat what the agent reported.
+        a.add_framework(&framework_info(0, "r1"), &[], true, &FrameworkOptions::default()).unwrap();
+        assert_eq!(share_of(&a, "r1"), 0.5, "the agent's record counts in the role's share");
+        a.remove_framework(FrameworkId(0)).unwrap();
+        assert_eq!(a.agent_ledger(AgentId(0)).unwrap().1, Resources::new());
+    }
+
+    #[test]
+    fn framework_used_overlapping_what_the_agent_reported_counts_once() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        let on_agent = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:2".parse().unwrap());
+        a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[on_agent.clone()])
+            .unwrap();
+        let on_framework =
+            Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:3".parse().unwrap());
+        a.add_framework(&framework_info(0, "r1"), &[on_framework], true, &Default::default())
+            .unwrap();
+        assert_eq!(a.agent_ledger(AgentId(0)).unwrap().1.to_string(), "cpus:3");
+        assert_eq!(share_of(&a, "r1"), 0.75);
+    }
+
+    #[test]
+    fn framework_used_beyond_what_is_free_is_refused_and_changes_nothing() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[]).unwrap();
+        let too_much = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:5".parse().unwrap());
+        let e = a
+            .add_framework(&framework_info(0, "r1"), &[too_much], true, &Default::default())
+            .unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        assert!(a.allocations().is_empty());
+        a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap();
+    }
+
+    #[test]
+    fn adding_a_present_agent_or_framework_again_is_refused() {
+        let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+        a.add_agent(&agent_info(0), None, &"cpus:4".parse().unwrap(), &[]).unwrap();
+        let e = a.add_agent(&agent_info(0), None, &"cpus:8".parse().unwrap(), &[]).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap();
+        let e =
+            a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+        // After a removal the same handle is a fresh add (a reconnecting agent).
+        a.remove_agent(AgentId(0)).unwrap();
+        a.add_agent(&agent_info(0), None, &"cpus:8".parse().unwrap(), &[]).unwrap();
     }
 
     #[test]
