@@ -1191,8 +1191,8 @@ impl Allocator for HierarchicalAllocator {
             need.add(&missing.filter(|r| !r.is_shared()));
             if !agent.free.contains(need) {
                 return Err(ModuleError::rejected(format!(
-                    "add_framework: {} uses {} on {} ({}), more than is free there ({})",
-                    info.name, u.resources, u.agent, agent.info.name, agent.free
+                    "add_framework: {} uses {} on {}, more than is free there ({})",
+                    info.id, u.resources, u.agent, agent.free
                 )));
             }
         }
