@@ -154,9 +154,10 @@ fn the_module_template_copied_out_of_tree_runs_conformance_in_its_cargo_test() {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "cargo test of the copied template failed:\n{text}");
-    assert!(text.contains("allocator 'template_first_fit':"), "{text}");
-    assert!(text.contains("9 passed, 0 failed"), "every allocator check ran and passed: {text}");
-    assert!(text.contains("6 passed, 0 failed"), "every sorter check ran and passed: {text}");
+    for subject in ["allocator 'template_first_fit'", "sorter 'template_fifo'"] {
+        assert!(text.contains(&format!("conformance of {subject}:")), "{text}");
+    }
+    assert!(!text.contains("FAIL") && !text.contains("SKIP"), "{text}");
 }
 
 fn conformance(args: &[&str]) -> (i32, String) {
