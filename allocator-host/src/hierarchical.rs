@@ -1833,8 +1833,7 @@ mod tests {
     fn framework_used_overlapping_what_the_agent_reported_counts_once() {
         let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
         let on_agent = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:2".parse().unwrap());
-        a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[on_agent.clone()])
-            .unwrap();
+        a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[on_agent]).unwrap();
         let on_framework =
             Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:3".parse().unwrap());
         a.add_framework(&framework_info(0, "r1"), &[on_framework], true, &Default::default())

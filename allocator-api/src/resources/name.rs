@@ -272,7 +272,9 @@ mod tests {
         let from_str = Role::from(text);
         assert_eq!(from_rstring, from_str);
         assert_eq!(RString::from(from_str), rstring);
-        assert!(rstring == from_str && from_str == rstring && from_str == text);
+        assert_eq!(rstring, from_str, "RString == Role");
+        assert_eq!(from_str, rstring, "Role == RString");
+        assert_eq!(from_str, text, "Role == &str");
         let back: &str = &from_rstring;
         assert_eq!(back, text);
     }
