@@ -60,7 +60,8 @@
 //! Resources are passed whole (reservations, revocable and shared flags included); sorters
 //! compare scalar quantities, so `allocated` and `unallocated` of the same resources cancel.
 //!
-//! A trace (`allocation_interval` 1 s; `c0` is role `r1`'s client, `c1` framework `f1`'s):
+//! A trace (`allocation_interval` 1 s; `c0` is role `r1`'s client, `c1` framework `f1`'s; the
+//! host's test `sorters_are_called_as_the_sorter_documentation_says` checks it call by call):
 //!
 //! ```text
 //! t=0  add_framework f1 [r1]      role:  add(c0,"r1") activate(c0)

@@ -1870,6 +1870,176 @@ mod tests {
         a.add_agent(&agent_info(0), None, &"cpus:8".parse().unwrap(), &[]).unwrap();
     }
 
+    /// A sorter that logs every call the allocator makes (`role:` or `r1:` before each).
+    struct Recorder {
+        name: String,
+        log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+        clients: Vec<(ClientId, bool)>,
+    }
+
+    impl Recorder {
+        fn note(&self, call: String) {
+            self.log.lock().unwrap().push(format!("{}: {call}", self.name));
+        }
+    }
+
+    impl Sorter for Recorder {
+        fn add(&mut self, c: ClientId, path: &str) -> Result<()> {
+            self.note(format!("add({c}, {path})"));
+            self.clients.push((c, false));
+            Ok(())
+        }
+        fn remove(&mut self, c: ClientId) -> Result<()> {
+            self.note(format!("remove({c})"));
+            self.clients.retain(|e| e.0 != c);
+            Ok(())
+        }
+        fn activate(&mut self, c: ClientId) -> Result<()> {
+            self.note(format!("activate({c})"));
+            self.clients.iter_mut().filter(|e| e.0 == c).for_each(|e| e.1 = true);
+            Ok(())
+        }
+        fn deactivate(&mut self, c: ClientId) -> Result<()> {
+            self.note(format!("deactivate({c})"));
+            self.clients.iter_mut().filter(|e| e.0 == c).for_each(|e| e.1 = false);
+            Ok(())
+        }
+        fn allocated(&mut self, c: ClientId, a: AgentId, r: &Resources) -> Result<()> {
+            self.note(format!("allocated({c}, {a}, {r})"));
+            Ok(())
+        }
+        fn update(
+            &mut self,
+            c: ClientId,
+            a: AgentId,
+            old: &Resources,
+            new: &Resources,
+        ) -> Result<()> {
+            self.note(format!("update({c}, {a}, {old} -> {new})"));
+            Ok(())
+        }
+        fn unallocated(&mut self, c: ClientId, a: AgentId, r: &Resources) -> Result<()> {
+            self.note(format!("unallocated({c}, {a}, {r})"));
+            Ok(())
+        }
+        fn add_agent(&mut self, a: AgentId, q: &Quantities) -> Result<()> {
+            self.note(format!("add_agent({a}, {q})"));
+            Ok(())
+        }
+        fn remove_agent(&mut self, a: AgentId) -> Result<()> {
+            self.note(format!("remove_agent({a})"));
+            Ok(())
+        }
+        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+            out.clear();
+            out.extend(self.clients.iter().filter(|e| e.1).map(|e| e.0));
+            self.note(format!(
+                "sort -> {:?}",
+                out.iter().map(|c| c.to_string()).collect::<Vec<_>>()
+            ));
+            Ok(())
+        }
+        fn contains(&self, c: ClientId) -> bool {
+            self.clients.iter().any(|e| e.0 == c)
+        }
+        fn count(&self) -> usize {
+            self.clients.len()
+        }
+    }
+
+    fn recording(
+        name: &'static str,
+        log: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) -> SorterFactory {
+        let log = log.clone();
+        Box::new(move |_: &SorterConfig| {
+            Ok(Box::new(Recorder { name: name.into(), log: log.clone(), clients: vec![] })
+                as Box<dyn Sorter>)
+        })
+    }
+
+    /// The sequence `allocator_api::sorter`'s documentation gives ("How the built-in allocator
+    /// calls a sorter"), call by call.
+    #[test]
+    fn sorters_are_called_as_the_sorter_documentation_says() {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut a = HierarchicalAllocator::new(
+            &AllocatorOptions::default(),
+            recording("role", &log),
+            recording("r1", &log),
+        )
+        .unwrap();
+        let take = |log: &std::sync::Arc<std::sync::Mutex<Vec<String>>>| -> Vec<String> {
+            std::mem::take(&mut *log.lock().unwrap())
+        };
+        take(&log);
+        let f1 = FrameworkId(3);
+        a.add_framework(&framework_info(3, "r1"), &[], true, &Default::default()).unwrap();
+        assert_eq!(
+            take(&log),
+            [
+                "role: add(client#0, r1)",
+                "role: activate(client#0)",
+                "r1: add(client#3, 0000000003)",
+                "r1: activate(client#3)"
+            ]
+        );
+        a.add_agent(&agent_info(0), None, &"cpus:4;mem:4096".parse().unwrap(), &[]).unwrap();
+        assert_eq!(
+            take(&log),
+            [
+                "role: add_agent(agent#0, cpus:4;mem:4096)",
+                "r1: add_agent(agent#0, cpus:4;mem:4096)"
+            ]
+        );
+        let mut out = OfferBatch::default();
+        a.allocate(&[AgentId(0)], false, &mut out).unwrap();
+        assert_eq!(
+            take(&log),
+            [
+                r#"r1: sort -> ["client#3"]"#,
+                r#"role: sort -> ["client#0"]"#,
+                r#"r1: sort -> ["client#3"]"#,
+                "role: allocated(client#0, agent#0, cpus:4;mem:4096)",
+                "r1: allocated(client#3, agent#0, cpus:4;mem:4096)"
+            ]
+        );
+        // The framework launches on cpus:1;mem:1024 (no call) and declines the rest.
+        let rest: Resources = "cpus:3;mem:3072".parse().unwrap();
+        a.recover_resources(f1, AgentId(0), "r1", &rest, Some(5.0)).unwrap();
+        assert_eq!(
+            take(&log),
+            [
+                "role: unallocated(client#0, agent#0, cpus:3;mem:3072)",
+                "r1: unallocated(client#3, agent#0, cpus:3;mem:3072)"
+            ]
+        );
+        let reserve = Operation {
+            kind: allocator_api::OperationKind::RESERVE,
+            resources: "cpus(r1){dynamic}:1".parse().unwrap(),
+        };
+        a.update_allocation(f1, AgentId(0), "r1", &[reserve]).unwrap();
+        assert_eq!(
+            take(&log),
+            [
+                "role: update(client#0, agent#0, cpus:1;mem:1024 -> cpus(r1){dynamic}:1;mem:1024)",
+                "r1: update(client#3, agent#0, cpus:1;mem:1024 -> cpus(r1){dynamic}:1;mem:1024)"
+            ]
+        );
+        // The task finishes.
+        let task: Resources = "cpus(r1){dynamic}:1;mem:1024".parse().unwrap();
+        a.recover_resources(f1, AgentId(0), "r1", &task, None).unwrap();
+        assert_eq!(
+            take(&log),
+            [
+                "role: unallocated(client#0, agent#0, cpus(r1){dynamic}:1;mem:1024)",
+                "r1: unallocated(client#3, agent#0, cpus(r1){dynamic}:1;mem:1024)"
+            ]
+        );
+        a.remove_framework(f1).unwrap();
+        assert_eq!(take(&log), ["r1: remove(client#3)", "role: remove(client#0)"]);
+    }
+
     #[test]
     fn a_guarantee_above_its_limit_is_refused() {
         let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
