@@ -1896,7 +1896,7 @@ impl<'r> Simulation<'r> {
 
 /// Rewrites every `framework#N` and `agent#N` in `message` (how handles display) as
 /// `framework 'name' (#N)` when `name_of(kind, N)` knows the name; other text is kept as is.
-fn name_handles(message: &str, name_of: impl Fn(&str, u32) -> Option<String>) -> String {
+pub(crate) fn name_handles(message: &str, name_of: impl Fn(&str, u32) -> Option<String>) -> String {
     let mut out = String::with_capacity(message.len() + 16);
     let mut rest = message;
     while let Some(hash) = rest.find('#') {
