@@ -15,8 +15,28 @@
 //! * Every offer the allocator writes into the output batch counts as offered to that framework
 //!   until the host gives it back with [`recover_resources`](Allocator::recover_resources) (a
 //!   decline, a rescinded offer or finished tasks) or the framework or agent is removed.
-//! * Calls that name an unknown framework or agent return [`ModuleError::rejected`] and change
-//!   nothing; methods must not block and must not keep references to their arguments.
+//! * Methods must not block and must not keep references to their arguments. A refused call
+//!   returns [`ModuleError::rejected`] and **changes nothing**.
+//!
+//! # Duplicates, unknown handles and `used` lists
+//!
+//! The rules the built-in allocator follows and the conformance suite checks:
+//!
+//! | situation | answer |
+//! |---|---|
+//! | `add_agent` / `add_framework` for a handle that is present | rejected, nothing changes |
+//! | the same handle added again after `remove_agent` / `remove_framework` | a fresh add (a reconnecting agent, a re-subscribing framework): the host keeps one handle per name |
+//! | any other call naming a framework or agent that is not present | rejected, nothing changes |
+//! | … except `recover_resources` for one that was removed | `Ok`, a no-op: removal already released everything (the host may give back an offer that raced with the removal) |
+//! | `add_agent`'s `used` naming a framework not added yet | accepted (a master failover: agents come back before frameworks). Those resources are in use on the agent (never free, never offered) and count for the framework, in its sorters and shares, from its `add_framework` on, whether or not that call repeats them |
+//! | `add_framework`'s `used` naming an agent not added yet | ignored: the agent reports its own `used` when it is added |
+//! | `add_framework`'s `used` overlapping what `add_agent`'s `used` recorded for the same framework and role | counted **once** (the union): only the part beyond what the agent reported is new |
+//! | `add_agent`'s `used` beyond the agent's `total`, or the new part of `add_framework`'s `used` beyond what is free on that agent | rejected, nothing changes |
+//! | `recover_resources` of more than the framework holds under that role on that agent | rejected, nothing changes |
+//!
+//! The host itself never adds a present agent or framework twice (it refuses such scenario
+//! events before calling the allocator) and never names a handle it did not add; the rules
+//! above say what an allocator answers all the same.
 //!
 //! [`ModuleError::rejected`]: crate::ModuleError::rejected
 
@@ -172,6 +192,19 @@ pub struct FrameworkInfo {
     pub capabilities: FrameworkCapabilities,
 }
 
+impl FrameworkInfo {
+    /// The subscribed roles as [`Role`](crate::Role)s, in subscription order.
+    pub fn role_iter(&self) -> impl Iterator<Item = crate::Role> + '_ {
+        self.roles.iter().map(crate::Role::from)
+    }
+
+    /// `true` when the framework subscribes to `role` (any spelling: `&str`, `RString`, `Role`).
+    pub fn has_role(&self, role: impl AsRef<str>) -> bool {
+        let role = role.as_ref();
+        self.roles.iter().any(|r| r.as_str() == role)
+    }
+}
+
 /// Per-role min-allocatable override of a framework.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
@@ -233,6 +266,19 @@ pub struct Allocation {
     pub resources: Resources,
 }
 
+impl Allocation {
+    /// An allocation of `resources` on `agent` to `framework` under `role`, which may be given
+    /// in any spelling (`&str`, `RString`, [`Role`](crate::Role)).
+    pub fn new(
+        framework: FrameworkId,
+        agent: AgentId,
+        role: impl AsRef<str>,
+        resources: Resources,
+    ) -> Allocation {
+        Allocation { framework, agent, role: role.as_ref().into(), resources }
+    }
+}
+
 /// An inverse offer: a request that a framework give back an agent for maintenance.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
@@ -281,6 +327,26 @@ pub struct Quota {
     pub guarantees: Quantities,
     /// Upper bounds; a name without an entry is unlimited and a zero entry means none of it.
     pub limits: Quantities,
+}
+
+impl Quota {
+    /// What the role may still be given under its limits after `consumed`: one entry per
+    /// limited name, `max(limit - consumed, 0)`, **zeros kept** ("none left"); a name without
+    /// a limit has no entry (unlimited). Feed it to
+    /// [`Resources::shrink`](crate::Resources::shrink) with `keep_unbounded = true` to cut an
+    /// offer to the limits. See [`Quantities::remaining_after`].
+    ///
+    /// ```
+    /// use allocator_api::{Quantities, Quota, Resources};
+    /// let quota = Quota { guarantees: Quantities::new(), limits: "cpus:4;gpus:0".parse().unwrap() };
+    /// let headroom = quota.limit_headroom(&"cpus:3;mem:512".parse().unwrap());
+    /// assert_eq!(headroom.to_string(), "cpus:1;gpus:0");
+    /// let offer: Resources = "cpus:8;gpus:2;mem:1024".parse().unwrap();
+    /// assert_eq!(offer.shrink(&headroom, true).to_string(), "cpus:1;mem:1024");
+    /// ```
+    pub fn limit_headroom(&self, consumed: &Quantities) -> Quantities {
+        self.limits.remaining_after(consumed)
+    }
 }
 
 /// A role's quota (for [`Allocator::recover`]).
@@ -435,7 +501,11 @@ pub trait Allocator: Send {
         Ok(())
     }
 
-    /// Adds a framework. `used` lists what it already holds (counted only on known agents).
+    /// Adds a framework, active or not. `used` lists what it already holds: entries for agents
+    /// not added yet are ignored, and what an agent's own `used` already reported for this
+    /// framework and role counts once (see the
+    /// [module documentation](self#duplicates-unknown-handles-and-used-lists)). A framework
+    /// that is present is rejected.
     fn add_framework(
         &mut self,
         info: &FrameworkInfo,
@@ -465,7 +535,12 @@ pub trait Allocator: Send {
         Ok(())
     }
 
-    /// Adds (or re-adds) an agent with its total and what frameworks already use on it.
+    /// Adds an agent with its `total` and what frameworks already use on it (`used`, one entry
+    /// per framework and role). An agent that is present is rejected; after
+    /// [`remove_agent`](Self::remove_agent) the same handle may be added again (a reconnecting
+    /// agent). `used` may name frameworks that are not added yet; see the
+    /// [module documentation](self#duplicates-unknown-handles-and-used-lists) for how they
+    /// count.
     fn add_agent(
         &mut self,
         info: &AgentInfo,
@@ -576,8 +651,41 @@ pub trait Allocator: Send {
         Ok(())
     }
 
-    /// Gives back resources of `framework` under `role` on `agent` (a declined offer or
-    /// finished tasks). With `refuse_seconds`, a refuse filter is installed (Mesos's rule R5).
+    /// Gives back `resources` that `framework` held under `role` on `agent`: the part of an
+    /// offer it declined or did not use, a rescinded offer, or the resources of finished
+    /// tasks. They are free again from now on, but **no allocation run follows**: the host
+    /// offers them again at the next run it calls (normally the next periodic one).
+    ///
+    /// # Refuse filters
+    ///
+    /// `refuse_seconds` is the framework's `Filters.refuse_seconds`, passed **as the framework
+    /// gave it**; the allocator applies these rules (Mesos's, SPEC 4.1):
+    ///
+    /// * `None` (finished tasks, a rescinded offer): no filter.
+    /// * `Some(0.0)`: no filter either ("offer again at once").
+    /// * negative: Mesos's default, 5 s. Above 365 days: 365 days. (NaN: no filter.)
+    /// * otherwise a filter on exactly `resources`, for this framework, role and agent, made at
+    ///   the current time `c` with lifetime `L = max(refuse_seconds, allocation_interval)`: it
+    ///   blocks **every** run at a time before `c + L`, and it **always blocks the first
+    ///   periodic run after `c`** — even when `L` has passed by then — so that a short filter
+    ///   still costs the framework one periodic run, as in Mesos. Event-triggered runs after
+    ///   `c + L` are not blocked.
+    /// * A filter blocks an offer only when the offer is **contained** in what was refused
+    ///   ([`Resources::contains`](crate::Resources::contains)): refusing `cpus:1` does not block
+    ///   an offer of `cpus:2` on that agent.
+    /// * Filters go away when they expire, when the framework is deactivated, when it revives
+    ///   the role ([`revive_offers`](Self::revive_offers)), when the agent's attributes change
+    ///   ([`update_agent`](Self::update_agent)), or with the framework or agent.
+    ///
+    /// For example, with a 1 s interval, a decline right after the periodic run at `c = 3`
+    /// with `refuse_seconds: 0.2` makes `L = max(0.2, 1) = 1`: the filter blocks an
+    /// event-triggered run at 3.5 and the periodic run at 4 (the first periodic run after `c`,
+    /// which falls exactly at `c + L`), and nothing later: an event-triggered run at 4.2 is
+    /// offered. With `refuse_seconds: 10` it blocks every run until 13. Who clamps: the
+    /// allocator; the host passes the framework's value unchanged.
+    ///
+    /// Rejected (nothing changes) when `resources` exceeds what the framework holds there under
+    /// `role`; a framework or agent that was removed makes this a no-op.
     fn recover_resources(
         &mut self,
         framework: FrameworkId,
@@ -622,7 +730,18 @@ pub trait Allocator: Send {
     }
 
     /// One allocation run over the candidate `agents` at the current time, writing offers and
-    /// inverse offers into `out` (which the host has cleared). `periodic` tells a run of the
-    /// periodic timer from an event-triggered one.
+    /// inverse offers into `out` (which the host has cleared).
+    ///
+    /// `periodic` is `true` for a run of the periodic timer (at `k × allocation_interval`,
+    /// `k ≥ 1`, over all agents) and `false` for a run the host makes right after an event
+    /// that triggers one (`add_agent`, `add_framework` when active, `activate_framework`,
+    /// `revive_offers`, a changing `update_agent`, `update_unavailability`). The flag exists
+    /// for the refuse-filter rule: a filter always blocks the first **periodic** run after it
+    /// was made, however short it is, while event-triggered runs are blocked only during its
+    /// lifetime (see [`recover_resources`](Self::recover_resources)). An allocator without
+    /// refuse filters may ignore it.
+    ///
+    /// At most one offer per (framework, role, agent); offering an agent's resources to two
+    /// frameworks, or beyond what is free, is cut by the host's offer guard and logged.
     fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()>;
 }

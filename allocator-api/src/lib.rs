@@ -11,6 +11,22 @@
 //!   the boundary, forwards `log` records to the host and records the API version.
 //! * [`abi`]: what crosses the boundary (for hosts; authors rarely need it).
 //!
+//! Where the rules an author needs are written:
+//!
+//! * refuse filters and why [`Allocator::allocate`] has a `periodic` flag:
+//!   [`Allocator::recover_resources`];
+//! * duplicate adds, unknown handles, `used` lists: the [`allocator`] module docs;
+//! * when the built-in allocator calls `allocated`, `unallocated`, `update` and `sort`: the
+//!   [`sorter`] module docs;
+//! * one role type and its conversions: [`Role`];
+//! * resource arithmetic ([`Resources::intersection`], [`Resources::contains_quantities`],
+//!   [`Resources::scalar_quantities`]) and quota limits that keep their zeros
+//!   ([`Quota::limit_headroom`]): the [`resources`] module.
+//!
+//! The crate stands alone (`cargo package -p allocator-api`): depend on it by path or version,
+//! and not on `abi_stable` directly; it requires the `abi_stable` releases (`^0.11.3`) whose
+//! ABI the host accepts.
+//!
 //! A complete sorter module:
 //!
 //! ```ignore
@@ -61,5 +77,5 @@ pub use allocator::{
 pub use error::{ErrorKind, ModuleError, Result};
 pub use ids::{AgentId, ClientId, FrameworkId, IdHasher, IdMap, IdSet};
 pub use log;
-pub use resources::{Name, Quantities, Resource, Resources, Scalar};
+pub use resources::{Name, Quantities, Resource, Resources, Role, Scalar};
 pub use sorter::{AgentAllocation, Sorter, SorterConfig};

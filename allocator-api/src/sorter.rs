@@ -19,6 +19,69 @@
 //! * Methods must not block and must not keep references to arguments after returning. Output
 //!   parameters are caller-owned buffers: the sorter clears them and writes its answer.
 //! * A sorter is used from one thread at a time (it is `Send`, not `Sync`).
+//!
+//! # How the built-in allocator calls a sorter
+//!
+//! A sorter that counts anything depends on this sequence; the built-in `hierarchical`
+//! allocator follows it (an allocator module that uses sorters may differ).
+//!
+//! * **Instances.** One role sorter for the whole allocator; one framework sorter per role,
+//!   created when the role gets its first framework and dropped when its last one leaves. Each
+//!   gets [`add_agent`](Sorter::add_agent) with the scalar quantities of every agent present
+//!   when it is created and of every agent added later; an agent whose total changes is
+//!   [`remove_agent`](Sorter::remove_agent)ed and added again; a removed agent is removed.
+//! * **Clients.** Role-sorter clients are roles that have at least one framework subscribed
+//!   to them or holding resources under them: `add(client, "eng/ml")` then `activate` at once
+//!   (role clients stay active), `remove` when the last framework goes. Framework-sorter
+//!   clients are frameworks (path: the handle as ten digits, `"0000000003"`): `add`, then
+//!   `activate` when the framework is active and the role not suppressed; `deactivate` on
+//!   `deactivate_framework` and `suppress_offers`, `activate` on `activate_framework` and
+//!   `revive_offers`. Weights go to the role sorter only (`update_weights` →
+//!   [`update_weight`](Sorter::update_weight)).
+//! * **[`allocated`](Sorter::allocated)** (the role's client in the role sorter, the
+//!   framework's in the role's framework sorter, the same resources): for every **offer**,
+//!   during the run, right after it is made, so later agents of the same run see it; and for
+//!   what agents and frameworks already use when they are added (`used`). An offer counts
+//!   as much as a running task: launching tasks on it makes no sorter call.
+//! * **[`unallocated`](Sorter::unallocated)**: for every `recover_resources` — the
+//!   **declined remainder** of an offer (the framework launched on part of it), a declined or
+//!   rescinded offer, the resources of a **finished task** — and for everything a framework
+//!   held when it or the agent is removed, before the client is removed.
+//! * **[`update`](Sorter::update)** (`old` → `new` held by the client on that agent under
+//!   that role): for **operations** on offered or allocated resources (`update_allocation`:
+//!   reserve, unreserve, create, destroy). Operations on the free pool (`update_available`)
+//!   make no sorter call.
+//! * **[`sort`](Sorter::sort)**: at the start of each allocation run, every framework sorter
+//!   once (to find roles with an active framework); then for each candidate agent, in a
+//!   seeded random order, the role sorter, and for each role in that order the role's
+//!   framework sorter until a framework takes the agent. With quota, the agents are visited
+//!   twice (guarantees, then fair share).
+//!
+//! Resources are passed whole (reservations, revocable and shared flags included); sorters
+//! compare scalar quantities, so `allocated` and `unallocated` of the same resources cancel.
+//!
+//! A trace (`allocation_interval` 1 s; `c0` is role `r1`'s client, `c1` framework `f1`'s; the
+//! host's test `sorters_are_called_as_the_sorter_documentation_says` checks it call by call):
+//!
+//! ```text
+//! t=0  add_framework f1 [r1]      role:  add(c0,"r1") activate(c0)
+//!                                 r1:    (created, no agents yet) add(c1,"0000000000") activate(c1)
+//!      triggered run (no agent)   r1: sort → [c1]
+//! t=0  add_agent a1 cpus:4;mem:4G role:  add_agent(a1, cpus:4;mem:4096)
+//!                                 r1:    add_agent(a1, cpus:4;mem:4096)
+//!      triggered run on a1        r1: sort → [c1]; role: sort → [c0]; r1: sort → [c1]
+//!      offer f1 cpus:4;mem:4096   role:  allocated(c0, a1, cpus:4;mem:4096)
+//!                                 r1:    allocated(c1, a1, cpus:4;mem:4096)
+//! t=0  f1 launches cpus:1;mem:1G  (nothing: offered already counts)
+//!      and declines the rest      role:  unallocated(c0, a1, cpus:3;mem:3072)
+//!                                 r1:    unallocated(c1, a1, cpus:3;mem:3072)
+//! t=5  f1 reserves its cpus:1     role:  update(c0, a1, cpus:1;mem:1024, cpus(r1){dynamic}:1;mem:1024)
+//!      (update_allocation)        r1:    update(c1, a1, …the same…)
+//! t=10 the task finishes          role:  unallocated(c0, a1, cpus(r1){dynamic}:1;mem:1024)
+//!                                 r1:    unallocated(c1, a1, …the same…)
+//! t=12 remove_framework f1        r1:    remove(c1)   (dropped: no framework left)
+//!                                 role:  remove(c0)
+//! ```
 
 use abi_stable::StableAbi;
 use abi_stable::std_types::{RString, RVec};

@@ -24,7 +24,7 @@
 //! A complete example, compiled and run by the test suite, is
 //! `allocator-host/tests/embedding_example.rs`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -118,11 +118,30 @@ impl Metrics {
     }
 }
 
+/// The names of the frameworks and agents the handle was given, by handle, so that the actor
+/// can name them when it logs a module's refusal (module messages name handles).
+#[derive(Default)]
+struct Names {
+    frameworks: HashMap<u32, String>,
+    agents: HashMap<u32, String>,
+}
+
+impl Names {
+    fn annotate(names: &Mutex<Names>, e: &allocator_api::ModuleError) -> String {
+        let Ok(names) = names.lock() else { return e.to_string() };
+        crate::simulation::name_handles(&e.to_string(), |kind, n| {
+            let map = if kind == "framework" { &names.frameworks } else { &names.agents };
+            map.get(&n).cloned()
+        })
+    }
+}
+
 /// A cloneable, thread-safe handle whose methods mirror [`Allocator`] and return at once.
 #[derive(Clone)]
 pub struct AllocatorHandle {
     tx: Sender<Message>,
     metrics: Arc<Metrics>,
+    names: Arc<Mutex<Names>>,
 }
 
 /// The actor: owns the allocator thread.
@@ -141,13 +160,14 @@ impl AllocatorActor {
         let (tx, rx) = mpsc::channel();
         let (offers_tx, offers_rx) = mpsc::channel();
         let metrics = Arc::new(Metrics::default());
-        let m = metrics.clone();
+        let names = Arc::new(Mutex::new(Names::default()));
+        let (m, n) = (metrics.clone(), names.clone());
         let thread = std::thread::Builder::new()
             .name("allocator".into())
-            .spawn(move || run(allocator, interval, rx, offers_tx, m))
+            .spawn(move || run(allocator, interval, rx, offers_tx, m, n))
             .expect("spawn the allocator thread");
         (
-            AllocatorActor { handle: AllocatorHandle { tx, metrics }, thread: Some(thread) },
+            AllocatorActor { handle: AllocatorHandle { tx, metrics, names }, thread: Some(thread) },
             offers_rx,
         )
     }
@@ -186,6 +206,7 @@ fn run(
     rx: Receiver<Message>,
     offers: Sender<OfferBatch>,
     metrics: Arc<Metrics>,
+    names: Arc<Mutex<Names>>,
 ) {
     let start = Instant::now();
     let mut next_periodic = start + interval;
@@ -202,7 +223,7 @@ fn run(
         batch.clear();
         let began = Instant::now();
         if let Err(e) = allocator.allocate(&candidates, periodic, &mut batch) {
-            log::error!("allocation run failed: {e}");
+            log::error!("allocation run failed: {}", Names::annotate(&names, &e));
         }
         let run_ms = began.elapsed().as_secs_f64() * 1e3;
         metrics.runs.fetch_add(1, Ordering::SeqCst);
@@ -265,7 +286,7 @@ fn run(
                         }
                         Err(e) => {
                             metrics.refused.fetch_add(1, Ordering::SeqCst);
-                            log::warn!("allocator refused {what}: {e}");
+                            log::warn!("allocator refused {what}: {}", Names::annotate(&names, &e));
                         }
                     }
                 }
@@ -312,6 +333,18 @@ fn run(
 impl AllocatorHandle {
     fn send(&self, what: &'static str, trigger: Trigger, agents: AgentChange, call: Call) {
         self.send_recorded(what, trigger, agents, call, None);
+    }
+
+    fn remember_framework(&self, info: &FrameworkInfo) {
+        if let Ok(mut names) = self.names.lock() {
+            names.frameworks.insert(info.id.0, info.name.to_string());
+        }
+    }
+
+    fn remember_agent(&self, info: &AgentInfo) {
+        if let Ok(mut names) = self.names.lock() {
+            names.agents.insert(info.id.0, info.name.to_string());
+        }
     }
 
     /// Like `send`, with what the call changes in the metrics' ledger once accepted.
@@ -361,6 +394,7 @@ impl AllocatorHandle {
     ) {
         let trigger = if active { Trigger::All } else { Trigger::None };
         let held = used.clone();
+        self.remember_framework(&info);
         self.send_recorded(
             "add_framework",
             trigger,
@@ -407,6 +441,7 @@ impl AllocatorHandle {
 
     /// See [`Allocator::update_framework`].
     pub fn update_framework(&self, info: FrameworkInfo, options: FrameworkOptions) {
+        self.remember_framework(&info);
         self.send(
             "update_framework",
             Trigger::None,
@@ -425,6 +460,7 @@ impl AllocatorHandle {
     ) {
         let id = info.id;
         let (t, held) = (total.clone(), used.clone());
+        self.remember_agent(&info);
         self.send_recorded(
             "add_agent",
             Trigger::Agent(id),
@@ -452,6 +488,7 @@ impl AllocatorHandle {
 
     /// See [`Allocator::update_agent`]; triggers a run on that agent.
     pub fn update_agent(&self, info: AgentInfo, total: Option<Resources>) {
+        self.remember_agent(&info);
         let id = info.id;
         let new_total = total.clone();
         self.send_recorded(

@@ -298,6 +298,30 @@ pub fn run_allocator_checks(
             .then(|| format!("after everything was given back, only {seen} was offered again"))
     }));
 
+    // A master failover: the agent comes back first, reporting what a framework not added yet
+    // uses; the framework then comes back reporting (part of) the same resources. What both
+    // report counts once, and only the rest of the agent is free (`Allocator::add_agent`).
+    let used = "cpus:3;mem:3072";
+    let mut with_used = agent("a1", "cpus:4;mem:4096");
+    if let Op::AddAgent { used: u, .. } = &mut with_used {
+        u.push(("f1".into(), Some("r1".into()), used.parse().expect("valid")));
+    }
+    let mut returning = framework("f1", "r1");
+    if let Op::AddFramework { used: u, .. } = &mut returning {
+        u.push(("a1".into(), used.parse().expect("valid")));
+    }
+    let ops = vec![with_used, returning, framework("f2", "r2"), Op::Advance(2.0)];
+    let r = run(registry, allocator, 0, &ops);
+    checks.push(verdict("counts what agents and frameworks already use, once", &r, |r| {
+        let mut seen = Resources::new();
+        for o in r.offers.iter().filter(|o| o.3 == "a1") {
+            seen.add(&o.4);
+        }
+        let free: Resources = "cpus:1;mem:1024".parse().expect("valid");
+        (!seen.contains(&free))
+            .then(|| format!("of the {free} left free by what was in use, only {seen} was offered"))
+    }));
+
     let ops: Vec<Op> = (0..20)
         .map(|i| agent(&format!("a{i}"), "cpus:4;mem:4096"))
         .chain((0..5).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 2))))

@@ -421,6 +421,10 @@ impl<'r> Simulation<'r> {
                 self.setup.allocator
             );
         }
+        let result = result.map_err(|mut e| {
+            e.message = self.name_handles(&e.message).into();
+            e
+        });
         match result {
             Ok(()) => Ok(()),
             Err(e) if e.is_fault() && self.setup.on_module_failure == FailurePolicy::Fallback => {
@@ -533,6 +537,15 @@ impl<'r> Simulation<'r> {
         self.setup.role_sorter = "drf".into();
         self.setup.framework_sorter = "drf".into();
         Ok(())
+    }
+
+    /// A module's message with the names the host knows added to the handles it names
+    /// (`unknown framework#1` → `unknown framework 'f1' (#1)`).
+    fn name_handles(&self, message: &str) -> String {
+        name_handles(message, |kind, n| match kind {
+            "framework" => self.framework_names.get(n as usize).cloned(),
+            _ => self.agent_ids.iter().find(|(_, id)| id.0 == n).map(|(name, _)| name.clone()),
+        })
     }
 
     fn agent_id(&self, name: &str) -> Result<AgentId, String> {
@@ -1947,6 +1960,39 @@ impl<'r> Simulation<'r> {
     }
 }
 
+/// Rewrites every `framework#N` and `agent#N` in `message` (how handles display) as
+/// `framework 'name' (#N)` when `name_of(kind, N)` knows the name; other text is kept as is.
+pub(crate) fn name_handles(message: &str, name_of: impl Fn(&str, u32) -> Option<String>) -> String {
+    let mut out = String::with_capacity(message.len() + 16);
+    let mut rest = message;
+    while let Some(hash) = rest.find('#') {
+        let before = &rest[..hash];
+        let digits = rest[hash + 1..].bytes().take_while(u8::is_ascii_digit).count();
+        let kind = ["framework", "agent"].into_iter().find(|k| {
+            before.ends_with(k)
+                && !before[..before.len() - k.len()]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        });
+        let number = rest[hash + 1..hash + 1 + digits].parse::<u32>().ok();
+        match (kind, number.and_then(|n| kind.and_then(|k| name_of(k, n)).map(|name| (n, name)))) {
+            (Some(kind), Some((n, name))) => {
+                out.push_str(&before[..before.len() - kind.len()]);
+                out.push_str(&format!("{kind} '{name}' (#{n})"));
+            }
+            _ => {
+                out.push_str(before);
+                out.push('#');
+                out.push_str(&rest[hash + 1..hash + 1 + digits]);
+            }
+        }
+        rest = &rest[hash + 1 + digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn check_call(allocator: &str, what: &str, r: allocator_api::Result<()>) -> Result<(), String> {
     r.map_err(|e: ModuleError| {
         if e.is_fault() {
@@ -2017,5 +2063,35 @@ fn pretty(v: &Value) -> String {
             lines.concat()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_handles;
+
+    fn names(kind: &str, n: u32) -> Option<String> {
+        match (kind, n) {
+            ("framework", 1) => Some("f1".into()),
+            ("agent", 0) => Some("a1".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn module_errors_name_the_handles_the_host_knows() {
+        assert_eq!(
+            name_handles("recover_resources: framework#1 holds cpus:1 on agent#0", names),
+            "recover_resources: framework 'f1' (#1) holds cpus:1 on agent 'a1' (#0)"
+        );
+    }
+
+    #[test]
+    fn unknown_handles_and_other_hashes_are_kept() {
+        let text = "framework#7 on agent#0#; client#1, subagent#0, issue #3, agent#";
+        assert_eq!(
+            name_handles(text, names),
+            "framework#7 on agent 'a1' (#0)#; client#1, subagent#0, issue #3, agent#"
+        );
     }
 }

@@ -127,6 +127,39 @@ fn the_example_sorter_builds_out_of_tree_loads_and_passes_its_scenarios() {
     assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// The copy step of `examples/module-template/README.md`, done as an author would: copy the
+/// folder out of the checkout, rename the package, point both paths at the checkout.
+#[test]
+fn the_module_template_copied_out_of_tree_runs_conformance_in_its_cargo_test() {
+    let root = workspace_root();
+    let dir = std::env::temp_dir()
+        .join(format!("allocator-template-{}", std::process::id()))
+        .join("my_module");
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_dir(&root.join("examples/module-template"), &dir);
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let patched = text
+        .replace(r#"name = "module-template""#, r#"name = "my_module""#)
+        .replace("../../", &format!("{}/", root.display()));
+    assert_eq!(patched.matches(&root.display().to_string()).count(), 2, "{patched}");
+    std::fs::write(&manifest, patched).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let out = Command::new(env!("CARGO"))
+        .args(["test", "--offline", "--quiet", "--", "--nocapture"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir().join("out-of-tree-target"))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "cargo test of the copied template failed:\n{text}");
+    for subject in ["allocator 'template_first_fit'", "sorter 'template_fifo'"] {
+        assert!(text.contains(&format!("conformance of {subject}:")), "{text}");
+    }
+    assert!(!text.contains("FAIL") && !text.contains("SKIP"), "{text}");
+}
+
 fn conformance(args: &[&str]) -> (i32, String) {
     let mut all = vec!["conformance"];
     all.extend_from_slice(args);
@@ -138,7 +171,7 @@ fn conformance(args: &[&str]) -> (i32, String) {
 fn the_builtin_allocator_passes_conformance() {
     let (code, text) = conformance(&["--allocator", "hierarchical"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("8 passed, 0 failed"), "{text}");
+    assert!(text.contains("9 passed, 0 failed"), "{text}");
 }
 
 #[test]
@@ -157,6 +190,41 @@ fn the_example_allocator_passes_conformance() {
     ] {
         assert!(text.contains(&format!("PASS  {check}")), "{text}");
     }
+}
+
+/// The README calls its 28-line module a sketch and lists the checks its allocator fails: the
+/// list is exactly what conformance reports.
+#[test]
+fn the_readme_sketch_fails_exactly_the_conformance_checks_the_readme_lists() {
+    let m = workspace_tests::manifest_for("minimal_module", &["first_fit"]);
+    let (code, text) = conformance(&["--modules", &m, "--allocator", "first_fit"]);
+    assert_eq!(code, 1, "{text}");
+    let failed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("FAIL  "))
+        .map(|l| l.split(':').next().unwrap_or(l))
+        .collect();
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let section = &readme[readme.find("**The shape of a module").expect("the sketch section")..];
+    let section = &section[..section.find("```rust").expect("the sketch's code")];
+    let listed: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("* *"))
+        .map(|l| l.split("* — ").next().unwrap_or(l))
+        .collect();
+    assert_eq!(failed, listed, "conformance output:\n{text}");
+    let checks = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("PASS") || l.trim_start().starts_with("FAIL"))
+        .count();
+    assert!(
+        section.contains(&format!(
+            "passes {} of the {checks} allocator checks and fails these {}",
+            checks - failed.len(),
+            failed.len()
+        )),
+        "{section}"
+    );
 }
 
 #[test]

@@ -147,3 +147,15 @@ fn hostile_manifests_are_refused() {
     let m = format!(r#"{{"libraries": [{{"file": {binary:?}, "modules": [{{"name": "x"}}]}}]}}"#);
     assert_refused(&["--modules", &m, "--list-modules"], "cannot open library");
 }
+
+#[test]
+fn an_allocator_refusal_names_frameworks_and_agents_by_name() {
+    scenario_refused(
+        "used_beyond_free.json",
+        r#"{"events": [
+            {"op": "add_agent", "agent": "a1", "resources": "cpus:1;mem:64"},
+            {"op": "add_framework", "framework": "f1", "roles": ["r1"], "used": {"a1": "cpus:2"}}
+        ]}"#,
+        "add_framework: framework 'f1' (#0) uses cpus:2 on agent 'a1' (#0), more than is free",
+    );
+}

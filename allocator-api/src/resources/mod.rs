@@ -35,7 +35,7 @@ use std::fmt;
 use abi_stable::StableAbi;
 use abi_stable::std_types::{RString, RVec};
 
-pub use name::Name;
+pub use name::{Name, Role};
 pub use parse::ParseError;
 pub use quantities::{Quantities, Quantity};
 pub use ranges::Range;
@@ -210,6 +210,19 @@ impl Resource {
         }
     }
 
+    /// The part of `self`'s value also in `other`'s (same key, not shared): the smaller scalar,
+    /// the common ranges or set items.
+    fn common_value(&self, other: &Value) -> Option<Value> {
+        match (&self.value, other) {
+            (Value::Scalar(a), Value::Scalar(b)) => Some(Value::Scalar(*a.min(b))),
+            (Value::Ranges(a), Value::Ranges(b)) => Some(Value::Ranges(ranges::intersection(a, b))),
+            (Value::Set(a), Value::Set(b)) => {
+                Some(Value::Set(a.iter().filter(|x| b.binary_search(x).is_ok()).cloned().collect()))
+            }
+            _ => None,
+        }
+    }
+
     /// Removes `other`'s value from `self` (same key, not shared), saturating at empty.
     fn remove_value(&mut self, other: &Value) {
         match (&mut self.value, other) {
@@ -376,6 +389,42 @@ impl Resources {
             i += 1;
         }
         true
+    }
+
+    /// What `self` and `other` have in common: for each name, reservation, volume and flags, the
+    /// smaller scalar, the common ranges and set items, and the smaller number of copies of a
+    /// shared volume. This is the operation authors otherwise spell `a - &(a - b)`.
+    ///
+    /// Laws (property-tested): `a ∩ b == b ∩ a`; both `a` and `b` contain `a ∩ b`; when `a`
+    /// contains `b`, `a ∩ b == b`; and `(a ∩ b) + (a - b) == a`.
+    ///
+    /// ```
+    /// use allocator_api::Resources;
+    /// let free: Resources = "cpus:4;mem:1024;ports:[1-10]".parse().unwrap();
+    /// let refused: Resources = "cpus:2;mem:4096;ports:[5-20];gpus:1".parse().unwrap();
+    /// assert_eq!(free.intersection(&refused).to_string(), "cpus:2;mem:1024;ports:[5-10]");
+    /// ```
+    pub fn intersection(&self, other: &Resources) -> Resources {
+        let mut out = Resources::new();
+        let mut i = 0;
+        while i < self.items.len() {
+            let r = &self.items[i];
+            if r.is_shared() {
+                let mine = self.items[i..].iter().take_while(|x| *x == r).count();
+                let theirs = other.items.iter().filter(|x| *x == r).count();
+                out.items.extend(std::iter::repeat_n(r.clone(), mine.min(theirs)));
+                i += mine;
+                continue;
+            }
+            if let Ok(j) = other.items.binary_search_by(|e| e.key_cmp(r))
+                && let Some(value) = r.common_value(&other.items[j].value)
+                && !value.is_empty()
+            {
+                out.items.push(Resource { value, ..r.clone() });
+            }
+            i += 1;
+        }
+        out
     }
 
     /// `true` when one entry (or one more copy of a shared entry) is covered by `self`.

@@ -9,7 +9,8 @@ use std::sync::{Mutex, OnceLock};
 use abi_stable::StableAbi;
 use abi_stable::std_types::{RStr, RString};
 
-/// A resource name (`cpus`, `mem`, `ports`, …), interned: copying one is copying a pointer, so
+/// An interned name: a resource name (`cpus`, `mem`, `ports`, …), a role (see [`Role`]) or a
+/// volume id. Copying one is copying a pointer, so
 /// resources and quantities can be cloned on the allocation hot path without allocating a
 /// string per entry.
 ///
@@ -20,6 +21,49 @@ use abi_stable::std_types::{RStr, RString};
 #[repr(transparent)]
 #[derive(StableAbi, Copy, Clone)]
 pub struct Name(RStr<'static>);
+
+/// A role (`*`, `analytics`, `eng/ml`), on the Rust side: the same interned type as a resource's
+/// [`reservation`](super::Resource::reservation).
+///
+/// Roles cross the boundary in three spellings — `RString` in [`FrameworkInfo::roles`],
+/// [`Allocation::role`], [`RoleWeight`] and [`RoleQuota`]; `&str` in calls such as
+/// [`Allocator::recover_resources`]; and [`Name`] in [`Resource::reservation`] — and the
+/// conversions between them make the difference invisible:
+///
+/// * any spelling → `Role`: `Role::from(&info.roles[0])`, `Role::from("eng")`, `r.reservation`;
+/// * `Role` → `RString` (to build an [`Allocation`]): `role.into()`;
+/// * `Role` or `RString` → `&str` (to call a method taking `&str`): `&role` / `&allocation.role`
+///   (both dereference to `str`);
+/// * comparisons across spellings: `role == allocation.role`, `allocation.role == role`,
+///   `role == "eng"`, `resource.reservation == role`.
+///
+/// [`FrameworkInfo`] and [`Allocation`] also have helpers that take any spelling
+/// ([`FrameworkInfo::has_role`], [`FrameworkInfo::role_iter`], [`Allocation::new`]).
+/// Interning takes a lock the first time a text is seen; roles are few, so the interner stays
+/// small.
+///
+/// ```
+/// use allocator_api::{Allocation, AgentId, FrameworkId, Role, RString, Resources};
+/// let subscribed: RString = "eng/ml".into();            // as in FrameworkInfo::roles
+/// let role = Role::from(&subscribed);
+/// let offer = Allocation::new(FrameworkId(1), AgentId(0), role, Resources::new());
+/// assert!(offer.role == role && role == offer.role && role == "eng/ml");
+/// let as_str: &str = &offer.role;                        // what recover_resources takes
+/// assert_eq!(Role::from(as_str), role);
+/// ```
+///
+/// [`FrameworkInfo::roles`]: crate::FrameworkInfo::roles
+/// [`FrameworkInfo`]: crate::FrameworkInfo
+/// [`FrameworkInfo::has_role`]: crate::FrameworkInfo::has_role
+/// [`FrameworkInfo::role_iter`]: crate::FrameworkInfo::role_iter
+/// [`Allocation`]: crate::Allocation
+/// [`Allocation::role`]: crate::Allocation::role
+/// [`Allocation::new`]: crate::Allocation::new
+/// [`RoleWeight`]: crate::RoleWeight
+/// [`RoleQuota`]: crate::RoleQuota
+/// [`Allocator::recover_resources`]: crate::Allocator::recover_resources
+/// [`Resource::reservation`]: super::Resource::reservation
+pub type Role = Name;
 
 fn interner() -> &'static Mutex<HashSet<&'static str>> {
     static INTERNER: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
@@ -172,6 +216,24 @@ impl From<&RString> for Name {
     }
 }
 
+impl PartialEq<Name> for RString {
+    fn eq(&self, other: &Name) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<Name> for RString {
+    fn from(name: Name) -> RString {
+        RString::from(name.as_str())
+    }
+}
+
+impl From<&Name> for RString {
+    fn from(name: &Name) -> RString {
+        RString::from(name.as_str())
+    }
+}
+
 impl From<Name> for String {
     fn from(name: Name) -> String {
         name.as_str().to_owned()
@@ -200,6 +262,21 @@ mod tests {
         let b = Name::new(&String::from("cpus"));
         assert_eq!(a.as_str().as_ptr(), b.as_str().as_ptr());
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn every_role_spelling_converts_to_role_and_back() {
+        let text = "eng/ml";
+        let rstring = RString::from(text);
+        let from_rstring = Role::from(&rstring);
+        let from_str = Role::from(text);
+        assert_eq!(from_rstring, from_str);
+        assert_eq!(RString::from(from_str), rstring);
+        assert_eq!(rstring, from_str, "RString == Role");
+        assert_eq!(from_str, rstring, "Role == RString");
+        assert_eq!(from_str, text, "Role == &str");
+        let back: &str = &from_rstring;
+        assert_eq!(back, text);
     }
 
     #[test]

@@ -98,7 +98,10 @@ impl Quantities {
         }
     }
 
-    /// Subtracts `other`, saturating at zero; entries that reach zero are removed.
+    /// Subtracts `other`, saturating at zero; entries that reach zero are **removed**. Right for
+    /// amounts (an allocation, a pool); wrong for quota limits, where a zero means "none of
+    /// this" and an absent name means "no limit": use
+    /// [`remaining_after`](Self::remaining_after) there.
     pub fn subtract(&mut self, other: &Quantities) {
         for q in other.iter() {
             if let Some(i) = self.find(&q.name) {
@@ -109,6 +112,35 @@ impl Quantities {
                     self.items[i].value = v;
                 }
             }
+        }
+    }
+
+    /// For every name here, what is left after `used` (saturating at zero); **zero entries are
+    /// kept**, and names only in `used` do not appear. This is limit headroom: for quota limits
+    /// `cpus:4` and consumption `cpus:6;mem:10`, `remaining_after` gives `cpus:0` (no more cpus;
+    /// mem still unlimited), where [`subtract`](Self::subtract) would give the empty value (no
+    /// limit at all). [`Quota::limit_headroom`](crate::Quota::limit_headroom) applies it to a
+    /// quota.
+    ///
+    /// Laws (property-tested): the result has exactly the names of `self`; each amount is
+    /// `max(self[n] - used[n], 0)`; dropping the zero entries gives `self - used`.
+    ///
+    /// ```
+    /// use allocator_api::Quantities;
+    /// let limits: Quantities = "cpus:4;gpus:0".parse().unwrap();
+    /// let consumed: Quantities = "cpus:6;mem:10".parse().unwrap();
+    /// assert_eq!(limits.remaining_after(&consumed).to_string(), "cpus:0;gpus:0");
+    /// ```
+    pub fn remaining_after(&self, used: &Quantities) -> Quantities {
+        Quantities {
+            items: self
+                .items
+                .iter()
+                .map(|q| Quantity {
+                    name: q.name,
+                    value: q.value.saturating_sub(used.get(&q.name)),
+                })
+                .collect(),
         }
     }
 

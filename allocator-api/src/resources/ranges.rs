@@ -92,6 +92,11 @@ pub(crate) fn difference(a: &[Range], b: &[Range]) -> RVec<Range> {
 
 /// `true` when every value of `b` is in `a` (both canonical, so each range of `b` must lie
 /// inside one range of `a`).
+/// The values in both `a` and `b` (both canonical).
+pub(crate) fn intersection(a: &[Range], b: &[Range]) -> RVec<Range> {
+    difference(a, &difference(a, b))
+}
+
 pub(crate) fn contains(a: &[Range], b: &[Range]) -> bool {
     b.iter().all(|r| {
         let i = a.partition_point(|x| x.end < r.begin);

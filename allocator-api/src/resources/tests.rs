@@ -250,3 +250,129 @@ proptest! {
         prop_assert!(a.contains(&shrunk));
     }
 }
+
+#[test]
+fn intersection_takes_the_smaller_scalar_and_common_ranges_and_items() {
+    let a = res("cpus:4;mem:1024;ports:[1-10];zones:{a,b}");
+    let b = res("cpus:2;mem:4096;ports:[5-20];zones:{b,c};gpus:1");
+    assert_eq!(a.intersection(&b).to_string(), "cpus:2;mem:1024;ports:[5-10];zones:{b}");
+}
+
+#[test]
+fn intersection_keeps_reservations_apart() {
+    let a = res("cpus:2;cpus(r1):2");
+    let b = res("cpus(r1):1;cpus(r2):5");
+    assert_eq!(a.intersection(&b).to_string(), "cpus(r1):1");
+}
+
+#[test]
+fn intersection_keeps_the_fewer_copies_of_a_shared_volume() {
+    let a = res("disk(a)[v]{shared}:100;disk(a)[v]{shared}:100;disk(a)[v]{shared}:100");
+    let b = res("disk(a)[v]{shared}:100;disk(a)[v]{shared}:100");
+    assert_eq!(a.intersection(&b), b);
+}
+
+#[test]
+fn remaining_after_keeps_used_up_limits_as_zero() {
+    let limits = Quantities::parse("cpus:4;gpus:0;mem:100").unwrap();
+    let used = Quantities::parse("cpus:6;disk:5;mem:40").unwrap();
+    assert_eq!(limits.remaining_after(&used).to_string(), "cpus:0;gpus:0;mem:60");
+    let mut dropped = limits.clone();
+    dropped.subtract(&used);
+    assert!(!dropped.has("cpus"), "subtract forgets a used-up limit: {dropped}");
+}
+
+fn arb_quantities() -> impl Strategy<Value = Quantities> {
+    prop::collection::vec((prop::sample::select(vec!["cpus", "mem", "gpus"]), 0i64..10_000), 0..4)
+        .prop_map(|entries| {
+            let mut q = Quantities::new();
+            for (n, v) in entries {
+                q.set(n, Scalar::from_millis(v));
+            }
+            q
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn intersection_is_commutative(a in arb_resources(), b in arb_resources()) {
+        prop_assert_eq!(a.intersection(&b), b.intersection(&a));
+    }
+
+    #[test]
+    fn intersection_is_contained_in_both(a in arb_resources(), b in arb_resources()) {
+        let common = a.intersection(&b);
+        prop_assert!(a.contains(&common));
+        prop_assert!(b.contains(&common));
+    }
+
+    #[test]
+    fn intersection_with_a_contained_part_is_that_part(a in arb_resources(), b in arb_resources()) {
+        let part = a.intersection(&b);
+        prop_assert_eq!(a.intersection(&part), part);
+    }
+
+    #[test]
+    fn intersection_plus_difference_is_the_whole(a in arb_resources(), b in arb_resources()) {
+        prop_assert_eq!(a.intersection(&b) + &(a.clone() - &b), a);
+    }
+
+    #[test]
+    fn intersection_is_what_authors_spelled_by_hand(a in arb_resources(), b in arb_resources()) {
+        prop_assert_eq!(a.intersection(&b), a.clone() - &(a.clone() - &b));
+    }
+
+    #[test]
+    fn resources_contain_their_own_scalar_quantities(a in arb_resources()) {
+        prop_assert!(a.contains_quantities(&a.scalar_quantities()));
+    }
+
+    #[test]
+    fn containment_implies_quantity_containment(a in arb_resources(), b in arb_resources()) {
+        let part = a.intersection(&b);
+        prop_assert!(a.contains_quantities(&part.scalar_quantities()));
+        prop_assert!(a.scalar_quantities().contains(&part.scalar_quantities()));
+    }
+
+    #[test]
+    fn scalar_view_of_a_sum_covers_each_part(a in arb_resources(), b in arb_resources()) {
+        let sum = (a.clone() + &b).scalar_quantities();
+        prop_assert!(sum.contains(&a.scalar_quantities()));
+        prop_assert!(sum.contains(&b.scalar_quantities()));
+    }
+
+    #[test]
+    fn scalar_view_sums_each_name(a in arb_resources()) {
+        let q = a.scalar_quantities();
+        for name in ["cpus", "mem", "gpus"] {
+            prop_assert_eq!(q.get(name), a.scalar(name));
+        }
+    }
+
+    #[test]
+    fn remaining_after_keeps_every_limited_name(limits in arb_quantities(), used in arb_quantities()) {
+        let left = limits.remaining_after(&used);
+        let names = |q: &Quantities| q.iter().map(|e| e.name).collect::<Vec<_>>();
+        prop_assert_eq!(names(&left), names(&limits));
+        for q in left.iter() {
+            prop_assert_eq!(q.value, limits.get(&q.name).saturating_sub(used.get(&q.name)));
+        }
+    }
+
+    #[test]
+    fn remaining_after_without_zeros_is_subtract(limits in arb_quantities(), used in arb_quantities()) {
+        let mut dropped = limits.clone();
+        dropped.subtract(&used);
+        let mut kept = Quantities::new();
+        for q in limits.remaining_after(&used).iter().filter(|q| !q.value.is_zero()) {
+            kept.set(q.name, q.value);
+        }
+        // `subtract` also keeps entries that were zero to begin with and had nothing taken.
+        for q in dropped.iter().filter(|q| q.value.is_zero()) {
+            kept.set(q.name, q.value);
+        }
+        prop_assert_eq!(kept, dropped);
+    }
+}

@@ -93,8 +93,11 @@ impl Allocator for BinPack {
             .insert(f.id, Framework { role, active, suppressed, filters: BTreeMap::new() });
         for u in used {
             if let Some(a) = self.agents.get_mut(&u.agent) {
-                a.free -= &u.resources;
-                *self.held.entry((f.id, u.agent)).or_default() += &u.resources;
+                // What the agent already reported for this framework counts once.
+                let held = self.held.entry((f.id, u.agent)).or_default();
+                let new = u.resources.clone() - &held.intersection(&u.resources);
+                a.free -= &new;
+                *held += &new;
             }
         }
         Ok(())
