@@ -129,7 +129,7 @@ struct Names {
 impl Names {
     fn annotate(names: &Mutex<Names>, e: &allocator_api::ModuleError) -> String {
         let Ok(names) = names.lock() else { return e.to_string() };
-        crate::simulation::name_handles(&e.to_string(), |kind, n| {
+        crate::names::name_handles(&e.to_string(), |kind, n| {
             let map = if kind == "framework" { &names.frameworks } else { &names.agents };
             map.get(&n).cloned()
         })

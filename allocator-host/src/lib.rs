@@ -1,35 +1,24 @@
-//! The allocation side of a Mesos-style master: loads allocator and sorter modules named by a
-//! Mesos-style manifest, creates the allocator and sorters named by flags (falling back to the
-//! built-ins), drives them, and ships the `allocator-master` binary.
+//! The library a Mesos-style master embeds for its allocation side: it loads allocator and
+//! sorter modules named by a Mesos-style manifest, checks them, creates the allocator and
+//! sorters named by flags (falling back to the built-in hierarchical DRF allocator), and runs an
+//! allocator on its own thread for a live master.
 //!
 //! * [`manifest`]: the `--modules` manifest (SPEC section 2).
 //! * [`registry`]: loading and checking module libraries; creating allocators and sorters by name.
-//! * [`scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
-//! * [`output`]: the event stream (SPEC section 5).
-//! * [`cli`]: the `allocator-master` command line (SPEC section 1).
-//! * [`actor`]: embedding an allocator in a live master; [`serve`]: the simulated master live over HTTP.
+//! * [`hierarchical`]: the built-in hierarchical allocator (Mesos's rules R1–R25).
+//! * [`actor`]: embedding an allocator in a live master, with Mesos-named [`metrics`].
+//! * [`names`]: names for the handles in a module's messages.
+//!
+//! It depends on no command line, HTTP, plotting or scenario code: the `allocator-master` crate
+//! (the binary, scenarios, workloads, `serve`, `bench`, `conformance`, `soak`, `import`, reports)
+//! is built on it.
 #![deny(missing_docs)]
 
 pub mod actor;
-pub mod allocator_scenario;
-pub mod bench;
-pub mod bench_cli;
-pub mod cli;
-pub mod conformance;
 pub mod hierarchical;
-pub mod import;
-pub mod interrupt;
 pub mod manifest;
 pub mod metrics;
-pub mod output;
-pub mod progress;
+pub mod names;
 pub mod registry;
-pub mod report;
-pub mod scenario;
-pub mod serve;
-pub mod simulation;
-pub mod soak;
-pub mod sorter_scenario;
-pub mod workload;
 
 pub use registry::{CreateError, LoadError, ModuleRegistry};

@@ -1,5 +1,5 @@
 //! Per-role metrics as Mesos names them, in one place for the simulated master
-//! ([`Simulation::metrics`](crate::simulation::Simulation::metrics)) and the embedding actor
+//! (`Simulation::metrics` in `allocator-master`) and the embedding actor
 //! ([`Metrics::snapshot`](crate::actor::Metrics::snapshot)):
 //!
 //! * `allocator/mesos/roles/<role>/shares/dominant`;

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use allocator_host::bench::{self, builtin_allocator, decline_offers};
 use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::{ModuleRegistry, manifest};
+use allocator_master::bench::{self, builtin_allocator, decline_offers};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use allocator_host::ModuleRegistry;
-use allocator_host::bench::{sorter_config, sorter_full_sort};
 use allocator_host::manifest;
+use allocator_master::bench::{sorter_config, sorter_full_sort};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 fn registry() -> ModuleRegistry {

@@ -3,12 +3,12 @@
 
 use allocator_api::AllocatorOptions;
 use allocator_host::ModuleRegistry;
-use allocator_host::allocator_scenario::AllocatorScenario;
-use allocator_host::import::{ImportOptions, alibaba_gpu_v2023};
 use allocator_host::manifest;
-use allocator_host::output::EventStream;
-use allocator_host::scenario::Document;
-use allocator_host::simulation::{Setup, Simulation};
+use allocator_master::allocator_scenario::AllocatorScenario;
+use allocator_master::import::{ImportOptions, alibaba_gpu_v2023};
+use allocator_master::output::EventStream;
+use allocator_master::scenario::Document;
+use allocator_master::simulation::{Setup, Simulation};
 use workspace_tests::workspace_root;
 
 fn trace_dir() -> std::path::PathBuf {

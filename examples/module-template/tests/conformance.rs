@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use allocator_host::ModuleRegistry;
-use allocator_host::conformance::{Check, report, run_allocator_checks, run_sorter_checks};
+use allocator_master::conformance::{Check, report, run_allocator_checks, run_sorter_checks};
 
 /// The module names `export_modules!` gives in `src/lib.rs`.
 const ALLOCATOR: &str = "template_first_fit";

@@ -13,9 +13,9 @@ use allocator_api::{
 use serde_json::{Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, ExpectedOffer, Op, TaskSpec};
-use crate::hierarchical::HierarchicalAllocator;
 use crate::output::EventStream;
-use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
+use allocator_host::hierarchical::HierarchicalAllocator;
+use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 
 const EPSILON: f64 = 1e-9;
 
@@ -468,14 +468,14 @@ impl<'r> Simulation<'r> {
                 eprintln!(
                     "allocator-master: a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
                 );
-                let drf = || -> crate::hierarchical::SorterFactory {
+                let drf = || -> allocator_host::hierarchical::SorterFactory {
                     Box::new(|c: &allocator_api::SorterConfig| {
                         Ok(Box::new(drf_sorter::create(c)) as Box<dyn allocator_api::Sorter>)
                     })
                 };
                 alloc.replace_sorters(drf(), drf())?;
-                self.setup.role_sorter = crate::registry::BUILTIN_SORTER.into();
-                self.setup.framework_sorter = crate::registry::BUILTIN_SORTER.into();
+                self.setup.role_sorter = allocator_host::registry::BUILTIN_SORTER.into();
+                self.setup.framework_sorter = allocator_host::registry::BUILTIN_SORTER.into();
             }
             Engine::Builtin(_) => {
                 return Err(format!("the built-in allocator failed in {what}: {e}"));
@@ -488,7 +488,7 @@ impl<'r> Simulation<'r> {
     /// A fresh built-in allocator holding the host's record of agents, frameworks, weights,
     /// quotas, whitelist and allocations.
     fn rebuild_builtin(&mut self) -> Result<(), String> {
-        let drf = || -> crate::hierarchical::SorterFactory {
+        let drf = || -> allocator_host::hierarchical::SorterFactory {
             Box::new(|c: &allocator_api::SorterConfig| {
                 Ok(Box::new(drf_sorter::create(c)) as Box<dyn allocator_api::Sorter>)
             })
@@ -542,7 +542,7 @@ impl<'r> Simulation<'r> {
     /// A module's message with the names the host knows added to the handles it names
     /// (`unknown framework#1` → `unknown framework 'f1' (#1)`).
     fn name_handles(&self, message: &str) -> String {
-        name_handles(message, |kind, n| match kind {
+        allocator_host::names::name_handles(message, |kind, n| match kind {
             "framework" => self.framework_names.get(n as usize).cloned(),
             _ => self.agent_ids.iter().find(|(_, id)| id.0 == n).map(|(name, _)| name.clone()),
         })
@@ -1621,13 +1621,17 @@ impl<'r> Simulation<'r> {
     pub fn metrics(&self) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
         m.insert("allocator/mesos/allocation_runs".into(), json!(self.runs));
-        crate::metrics::write_timing(&mut m, "allocator/mesos/allocation_run_ms", &self.run_ms());
+        allocator_host::metrics::write_timing(
+            &mut m,
+            "allocator/mesos/allocation_run_ms",
+            &self.run_ms(),
+        );
         m.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
         m.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
         m.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
         let mut roles: BTreeSet<&String> = self.role_stats.keys().collect();
         roles.extend(self.role_alloc.keys());
-        crate::metrics::write_role_metrics(
+        allocator_host::metrics::write_role_metrics(
             &mut m,
             &self.cluster,
             &self.role_alloc,
@@ -1655,7 +1659,8 @@ impl<'r> Simulation<'r> {
 
     fn summary(&self) -> (String, Value) {
         let metrics = self.metrics();
-        let [p50, p99, max] = crate::metrics::percentiles(&self.run_ms(), [0.5, 0.99, 1.0]);
+        let [p50, p99, max] =
+            allocator_host::metrics::percentiles(&self.run_ms(), [0.5, 0.99, 1.0]);
         let mut roles_json = serde_json::Map::new();
         let mut text = String::new();
         text.push_str(&format!(
@@ -1960,39 +1965,6 @@ impl<'r> Simulation<'r> {
     }
 }
 
-/// Rewrites every `framework#N` and `agent#N` in `message` (how handles display) as
-/// `framework 'name' (#N)` when `name_of(kind, N)` knows the name; other text is kept as is.
-pub(crate) fn name_handles(message: &str, name_of: impl Fn(&str, u32) -> Option<String>) -> String {
-    let mut out = String::with_capacity(message.len() + 16);
-    let mut rest = message;
-    while let Some(hash) = rest.find('#') {
-        let before = &rest[..hash];
-        let digits = rest[hash + 1..].bytes().take_while(u8::is_ascii_digit).count();
-        let kind = ["framework", "agent"].into_iter().find(|k| {
-            before.ends_with(k)
-                && !before[..before.len() - k.len()]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
-        });
-        let number = rest[hash + 1..hash + 1 + digits].parse::<u32>().ok();
-        match (kind, number.and_then(|n| kind.and_then(|k| name_of(k, n)).map(|name| (n, name)))) {
-            (Some(kind), Some((n, name))) => {
-                out.push_str(&before[..before.len() - kind.len()]);
-                out.push_str(&format!("{kind} '{name}' (#{n})"));
-            }
-            _ => {
-                out.push_str(before);
-                out.push('#');
-                out.push_str(&rest[hash + 1..hash + 1 + digits]);
-            }
-        }
-        rest = &rest[hash + 1 + digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
 fn check_call(allocator: &str, what: &str, r: allocator_api::Result<()>) -> Result<(), String> {
     r.map_err(|e: ModuleError| {
         if e.is_fault() {
@@ -2022,7 +1994,7 @@ fn take(offer: &Resources, task: &Resources) -> Option<Resources> {
     Some(piece)
 }
 
-pub use crate::metrics::dominant_share;
+pub use allocator_host::metrics::dominant_share;
 
 fn wait_stats(waits: &[f64]) -> (f64, f64) {
     if waits.is_empty() {
@@ -2063,35 +2035,5 @@ fn pretty(v: &Value) -> String {
             lines.concat()
         }
         other => other.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::name_handles;
-
-    fn names(kind: &str, n: u32) -> Option<String> {
-        match (kind, n) {
-            ("framework", 1) => Some("f1".into()),
-            ("agent", 0) => Some("a1".into()),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn module_errors_name_the_handles_the_host_knows() {
-        assert_eq!(
-            name_handles("recover_resources: framework#1 holds cpus:1 on agent#0", names),
-            "recover_resources: framework 'f1' (#1) holds cpus:1 on agent 'a1' (#0)"
-        );
-    }
-
-    #[test]
-    fn unknown_handles_and_other_hashes_are_kept() {
-        let text = "framework#7 on agent#0#; client#1, subagent#0, issue #3, agent#";
-        assert_eq!(
-            name_handles(text, names),
-            "framework#7 on agent 'a1' (#0)#; client#1, subagent#0, issue #3, agent#"
-        );
     }
 }

@@ -7,8 +7,8 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
-use crate::hierarchical::{QuotaError, check_quota};
 use crate::scenario::{Document, Fields, ScenarioError};
+use allocator_host::hierarchical::{QuotaError, check_quota};
 
 /// The scenario's `config` (SPEC 4.1), every key optional.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -7,8 +7,8 @@ use allocator_api::{AgentId, ClientId, Quantities, RVec, Resources, Sorter, Sort
 use serde_json::{Value, json};
 
 use crate::output::EventStream;
-use crate::registry::ModuleRegistry;
 use crate::scenario::{Document, Fields, ScenarioError};
+use allocator_host::registry::ModuleRegistry;
 
 /// Overrides from the command line (a flag wins over the file).
 #[derive(Clone, Debug, Default)]

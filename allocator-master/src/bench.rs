@@ -10,7 +10,7 @@ use allocator_api::{
     Resources, Sorter, SorterConfig,
 };
 
-use crate::hierarchical::{HierarchicalAllocator, SorterFactory};
+use allocator_host::hierarchical::{HierarchicalAllocator, SorterFactory};
 
 /// One timed phase.
 #[derive(Clone, Debug)]

@@ -9,10 +9,10 @@ use allocator_api::{AllocatorOptions, Quantities};
 
 use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
 use crate::output::EventStream;
-use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER, ModuleRegistry};
 use crate::scenario::Document;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
 use crate::sorter_scenario::{SorterOverrides, SorterScenario};
+use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER, ModuleRegistry};
 
 /// Exit code: a scenario expectation failed.
 pub const EXIT_EXPECTATION_FAILED: u8 = 1;

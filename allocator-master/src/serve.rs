@@ -230,7 +230,10 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             if due <= target {
                 let late = called.saturating_duration_since(self.wall_at(due));
-                crate::metrics::push_sample(&mut self.latency_ms, late.as_secs_f64() * 1e3);
+                allocator_host::metrics::push_sample(
+                    &mut self.latency_ms,
+                    late.as_secs_f64() * 1e3,
+                );
             }
             if !(playing && self.sim.now() >= self.hold - 1e-9) {
                 return Ok(());
@@ -252,7 +255,7 @@ impl<'s, 'r> Live<'s, 'r> {
             "allocator/mesos/event_queue_dispatches".into(),
             json!(self.queued.load(Ordering::SeqCst)),
         );
-        crate::metrics::write_timing(
+        allocator_host::metrics::write_timing(
             &mut m,
             "allocator/mesos/allocation_run_latency_ms",
             &self.latency_ms,

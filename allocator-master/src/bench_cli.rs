@@ -10,8 +10,10 @@ use allocator_api::{Allocator, AllocatorOptions, Sorter, SorterConfig};
 
 use crate::bench;
 use crate::cli::{BenchArgs, EngineFlags};
-use crate::hierarchical::SorterFactory;
-use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER, ModuleRegistry};
+use allocator_host::hierarchical::SorterFactory;
+use allocator_host::registry::{
+    BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER, ModuleRegistry,
+};
 
 /// One configuration being measured.
 struct Subject<'r> {

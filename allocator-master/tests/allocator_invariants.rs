@@ -10,9 +10,9 @@ use allocator_api::{
     RVec, Resources, RoleMinAllocatable, Unavailability,
 };
 use allocator_host::ModuleRegistry;
-use allocator_host::allocator_scenario::{Op, TaskSpec};
-use allocator_host::output::EventStream;
-use allocator_host::simulation::{Setup, Simulation};
+use allocator_master::allocator_scenario::{Op, TaskSpec};
+use allocator_master::output::EventStream;
+use allocator_master::simulation::{Setup, Simulation};
 use proptest::prelude::*;
 
 const ROLES: [&str; 5] = ["r1", "r2", "a/b", "a", "r1/x"];

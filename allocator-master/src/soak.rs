@@ -11,8 +11,8 @@ use allocator_api::{AllocatorOptions, FrameworkCapabilities};
 
 use crate::allocator_scenario::{Op, TaskSpec};
 use crate::output::EventStream;
-use crate::registry::ModuleRegistry;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
+use allocator_host::registry::ModuleRegistry;
 
 /// Soak parameters.
 #[derive(Clone, Debug)]

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::allocator_scenario::Op;
 use crate::output::EventStream;
-use crate::registry::ModuleRegistry;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
+use allocator_host::registry::ModuleRegistry;
 
 /// The result of one check.
 #[derive(Clone, Debug, PartialEq)]

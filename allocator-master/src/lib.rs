@@ -1,0 +1,32 @@
+//! `allocator-master`: the master with its allocation side. It drives an allocator (the
+//! built-in or a module, loaded through [`allocator_host`]) from scenarios, simulated and
+//! trace-driven workloads, and live over HTTP; it benchmarks, checks conformance, soaks, and
+//! reports.
+//!
+//! * [`cli`]: the command line (SPEC section 1).
+//! * [`scenario`], [`allocator_scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
+//! * [`simulation`]: the simulated master (virtual clock, ledger, offer guard, containment,
+//!   simulated frameworks, the summary); [`workload`]: the embedded default workload.
+//! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves.
+//! * [`serve`]: the simulated master live over HTTP.
+//! * [`bench`](mod@bench), [`bench_cli`]: Mesos's benchmarks; [`conformance`]: the conformance suite;
+//!   [`soak`]: the churn soak; [`import`]: the trace importer.
+//! * [`progress`], [`interrupt`]: signs of life and SIGINT/SIGTERM for long runs.
+#![deny(missing_docs)]
+
+pub mod allocator_scenario;
+pub mod bench;
+pub mod bench_cli;
+pub mod cli;
+pub mod conformance;
+pub mod import;
+pub mod interrupt;
+pub mod output;
+pub mod progress;
+pub mod report;
+pub mod scenario;
+pub mod serve;
+pub mod simulation;
+pub mod soak;
+pub mod sorter_scenario;
+pub mod workload;
