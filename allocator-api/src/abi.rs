@@ -40,6 +40,7 @@ use abi_stable::{StableAbi, declare_root_module_statics, sabi_trait};
 use crate::allocator::*;
 use crate::error::{ErrorKind, ModuleError, Result};
 use crate::ids::{AgentId, ClientId, FrameworkId};
+use crate::mirror::boundary_mirror;
 use crate::resources::{Quantities, Resources};
 use crate::sorter::{AgentAllocation, Sorter, SorterConfig};
 
@@ -218,224 +219,240 @@ impl RootModule for ModuleLibraryRef {
     const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
-/// The sorter interface as it crosses the boundary. See [`Sorter`] for each method's contract.
-#[sabi_trait]
-pub trait AbiSorter: Send {
+boundary_mirror! {
+    /// The sorter interface as it crosses the boundary. See [`Sorter`] for each method's contract.
+    trait AbiSorter mirrors Sorter for S, boxed as SorterBox;
     /// See [`Sorter::add`].
-    fn add(&mut self, client: ClientId, path: RStr<'_>) -> RResult<(), ModuleError>;
+    fn add(&mut self, client: ClientId => ClientId, path: &str => RStr<'_>)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::remove`].
-    fn remove(&mut self, client: ClientId) -> RResult<(), ModuleError>;
+    fn remove(&mut self, client: ClientId => ClientId) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::activate`].
-    fn activate(&mut self, client: ClientId) -> RResult<(), ModuleError>;
+    fn activate(&mut self, client: ClientId => ClientId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::deactivate`].
-    fn deactivate(&mut self, client: ClientId) -> RResult<(), ModuleError>;
+    fn deactivate(&mut self, client: ClientId => ClientId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::update_weight`].
-    fn update_weight(&mut self, path: RStr<'_>, weight: f64) -> RResult<(), ModuleError>;
+    fn update_weight(&mut self, path: &str => RStr<'_>, weight: f64 => f64)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::allocated`].
     fn allocated(
         &mut self,
-        client: ClientId,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> RResult<(), ModuleError>;
+        client: ClientId => ClientId,
+        agent: AgentId => AgentId,
+        resources: &Resources => &Resources,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::update`].
     fn update(
         &mut self,
-        client: ClientId,
-        agent: AgentId,
-        old: &Resources,
-        new: &Resources,
-    ) -> RResult<(), ModuleError>;
+        client: ClientId => ClientId,
+        agent: AgentId => AgentId,
+        old: &Resources => &Resources,
+        new: &Resources => &Resources,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::unallocated`].
     fn unallocated(
         &mut self,
-        client: ClientId,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> RResult<(), ModuleError>;
+        client: ClientId => ClientId,
+        agent: AgentId => AgentId,
+        resources: &Resources => &Resources,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::allocation`].
     fn allocation(
         &self,
-        client: ClientId,
-        out: &mut RVec<AgentAllocation>,
-    ) -> RResult<(), ModuleError>;
+        client: ClientId => ClientId,
+        out: &mut RVec<AgentAllocation> => &mut RVec<AgentAllocation>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::allocation_on`].
     fn allocation_on(
         &self,
-        client: ClientId,
-        agent: AgentId,
-        out: &mut Resources,
-    ) -> RResult<(), ModuleError>;
+        client: ClientId => ClientId,
+        agent: AgentId => AgentId,
+        out: &mut Resources => &mut Resources,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::allocation_scalar_quantities`].
     fn allocation_scalar_quantities(
         &self,
-        client: ROption<ClientId>,
-        out: &mut Quantities,
-    ) -> RResult<(), ModuleError>;
+        client: Option<ClientId> => ROption<ClientId>,
+        out: &mut Quantities => &mut Quantities,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::add_agent`].
-    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> RResult<(), ModuleError>;
+    fn add_agent(&mut self, agent: AgentId => AgentId, total: &Quantities => &Quantities)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::remove_agent`].
-    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    fn remove_agent(&mut self, agent: AgentId => AgentId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::sort`].
-    fn sort(&mut self, out: &mut RVec<ClientId>) -> RResult<(), ModuleError>;
+    fn sort(&mut self, out: &mut RVec<ClientId> => &mut RVec<ClientId>)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Sorter::contains`].
-    fn contains(&self, client: ClientId) -> RResult<bool, ModuleError>;
+    fn contains(&self, client: ClientId => ClientId) -> bool => RResult<bool, ModuleError>;
     /// See [`Sorter::count`].
-    fn count(&self) -> RResult<u64, ModuleError>;
+    fn count(&self) -> usize => RResult<u64, ModuleError>;
     /// See [`Sorter::dominant_share`].
     #[sabi(last_prefix_field)]
-    fn dominant_share(&self, client: ClientId) -> RResult<ROption<f64>, ModuleError>;
+    fn dominant_share(&self, client: ClientId => ClientId)
+        -> Option<f64> => RResult<ROption<f64>, ModuleError>;
 }
 
 /// A sorter instance created by a module (or wrapped by the host).
 pub type SorterBox = AbiSorter_TO<'static, RBox<()>>;
 
-/// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
-/// contract.
-#[sabi_trait]
-pub trait AbiAllocator: Send {
+boundary_mirror! {
+    /// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
+    /// contract.
+    trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox;
     /// See [`Allocator::set_time`].
-    fn set_time(&mut self, now: f64) -> RResult<(), ModuleError>;
+    fn set_time(&mut self, now: f64 => f64) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::recover`].
     fn recover(
         &mut self,
-        expected_agents: u32,
-        quotas: RSlice<'_, RoleQuota>,
-    ) -> RResult<(), ModuleError>;
+        expected_agents: u32 => u32,
+        quotas: &[RoleQuota] => RSlice<'_, RoleQuota>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::add_framework`].
     fn add_framework(
         &mut self,
-        info: &FrameworkInfo,
-        used: RSlice<'_, Allocation>,
-        active: bool,
-        options: &FrameworkOptions,
-    ) -> RResult<(), ModuleError>;
+        info: &FrameworkInfo => &FrameworkInfo,
+        used: &[Allocation] => RSlice<'_, Allocation>,
+        active: bool => bool,
+        options: &FrameworkOptions => &FrameworkOptions,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::remove_framework`].
-    fn remove_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError>;
+    fn remove_framework(&mut self, framework: FrameworkId => FrameworkId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::activate_framework`].
-    fn activate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError>;
+    fn activate_framework(&mut self, framework: FrameworkId => FrameworkId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::deactivate_framework`].
-    fn deactivate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError>;
+    fn deactivate_framework(&mut self, framework: FrameworkId => FrameworkId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_framework`].
     fn update_framework(
         &mut self,
-        info: &FrameworkInfo,
-        options: &FrameworkOptions,
-    ) -> RResult<(), ModuleError>;
+        info: &FrameworkInfo => &FrameworkInfo,
+        options: &FrameworkOptions => &FrameworkOptions,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::add_agent`].
     fn add_agent(
         &mut self,
-        info: &AgentInfo,
-        unavailability: ROption<Unavailability>,
-        total: &Resources,
-        used: RSlice<'_, Allocation>,
-    ) -> RResult<(), ModuleError>;
+        info: &AgentInfo => &AgentInfo,
+        unavailability: Option<&Unavailability> => ROption<Unavailability>,
+        total: &Resources => &Resources,
+        used: &[Allocation] => RSlice<'_, Allocation>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::remove_agent`].
-    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    fn remove_agent(&mut self, agent: AgentId => AgentId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_agent`].
     fn update_agent(
         &mut self,
-        info: &AgentInfo,
-        total: ROption<&Resources>,
-    ) -> RResult<(), ModuleError>;
+        info: &AgentInfo => &AgentInfo,
+        total: Option<&Resources> => ROption<&Resources>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::add_resource_provider`].
     fn add_resource_provider(
         &mut self,
-        agent: AgentId,
-        total: &Resources,
-        used: RSlice<'_, Allocation>,
-    ) -> RResult<(), ModuleError>;
+        agent: AgentId => AgentId,
+        total: &Resources => &Resources,
+        used: &[Allocation] => RSlice<'_, Allocation>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::activate_agent`].
-    fn activate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    fn activate_agent(&mut self, agent: AgentId => AgentId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::deactivate_agent`].
-    fn deactivate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError>;
+    fn deactivate_agent(&mut self, agent: AgentId => AgentId)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_whitelist`].
     fn update_whitelist(
         &mut self,
-        hostnames: ROption<RSlice<'_, RString>>,
-    ) -> RResult<(), ModuleError>;
+        hostnames: Option<&[RString]> => ROption<RSlice<'_, RString>>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::request_resources`].
     fn request_resources(
         &mut self,
-        framework: FrameworkId,
-        requests: RSlice<'_, Resources>,
-    ) -> RResult<(), ModuleError>;
+        framework: FrameworkId => FrameworkId,
+        requests: &[Resources] => RSlice<'_, Resources>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_allocation`].
     fn update_allocation(
         &mut self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: RStr<'_>,
-        operations: RSlice<'_, Operation>,
-    ) -> RResult<(), ModuleError>;
+        framework: FrameworkId => FrameworkId,
+        agent: AgentId => AgentId,
+        role: &str => RStr<'_>,
+        operations: &[Operation] => RSlice<'_, Operation>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_available`].
     fn update_available(
         &mut self,
-        agent: AgentId,
-        operations: RSlice<'_, Operation>,
-    ) -> RResult<(), ModuleError>;
+        agent: AgentId => AgentId,
+        operations: &[Operation] => RSlice<'_, Operation>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_unavailability`].
     fn update_unavailability(
         &mut self,
-        agent: AgentId,
-        unavailability: ROption<Unavailability>,
-    ) -> RResult<(), ModuleError>;
+        agent: AgentId => AgentId,
+        unavailability: Option<&Unavailability> => ROption<Unavailability>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_inverse_offer`].
     fn update_inverse_offer(
         &mut self,
-        agent: AgentId,
-        framework: FrameworkId,
-        status: ROption<InverseOfferStatus>,
-        refuse_seconds: ROption<f64>,
-    ) -> RResult<(), ModuleError>;
+        agent: AgentId => AgentId,
+        framework: FrameworkId => FrameworkId,
+        status: Option<InverseOfferStatus> => ROption<InverseOfferStatus>,
+        refuse_seconds: Option<f64> => ROption<f64>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::inverse_offer_statuses`].
     fn inverse_offer_statuses(
         &self,
-        out: &mut RVec<InverseOfferStatusEntry>,
-    ) -> RResult<(), ModuleError>;
+        out: &mut RVec<InverseOfferStatusEntry> => &mut RVec<InverseOfferStatusEntry>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::transition_offered_to_allocated`].
     fn transition_offered_to_allocated(
         &mut self,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> RResult<(), ModuleError>;
+        agent: AgentId => AgentId,
+        resources: &Resources => &Resources,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::recover_resources`].
     fn recover_resources(
         &mut self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: RStr<'_>,
-        resources: &Resources,
-        refuse_seconds: ROption<f64>,
-    ) -> RResult<(), ModuleError>;
+        framework: FrameworkId => FrameworkId,
+        agent: AgentId => AgentId,
+        role: &str => RStr<'_>,
+        resources: &Resources => &Resources,
+        refuse_seconds: Option<f64> => ROption<f64>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::suppress_offers`].
     fn suppress_offers(
         &mut self,
-        framework: FrameworkId,
-        roles: RSlice<'_, RString>,
-    ) -> RResult<(), ModuleError>;
+        framework: FrameworkId => FrameworkId,
+        roles: &[RString] => RSlice<'_, RString>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::revive_offers`].
     fn revive_offers(
         &mut self,
-        framework: FrameworkId,
-        roles: RSlice<'_, RString>,
-    ) -> RResult<(), ModuleError>;
+        framework: FrameworkId => FrameworkId,
+        roles: &[RString] => RSlice<'_, RString>,
+    ) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_quota`].
-    fn update_quota(&mut self, role: RStr<'_>, quota: &Quota) -> RResult<(), ModuleError>;
+    fn update_quota(&mut self, role: &str => RStr<'_>, quota: &Quota => &Quota)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::update_weights`].
-    fn update_weights(&mut self, weights: RSlice<'_, RoleWeight>) -> RResult<(), ModuleError>;
+    fn update_weights(&mut self, weights: &[RoleWeight] => RSlice<'_, RoleWeight>)
+        -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::pause`].
-    fn pause(&mut self) -> RResult<(), ModuleError>;
+    fn pause(&mut self) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::resume`].
-    fn resume(&mut self) -> RResult<(), ModuleError>;
+    fn resume(&mut self) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::allocate`].
     #[sabi(last_prefix_field)]
     fn allocate(
         &mut self,
-        agents: RSlice<'_, AgentId>,
-        periodic: bool,
-        out: &mut OfferBatch,
-    ) -> RResult<(), ModuleError>;
+        agents: &[AgentId] => RSlice<'_, AgentId>,
+        periodic: bool => bool,
+        out: &mut OfferBatch => &mut OfferBatch,
+    ) -> Result<()> => RResult<(), ModuleError>;
 }
 
 /// An allocator instance created by a module.
@@ -488,306 +505,6 @@ fn guard<R>(
                 message: format!("{call}: {}", panic_message(&*payload)).into(),
             })
         }
-    }
-}
-
-impl<S: Sorter> AbiSorter for Guarded<S> {
-    fn add(&mut self, client: ClientId, path: RStr<'_>) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "add", || self.inner.add(client, path.as_str()))
-    }
-    fn remove(&mut self, client: ClientId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "remove", || self.inner.remove(client))
-    }
-    fn activate(&mut self, client: ClientId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "activate", || self.inner.activate(client))
-    }
-    fn deactivate(&mut self, client: ClientId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "deactivate", || self.inner.deactivate(client))
-    }
-    fn update_weight(&mut self, path: RStr<'_>, weight: f64) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_weight", || self.inner.update_weight(path.as_str(), weight))
-    }
-    fn allocated(
-        &mut self,
-        client: ClientId,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "allocated", || self.inner.allocated(client, agent, resources))
-    }
-    fn update(
-        &mut self,
-        client: ClientId,
-        agent: AgentId,
-        old: &Resources,
-        new: &Resources,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update", || self.inner.update(client, agent, old, new))
-    }
-    fn unallocated(
-        &mut self,
-        client: ClientId,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "unallocated", || self.inner.unallocated(client, agent, resources))
-    }
-    fn allocation(
-        &self,
-        client: ClientId,
-        out: &mut RVec<AgentAllocation>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "allocation", || self.inner.allocation(client, out))
-    }
-    fn allocation_on(
-        &self,
-        client: ClientId,
-        agent: AgentId,
-        out: &mut Resources,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "allocation_on", || self.inner.allocation_on(client, agent, out))
-    }
-    fn allocation_scalar_quantities(
-        &self,
-        client: ROption<ClientId>,
-        out: &mut Quantities,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "allocation_scalar_quantities", || {
-            self.inner.allocation_scalar_quantities(client.into_option(), out)
-        })
-    }
-    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "add_agent", || self.inner.add_agent(agent, total))
-    }
-    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "remove_agent", || self.inner.remove_agent(agent))
-    }
-    fn sort(&mut self, out: &mut RVec<ClientId>) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "sort", || self.inner.sort(out))
-    }
-    fn contains(&self, client: ClientId) -> RResult<bool, ModuleError> {
-        guard(&self.poisoned, "contains", || Ok(self.inner.contains(client)))
-    }
-    fn count(&self) -> RResult<u64, ModuleError> {
-        guard(&self.poisoned, "count", || Ok(self.inner.count() as u64))
-    }
-    fn dominant_share(&self, client: ClientId) -> RResult<ROption<f64>, ModuleError> {
-        guard(&self.poisoned, "dominant_share", || Ok(self.inner.dominant_share(client).into()))
-    }
-}
-
-impl<A: Allocator> AbiAllocator for Guarded<A> {
-    fn set_time(&mut self, now: f64) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "set_time", || self.inner.set_time(now))
-    }
-    fn recover(
-        &mut self,
-        expected_agents: u32,
-        quotas: RSlice<'_, RoleQuota>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "recover", || self.inner.recover(expected_agents, quotas.as_slice()))
-    }
-    fn add_framework(
-        &mut self,
-        info: &FrameworkInfo,
-        used: RSlice<'_, Allocation>,
-        active: bool,
-        options: &FrameworkOptions,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "add_framework", || {
-            self.inner.add_framework(info, used.as_slice(), active, options)
-        })
-    }
-    fn remove_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "remove_framework", || self.inner.remove_framework(framework))
-    }
-    fn activate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "activate_framework", || self.inner.activate_framework(framework))
-    }
-    fn deactivate_framework(&mut self, framework: FrameworkId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "deactivate_framework", || self.inner.deactivate_framework(framework))
-    }
-    fn update_framework(
-        &mut self,
-        info: &FrameworkInfo,
-        options: &FrameworkOptions,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_framework", || self.inner.update_framework(info, options))
-    }
-    fn add_agent(
-        &mut self,
-        info: &AgentInfo,
-        unavailability: ROption<Unavailability>,
-        total: &Resources,
-        used: RSlice<'_, Allocation>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "add_agent", || {
-            self.inner.add_agent(
-                info,
-                unavailability.as_ref().into_option(),
-                total,
-                used.as_slice(),
-            )
-        })
-    }
-    fn remove_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "remove_agent", || self.inner.remove_agent(agent))
-    }
-    fn update_agent(
-        &mut self,
-        info: &AgentInfo,
-        total: ROption<&Resources>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_agent", || self.inner.update_agent(info, total.into_option()))
-    }
-    fn add_resource_provider(
-        &mut self,
-        agent: AgentId,
-        total: &Resources,
-        used: RSlice<'_, Allocation>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "add_resource_provider", || {
-            self.inner.add_resource_provider(agent, total, used.as_slice())
-        })
-    }
-    fn activate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "activate_agent", || self.inner.activate_agent(agent))
-    }
-    fn deactivate_agent(&mut self, agent: AgentId) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "deactivate_agent", || self.inner.deactivate_agent(agent))
-    }
-    fn update_whitelist(
-        &mut self,
-        hostnames: ROption<RSlice<'_, RString>>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_whitelist", || {
-            self.inner.update_whitelist(hostnames.into_option().map(|h| h.as_slice()))
-        })
-    }
-    fn request_resources(
-        &mut self,
-        framework: FrameworkId,
-        requests: RSlice<'_, Resources>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "request_resources", || {
-            self.inner.request_resources(framework, requests.as_slice())
-        })
-    }
-    fn update_allocation(
-        &mut self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: RStr<'_>,
-        operations: RSlice<'_, Operation>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_allocation", || {
-            self.inner.update_allocation(framework, agent, role.as_str(), operations.as_slice())
-        })
-    }
-    fn update_available(
-        &mut self,
-        agent: AgentId,
-        operations: RSlice<'_, Operation>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_available", || {
-            self.inner.update_available(agent, operations.as_slice())
-        })
-    }
-    fn update_unavailability(
-        &mut self,
-        agent: AgentId,
-        unavailability: ROption<Unavailability>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_unavailability", || {
-            self.inner.update_unavailability(agent, unavailability.as_ref().into_option())
-        })
-    }
-    fn update_inverse_offer(
-        &mut self,
-        agent: AgentId,
-        framework: FrameworkId,
-        status: ROption<InverseOfferStatus>,
-        refuse_seconds: ROption<f64>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_inverse_offer", || {
-            self.inner.update_inverse_offer(
-                agent,
-                framework,
-                status.into_option(),
-                refuse_seconds.into_option(),
-            )
-        })
-    }
-    fn inverse_offer_statuses(
-        &self,
-        out: &mut RVec<InverseOfferStatusEntry>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "inverse_offer_statuses", || self.inner.inverse_offer_statuses(out))
-    }
-    fn transition_offered_to_allocated(
-        &mut self,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "transition_offered_to_allocated", || {
-            self.inner.transition_offered_to_allocated(agent, resources)
-        })
-    }
-    fn recover_resources(
-        &mut self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: RStr<'_>,
-        resources: &Resources,
-        refuse_seconds: ROption<f64>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "recover_resources", || {
-            self.inner.recover_resources(
-                framework,
-                agent,
-                role.as_str(),
-                resources,
-                refuse_seconds.into_option(),
-            )
-        })
-    }
-    fn suppress_offers(
-        &mut self,
-        framework: FrameworkId,
-        roles: RSlice<'_, RString>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "suppress_offers", || {
-            self.inner.suppress_offers(framework, roles.as_slice())
-        })
-    }
-    fn revive_offers(
-        &mut self,
-        framework: FrameworkId,
-        roles: RSlice<'_, RString>,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "revive_offers", || {
-            self.inner.revive_offers(framework, roles.as_slice())
-        })
-    }
-    fn update_quota(&mut self, role: RStr<'_>, quota: &Quota) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_quota", || self.inner.update_quota(role.as_str(), quota))
-    }
-    fn update_weights(&mut self, weights: RSlice<'_, RoleWeight>) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "update_weights", || self.inner.update_weights(weights.as_slice()))
-    }
-    fn pause(&mut self) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "pause", || self.inner.pause())
-    }
-    fn resume(&mut self) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "resume", || self.inner.resume())
-    }
-    fn allocate(
-        &mut self,
-        agents: RSlice<'_, AgentId>,
-        periodic: bool,
-        out: &mut OfferBatch,
-    ) -> RResult<(), ModuleError> {
-        guard(&self.poisoned, "allocate", || self.inner.allocate(agents.as_slice(), periodic, out))
     }
 }
 
@@ -844,229 +561,8 @@ pub mod __private {
 pub const ROOT_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
 
 // Host-side convenience: a loaded sorter or allocator is usable through the plain traits, with
-// boundary errors turned back into `Result`s.
-
-impl Sorter for SorterBox {
-    fn add(&mut self, client: ClientId, path: &str) -> Result<()> {
-        AbiSorter::add(self, client, path.into()).into()
-    }
-    fn remove(&mut self, client: ClientId) -> Result<()> {
-        AbiSorter::remove(self, client).into()
-    }
-    fn activate(&mut self, client: ClientId) -> Result<()> {
-        AbiSorter::activate(self, client).into()
-    }
-    fn deactivate(&mut self, client: ClientId) -> Result<()> {
-        AbiSorter::deactivate(self, client).into()
-    }
-    fn update_weight(&mut self, path: &str, weight: f64) -> Result<()> {
-        AbiSorter::update_weight(self, path.into(), weight).into()
-    }
-    fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()> {
-        AbiSorter::allocated(self, client, agent, resources).into()
-    }
-    fn update(
-        &mut self,
-        client: ClientId,
-        agent: AgentId,
-        old: &Resources,
-        new: &Resources,
-    ) -> Result<()> {
-        AbiSorter::update(self, client, agent, old, new).into()
-    }
-    fn unallocated(
-        &mut self,
-        client: ClientId,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> Result<()> {
-        AbiSorter::unallocated(self, client, agent, resources).into()
-    }
-    fn allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()> {
-        AbiSorter::allocation(self, client, out).into()
-    }
-    fn allocation_on(&self, client: ClientId, agent: AgentId, out: &mut Resources) -> Result<()> {
-        AbiSorter::allocation_on(self, client, agent, out).into()
-    }
-    fn allocation_scalar_quantities(
-        &self,
-        client: Option<ClientId>,
-        out: &mut Quantities,
-    ) -> Result<()> {
-        AbiSorter::allocation_scalar_quantities(self, client.into(), out).into()
-    }
-    fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()> {
-        AbiSorter::add_agent(self, agent, total).into()
-    }
-    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
-        AbiSorter::remove_agent(self, agent).into()
-    }
-    fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
-        AbiSorter::sort(self, out).into()
-    }
-    /// A failing module answers `false`.
-    fn contains(&self, client: ClientId) -> bool {
-        AbiSorter::contains(self, client).unwrap_or(false)
-    }
-    /// A failing module answers 0.
-    fn count(&self) -> usize {
-        AbiSorter::count(self).unwrap_or(0) as usize
-    }
-    fn dominant_share(&self, client: ClientId) -> Option<f64> {
-        AbiSorter::dominant_share(self, client).into_result().ok().and_then(ROption::into_option)
-    }
-}
-
-impl Allocator for AllocatorBox {
-    fn set_time(&mut self, now: f64) -> Result<()> {
-        AbiAllocator::set_time(self, now).into()
-    }
-    fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()> {
-        AbiAllocator::recover(self, expected_agents, quotas.into()).into()
-    }
-    fn add_framework(
-        &mut self,
-        info: &FrameworkInfo,
-        used: &[Allocation],
-        active: bool,
-        options: &FrameworkOptions,
-    ) -> Result<()> {
-        AbiAllocator::add_framework(self, info, used.into(), active, options).into()
-    }
-    fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
-        AbiAllocator::remove_framework(self, framework).into()
-    }
-    fn activate_framework(&mut self, framework: FrameworkId) -> Result<()> {
-        AbiAllocator::activate_framework(self, framework).into()
-    }
-    fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()> {
-        AbiAllocator::deactivate_framework(self, framework).into()
-    }
-    fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()> {
-        AbiAllocator::update_framework(self, info, options).into()
-    }
-    fn add_agent(
-        &mut self,
-        info: &AgentInfo,
-        unavailability: Option<&Unavailability>,
-        total: &Resources,
-        used: &[Allocation],
-    ) -> Result<()> {
-        AbiAllocator::add_agent(self, info, unavailability.copied().into(), total, used.into())
-            .into()
-    }
-    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
-        AbiAllocator::remove_agent(self, agent).into()
-    }
-    fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()> {
-        AbiAllocator::update_agent(self, info, total.into()).into()
-    }
-    fn add_resource_provider(
-        &mut self,
-        agent: AgentId,
-        total: &Resources,
-        used: &[Allocation],
-    ) -> Result<()> {
-        AbiAllocator::add_resource_provider(self, agent, total, used.into()).into()
-    }
-    fn activate_agent(&mut self, agent: AgentId) -> Result<()> {
-        AbiAllocator::activate_agent(self, agent).into()
-    }
-    fn deactivate_agent(&mut self, agent: AgentId) -> Result<()> {
-        AbiAllocator::deactivate_agent(self, agent).into()
-    }
-    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
-        AbiAllocator::update_whitelist(self, hostnames.map(RSlice::from_slice).into()).into()
-    }
-    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
-        AbiAllocator::request_resources(self, framework, requests.into()).into()
-    }
-    fn update_allocation(
-        &mut self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: &str,
-        operations: &[Operation],
-    ) -> Result<()> {
-        AbiAllocator::update_allocation(self, framework, agent, role.into(), operations.into())
-            .into()
-    }
-    fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
-        AbiAllocator::update_available(self, agent, operations.into()).into()
-    }
-    fn update_unavailability(
-        &mut self,
-        agent: AgentId,
-        unavailability: Option<&Unavailability>,
-    ) -> Result<()> {
-        AbiAllocator::update_unavailability(self, agent, unavailability.copied().into()).into()
-    }
-    fn update_inverse_offer(
-        &mut self,
-        agent: AgentId,
-        framework: FrameworkId,
-        status: Option<InverseOfferStatus>,
-        refuse_seconds: Option<f64>,
-    ) -> Result<()> {
-        AbiAllocator::update_inverse_offer(
-            self,
-            agent,
-            framework,
-            status.into(),
-            refuse_seconds.into(),
-        )
-        .into()
-    }
-    fn inverse_offer_statuses(&self, out: &mut RVec<InverseOfferStatusEntry>) -> Result<()> {
-        AbiAllocator::inverse_offer_statuses(self, out).into()
-    }
-    fn transition_offered_to_allocated(
-        &mut self,
-        agent: AgentId,
-        resources: &Resources,
-    ) -> Result<()> {
-        AbiAllocator::transition_offered_to_allocated(self, agent, resources).into()
-    }
-    fn recover_resources(
-        &mut self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: &str,
-        resources: &Resources,
-        refuse_seconds: Option<f64>,
-    ) -> Result<()> {
-        AbiAllocator::recover_resources(
-            self,
-            framework,
-            agent,
-            role.into(),
-            resources,
-            refuse_seconds.into(),
-        )
-        .into()
-    }
-    fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
-        AbiAllocator::suppress_offers(self, framework, roles.into()).into()
-    }
-    fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
-        AbiAllocator::revive_offers(self, framework, roles.into()).into()
-    }
-    fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
-        AbiAllocator::update_quota(self, role.into(), quota).into()
-    }
-    fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()> {
-        AbiAllocator::update_weights(self, weights.into()).into()
-    }
-    fn pause(&mut self) -> Result<()> {
-        AbiAllocator::pause(self).into()
-    }
-    fn resume(&mut self) -> Result<()> {
-        AbiAllocator::resume(self).into()
-    }
-    fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
-        AbiAllocator::allocate(self, agents.into(), periodic, out).into()
-    }
-}
+// boundary errors turned back into `Result`s. Both impls are written by `boundary_mirror!`
+// above, with the interfaces and the `Guarded` impls.
 
 #[cfg(test)]
 mod tests {

@@ -62,6 +62,8 @@ mod error;
 mod export;
 pub mod ids;
 pub mod logging;
+#[doc(hidden)]
+pub mod mirror;
 pub mod resources;
 pub mod rng;
 pub mod sorter;

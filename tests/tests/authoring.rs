@@ -142,7 +142,7 @@ fn the_module_template_copied_out_of_tree_runs_conformance_in_its_cargo_test() {
     let patched = text
         .replace(r#"name = "module-template""#, r#"name = "my_module""#)
         .replace("../../", &format!("{}/", root.display()));
-    assert_eq!(patched.matches(&root.display().to_string()).count(), 2, "{patched}");
+    assert_eq!(patched.matches(&root.display().to_string()).count(), 3, "{patched}");
     std::fs::write(&manifest, patched).unwrap();
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
     let out = Command::new(env!("CARGO"))
