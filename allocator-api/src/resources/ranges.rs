@@ -94,6 +94,11 @@ pub(crate) fn difference(a: &[Range], b: &[Range]) -> RVec<Range> {
 /// inside one range of `a`): one linear merge, since the ranges of `b` that lie inside `a`
 /// find their covering ranges in increasing order.
 pub(crate) fn contains(a: &[Range], b: &[Range]) -> bool {
+    // Equal lists (a refuse filter checked against the very offer it refused) need one
+    // comparison of memory, not the walk.
+    if a.len() == b.len() && a == b {
+        return true;
+    }
     let mut i = 0;
     for r in b {
         // Ranges of `a` wholly before `r` cannot cover it nor anything after it.
@@ -130,5 +135,13 @@ mod tests {
         assert!(!contains(&a, &ranges(&[(21, 29)])), "falls in a gap");
         assert!(!contains(&a, &ranges(&[(30, 31)])), "runs past the last range");
         assert!(!contains(&[], &ranges(&[(1, 1)])));
+    }
+
+    #[test]
+    fn equal_lists_contain_each_other_and_equal_lengths_alone_decide_nothing() {
+        let a = ranges(&[(1, 5), (10, 20)]);
+        assert!(contains(&a, &a.clone()));
+        assert!(contains(&a, &ranges(&[(1, 2), (4, 5)])), "two ranges inside the first");
+        assert!(!contains(&a, &ranges(&[(1, 5), (10, 21)])));
     }
 }
