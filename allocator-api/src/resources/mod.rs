@@ -373,6 +373,11 @@ impl Resources {
     ///
     /// Both sides are sorted by that key, so this is one linear merge of the two entry lists.
     pub fn contains(&self, other: &Resources) -> bool {
+        // Equal values (a refuse filter checked against the offer it refused, resources
+        // recovered whole) need one entry-by-entry equality, no key ordering.
+        if self.items.len() == other.items.len() && self.items == other.items {
+            return true;
+        }
         let mut i = 0;
         // The first entry of `self` whose key is not below the current entry of `other`.
         let mut j = 0;
