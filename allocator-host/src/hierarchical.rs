@@ -73,29 +73,13 @@ pub fn check_quota(role: &str, quota: &Quota) -> std::result::Result<(), QuotaEr
     Ok(())
 }
 
+mod offer_filters;
+
+use offer_filters::{OfferFilter, RefusedResources};
+
 const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
 const EPSILON: f64 = 1e-9;
-
-/// A refuse filter (Mesos rule R5/R6).
-#[derive(Clone, Debug)]
-struct OfferFilter {
-    resources: Resources,
-    /// Blocks every run before this time.
-    expires: f64,
-    /// Also blocks the periodic run at this time (the first after the filter was made).
-    first_periodic: f64,
-}
-
-impl OfferFilter {
-    fn active(&self, now: f64, periodic: bool) -> bool {
-        now < self.expires - EPSILON || (periodic && (now - self.first_periodic).abs() < EPSILON)
-    }
-
-    fn expired(&self, now: f64) -> bool {
-        now >= self.expires - EPSILON && now > self.first_periodic + EPSILON
-    }
-}
 
 #[derive(Debug)]
 struct Agent {
@@ -151,8 +135,8 @@ struct Framework {
     active: bool,
     suppressed: BTreeSet<String>,
     min_allocatable: HashMap<String, Vec<Quantities>>,
-    /// Refuse filters by agent, then role.
-    offer_filters: IdMap<AgentId, BTreeMap<String, Vec<OfferFilter>>>,
+    /// Refuse filters by agent (any role).
+    offer_filters: IdMap<AgentId, Vec<OfferFilter>>,
     inverse_filters: IdMap<AgentId, f64>,
 }
 
@@ -190,6 +174,8 @@ pub struct HierarchicalAllocator {
     next_role_client: u32,
     /// No filter expires before this time (a lower bound; `expire_filters` scans from then).
     earliest_expiry: f64,
+    /// The one shared copy of each value refuse filters refer to.
+    refused: RefusedResources,
     weights: HashMap<String, f64>,
     quotas: BTreeMap<String, Quota>,
     whitelist: Option<HashSet<String>>,
@@ -231,6 +217,7 @@ impl HierarchicalAllocator {
             role_by_client: IdMap::default(),
             next_role_client: 0,
             earliest_expiry: f64::INFINITY,
+            refused: RefusedResources::default(),
             weights: HashMap::new(),
             quotas: BTreeMap::new(),
             whitelist: None,
@@ -249,12 +236,9 @@ impl HierarchicalAllocator {
     pub fn active_offer_filters(&self) -> BTreeMap<String, usize> {
         let mut counts = BTreeMap::new();
         for fw in self.frameworks.values() {
-            for by_role in fw.offer_filters.values() {
-                for (role, filters) in by_role {
-                    let n = filters.iter().filter(|f| f.active(self.now, false)).count();
-                    if n > 0 {
-                        *counts.entry(role.clone()).or_default() += n;
-                    }
+            for filters in fw.offer_filters.values() {
+                for f in filters.iter().filter(|f| f.active(self.now, false)) {
+                    *counts.entry(f.role.to_string()).or_default() += 1;
                 }
             }
         }
@@ -572,8 +556,10 @@ impl HierarchicalAllocator {
         if role.contains('/') && !caps.has(AgentCapabilities::HIERARCHICAL_ROLE) {
             return true;
         }
-        fw.offer_filters.get(&agent_id).and_then(|m| m.get(role)).is_some_and(|fs| {
-            fs.iter().any(|f| f.active(self.now, periodic) && f.resources.contains(offer))
+        fw.offer_filters.get(&agent_id).is_some_and(|fs| {
+            fs.iter().any(|f| {
+                *f.role == *role && f.active(self.now, periodic) && f.resources.contains(offer)
+            })
         })
     }
 
@@ -586,15 +572,12 @@ impl HierarchicalAllocator {
         }
         let mut earliest = f64::INFINITY;
         for fw in self.frameworks.values_mut() {
-            fw.offer_filters.retain(|_, by_role| {
-                by_role.retain(|_, fs| {
-                    fs.retain(|f| !f.expired(now));
-                    for f in fs.iter() {
-                        earliest = earliest.min(f.expires.max(f.first_periodic));
-                    }
-                    !fs.is_empty()
-                });
-                !by_role.is_empty()
+            fw.offer_filters.retain(|_, fs| {
+                fs.retain(|f| !f.expired(now));
+                for f in fs.iter() {
+                    earliest = earliest.min(f.ends());
+                }
+                !fs.is_empty()
             });
             fw.inverse_filters.retain(|_, until| now < *until - EPSILON);
             for until in fw.inverse_filters.values() {
@@ -602,6 +585,7 @@ impl HierarchicalAllocator {
             }
         }
         self.earliest_expiry = earliest;
+        self.refused.prune();
     }
 
     fn first_periodic_after(&self, c: f64) -> f64 {
@@ -1367,10 +1351,10 @@ impl Allocator for HierarchicalAllocator {
                 .iter()
                 .map(|m| (m.role.to_string(), m.sets.to_vec()))
                 .collect();
-            for by_role in fw.offer_filters.values_mut() {
-                by_role.retain(|role, _| new_roles.contains(role));
+            for fs in fw.offer_filters.values_mut() {
+                fs.retain(|f| new_roles.contains(&*f.role));
             }
-            fw.offer_filters.retain(|_, by_role| !by_role.is_empty());
+            fw.offer_filters.retain(|_, fs| !fs.is_empty());
         }
         for role in new_roles.difference(&old_roles) {
             self.track_framework_under_role(info.id, role)?;
@@ -1696,20 +1680,25 @@ impl Allocator for HierarchicalAllocator {
         self.release(agent, framework, role, resources)?;
         if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
             let lifetime = t.max(self.options.allocation_interval);
+            // The role table's shared name where the role is tracked (it is while the
+            // framework is subscribed to it).
+            let role = self
+                .roles
+                .get(role)
+                .and_then(|state| self.role_by_client.get(&state.client).cloned())
+                .unwrap_or_else(|| role.into());
             let filter = OfferFilter {
-                resources: resources.clone(),
+                role,
+                resources: self.refused.share(resources),
                 expires: self.now + lifetime,
                 first_periodic: self.first_periodic_after(self.now),
             };
-            self.earliest_expiry =
-                self.earliest_expiry.min(filter.expires.max(filter.first_periodic));
+            self.earliest_expiry = self.earliest_expiry.min(filter.ends());
             self.frameworks
                 .get_mut(&framework)
                 .expect("checked")
                 .offer_filters
                 .entry(agent)
-                .or_default()
-                .entry(role.to_owned())
                 .or_default()
                 .push(filter);
         }
@@ -1741,10 +1730,10 @@ impl Allocator for HierarchicalAllocator {
         fw.inverse_filters.clear();
         let active = fw.active;
         for role in &roles {
-            for by_role in fw.offer_filters.values_mut() {
-                by_role.remove(role);
+            for fs in fw.offer_filters.values_mut() {
+                fs.retain(|f| *f.role != **role);
             }
-            fw.offer_filters.retain(|_, by_role| !by_role.is_empty());
+            fw.offer_filters.retain(|_, fs| !fs.is_empty());
             fw.suppressed.remove(role);
         }
         for role in roles {

@@ -96,21 +96,53 @@ pub fn sorter_full_sort(
     Ok(phases)
 }
 
+/// What [`decline_offers`] measured.
+#[derive(Clone, Debug)]
+pub struct DeclineRuns {
+    /// Building the cluster through the allocator's events (`add_framework`, `add_agent`).
+    pub setup: Duration,
+    /// Each allocation run, in order.
+    pub runs: Vec<Duration>,
+    /// Resident memory of the process when the measurement started, KiB (0 where unknown).
+    pub rss_before_kib: u64,
+    /// Peak resident memory of the process during the measurement, KiB (0 where unknown): the
+    /// peak is reset at the start where the kernel allows it (see [`reset_peak_rss`]), so this
+    /// is the peak of this measurement, not of the process's whole life.
+    pub peak_rss_kib: u64,
+}
+
+impl DeclineRuns {
+    /// The median of the first `n` runs (the transient: refuse filters piling up).
+    pub fn first(&self, n: usize) -> Duration {
+        median(&self.runs[..n.min(self.runs.len())])
+    }
+
+    /// The median of the last `n` runs (the steady state).
+    pub fn last(&self, n: usize) -> Duration {
+        median(&self.runs[self.runs.len().saturating_sub(n)..])
+    }
+}
+
 /// Mesos's `DeclineOffers`: `agents` agents of `cpus:24;mem:4096;disk:4096;ports:[31000-32000]`,
 /// each with `cpus:16;mem:2014;disk:1024` plus 16 port ranges already used by a framework
 /// (round-robin); every offer is declined with a refuse filter of the maximum length, and each
-/// of `rounds` allocation runs is timed.
+/// of `rounds` allocation runs is timed, as is the setup. Peak resident memory is reset before
+/// the setup and read after the last run.
 pub fn decline_offers(
     allocator: &mut dyn Allocator,
     agents: u32,
     frameworks: u32,
     rounds: u32,
     interval: f64,
-) -> Result<Vec<Duration>, String> {
+) -> Result<DeclineRuns, String> {
     let err = |e: allocator_api::ModuleError| e.to_string();
+    reset_peak_rss();
+    let rss_before_kib = crate::soak::rss_kib();
+    let start = Instant::now();
     let ids = decline_offers_cluster(allocator, agents, frameworks)?;
+    let setup = start.elapsed();
     let mut batch = OfferBatch::default();
-    let mut times = Vec::new();
+    let mut runs = Vec::new();
     let mut now = 0.0;
     for _ in 0..rounds {
         now += interval;
@@ -118,10 +150,10 @@ pub fn decline_offers(
         batch.clear();
         let start = Instant::now();
         allocator.allocate(&ids, true, &mut batch).map_err(err)?;
-        times.push(start.elapsed());
+        runs.push(start.elapsed());
         give_back(allocator, &batch, Some(f64::from(i32::MAX)))?;
     }
-    Ok(times)
+    Ok(DeclineRuns { setup, runs, rss_before_kib, peak_rss_kib: peak_rss_kib() })
 }
 
 fn framework(id: u32, role: &str) -> FrameworkInfo {
@@ -362,6 +394,13 @@ pub fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Resets this process's peak resident memory (`VmHWM`) to its current resident memory, so
+/// that [`peak_rss_kib`] reports the peak of what follows (Linux `clear_refs`, value 5).
+/// Returns `false` where that is not possible; the peak then covers the process's whole life.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// The built-in allocator over the given sorter factories, with Mesos's benchmark options.
 pub fn builtin_allocator(
     role: SorterFactory,
@@ -380,4 +419,47 @@ pub fn median(times: &[Duration]) -> Duration {
 /// The default sorter configuration for benchmarks.
 pub fn sorter_config() -> SorterConfig {
     SorterConfig::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(ms: &[u64]) -> DeclineRuns {
+        DeclineRuns {
+            setup: Duration::ZERO,
+            runs: ms.iter().map(|&m| Duration::from_millis(m)).collect(),
+            rss_before_kib: 0,
+            peak_rss_kib: 0,
+        }
+    }
+
+    #[test]
+    fn decline_offers_reports_the_first_and_the_last_runs_separately() {
+        let m = runs(&[1, 2, 3, 100, 100, 100, 9, 8, 7]);
+        assert_eq!(m.first(3), Duration::from_millis(2));
+        assert_eq!(m.last(3), Duration::from_millis(8));
+    }
+
+    #[test]
+    fn a_window_longer_than_the_runs_covers_them_all() {
+        let m = runs(&[4, 1, 9]);
+        assert_eq!(m.first(5), Duration::from_millis(4));
+        assert_eq!(m.last(5), Duration::from_millis(4));
+    }
+
+    #[test]
+    fn decline_offers_measures_every_round_the_setup_and_the_peak_memory() {
+        let mut a = builtin_allocator(
+            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
+            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
+        )
+        .unwrap();
+        let m = decline_offers(&mut a, 20, 4, 7, 1.0).unwrap();
+        assert_eq!(m.runs.len(), 7);
+        assert!(m.setup > Duration::ZERO);
+        if cfg!(target_os = "linux") {
+            assert!(m.peak_rss_kib >= m.rss_before_kib && m.peak_rss_kib > 0);
+        }
+    }
 }

@@ -125,14 +125,29 @@ fn write_curve(
     path: &std::path::Path,
     agents: &[u32],
     curves: &BTreeMap<String, Vec<f64>>,
-    rounds: u32,
+    runs: &str,
 ) -> Result<(), String> {
-    let svg = crate::report::decline_offers_curve_svg(agents, curves, rounds)
-        .map_err(|e| e.to_string())?;
+    let svg =
+        crate::report::decline_offers_curve_svg(agents, curves, runs).map_err(|e| e.to_string())?;
     std::fs::write(path, svg)
         .map_err(|e| format!("cannot write --plot '{}': {e}", path.display()))?;
     eprintln!("curve written to {}", path.display());
     Ok(())
+}
+
+/// DeclineOffers runs by default: enough for the refuse filters to reach their steady state.
+const DECLINE_ROUNDS: u32 = 50;
+
+/// How many runs each DeclineOffers median covers, at the start and at the end.
+const STEADY_WINDOW: usize = 5;
+
+/// Names the first and the last `window` of `rounds` runs (`runs 1-5`, `runs 46-50`).
+fn window_labels(rounds: u32, window: usize) -> (String, String) {
+    let w = window as u32;
+    let span = |from: u32, to: u32| {
+        if from == to { format!("run {from}") } else { format!("runs {from}-{to}") }
+    };
+    (span(1, w), span(rounds - w + 1, rounds))
 }
 
 /// Stops a benchmark between two measurements on SIGINT/SIGTERM: what was measured is already
@@ -175,28 +190,47 @@ fn run_benchmarks(
     let subjects = subjects(args, registry);
     let all = b.benchmark == "all";
     if all || b.benchmark == "decline-offers" {
-        let rounds = b.rounds.unwrap_or(5);
-        header(&format!("DeclineOffers: median of {rounds} allocation runs"), &subjects);
+        let rounds = b.rounds.unwrap_or(DECLINE_ROUNDS).max(1);
+        let window = STEADY_WINDOW.min(rounds as usize);
+        let (first, last) = window_labels(rounds, window);
+        header(
+            &format!(
+                "DeclineOffers: {rounds} allocation runs; medians of {first} (filters piling \
+                 up) and {last} (steady state); setup through events; peak resident memory"
+            ),
+            &subjects,
+        );
         let agent_counts = or(&b.agents, &[1000, 5000, 10_000, 20_000]);
         let mut curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for &agents in agent_counts {
             for &frameworks in or(&b.clients, &[100, 1000, 2000]) {
-                let mut values = Vec::new();
+                let (mut early, mut steady, mut setup, mut peak) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for s in &subjects {
                     let mut a = s.allocator()?;
-                    let times = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
-                    let median = ms(bench::median(&times));
-                    values.push(median);
-                    curves.entry(format!("{}, {frameworks} fw", s.label)).or_default().push(median);
+                    let m = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
+                    drop(a);
+                    early.push(ms(m.first(window)));
+                    steady.push(ms(m.last(window)));
+                    setup.push(ms(m.setup));
+                    peak.push(m.peak_rss_kib as f64 / 1024.0);
+                    curves
+                        .entry(format!("{}, {frameworks} fw", s.label))
+                        .or_default()
+                        .push(ms(m.last(window)));
                 }
-                row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+                let params = format!("{agents} x {frameworks} fw");
+                row(&format!("{params}: {first}"), &early, "ms/run");
+                row(&format!("{params}: {last}"), &steady, "ms/run");
+                row(&format!("{params}: setup"), &setup, "ms");
+                row(&format!("{params}: peak RSS"), &peak, "MiB");
                 if step() {
                     return Ok(0);
                 }
             }
         }
         if let Some(path) = &b.plot {
-            write_curve(path, agent_counts, &curves, rounds)?;
+            write_curve(path, agent_counts, &curves, &last)?;
         }
     }
     if all || b.benchmark == "suppress-offers" {

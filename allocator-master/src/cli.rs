@@ -328,7 +328,9 @@ pub struct BenchArgs {
     /// large-role counts (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub clients: Vec<u32>,
-    /// Allocation runs per configuration (decline-offers: timed runs; memory: runs watched).
+    /// Allocation runs per configuration (decline-offers: timed runs, 50 by default, reported
+    /// as the medians of the first 5 and the last 5; large-and-small-quota: empty runs, 5 by
+    /// default; memory: runs watched, 1,000 by default).
     #[arg(long)]
     pub rounds: Option<u32>,
     /// decline-offers: also draw ms per run against agents, one line per framework count (and

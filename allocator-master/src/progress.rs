@@ -175,9 +175,10 @@ fn watch(what: &str, unit: &'static str, counters: &Counters, stop: &AtomicBool)
         bar.finish_and_clear();
     } else {
         loop {
+            let said = describe(unit, counters.snapshot());
             eprintln!(
                 "{what}: {} ({:.0} s)",
-                describe(unit, counters.snapshot()),
+                if said.is_empty() { "running" } else { said.as_str() },
                 started.elapsed().as_secs_f64()
             );
             if !wait(PLAIN_EVERY) {

@@ -523,7 +523,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> Result<String
 pub fn decline_offers_curve_svg(
     agents: &[u32],
     curves: &BTreeMap<String, Vec<f64>>,
-    rounds: u32,
+    runs: &str,
 ) -> Result<String, ReportError> {
     let xs: Vec<f64> = agents.iter().map(|&a| f64::from(a)).collect();
     let per_agent: BTreeMap<&String, Vec<f64>> = curves
@@ -615,7 +615,8 @@ pub fn decline_offers_curve_svg(
     render(
         "DeclineOffers: allocation run time against cluster size",
         &format!(
-            "median of {rounds} runs per point; every offer declined with a long refuse filter"
+            "median of {runs} per point (steady state); every offer declined with a long refuse \
+             filter"
         ),
         &xs,
         "agents",
@@ -817,8 +818,12 @@ mod tests {
         let s = constant(3, &[("a", f64::NAN), ("b", f64::INFINITY)], &[("cpus", -1.0)]);
         assert!(render_svg("t", "sub", &s).unwrap().starts_with("<svg"));
         let curves = BTreeMap::from([("x".to_owned(), vec![f64::NAN])]);
-        assert!(decline_offers_curve_svg(&[0], &curves, 1).unwrap().starts_with("<svg"));
-        assert!(decline_offers_curve_svg(&[], &BTreeMap::new(), 1).unwrap().starts_with("<svg"));
+        assert!(decline_offers_curve_svg(&[0], &curves, "runs 1-1").unwrap().starts_with("<svg"));
+        assert!(
+            decline_offers_curve_svg(&[], &BTreeMap::new(), "runs 1-1")
+                .unwrap()
+                .starts_with("<svg")
+        );
     }
 
     fn curves() -> BTreeMap<String, Vec<f64>> {
@@ -830,7 +835,7 @@ mod tests {
 
     #[test]
     fn curve_series_keep_their_colour_in_both_panels() {
-        let svg = decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), 3).unwrap();
+        let svg = decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), "runs 1-3").unwrap();
         let c: Vec<String> = strokes(&svg, 2).into_iter().filter(|c| c != REFERENCE_HEX).collect();
         assert_eq!(c.len(), 4, "two series in two panels: {c:?}");
         assert_eq!(c[..2], c[2..]);
@@ -839,7 +844,7 @@ mod tests {
 
     #[test]
     fn the_linear_reference_is_dashed_grey_and_explained() {
-        let svg = decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), 3).unwrap();
+        let svg = decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), "runs 1-3").unwrap();
         let dashes = strokes(&svg, 2).iter().filter(|c| *c == REFERENCE_HEX).count();
         // Each panel: a line in many pieces, and a legend sample in two.
         assert!(dashes > 2 * (2 + 4), "the reference is drawn dashed: {dashes} pieces");
@@ -865,7 +870,7 @@ mod tests {
         }
         for peak in [9.0, 14.0, 19.0, 23.0, 28.0, 37.0, 46.0, 55.0, 72.0, 110.0] {
             let curves = BTreeMap::from([("x".to_owned(), vec![peak / 2.0, peak])]);
-            let t = texts(&decline_offers_curve_svg(&[1, 2], &curves, 1).unwrap());
+            let t = texts(&decline_offers_curve_svg(&[1, 2], &curves, "runs 1-1").unwrap());
             let top = nice_ceiling(peak * 1.08);
             assert!(t.contains(&tick(top, top)), "peak {peak}: no tick reads {top}: {t:?}");
         }

@@ -281,7 +281,8 @@ fn serve_stops_by_itself_after_duration_with_a_summary() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("serving on http://127.0.0.1:"), "{stderr}");
-    assert!(stderr.contains("allocation runs"), "{stderr}");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("allocation runs"), "the summary is on stdout: {summary}");
 }
 
 #[test]

@@ -177,12 +177,14 @@ impl Resource {
     }
 
     /// Compares everything but the value (the merge key), then the value kind.
+    /// Names (resource name, reservation, volume) compare by identity first: see
+    /// [`Name`]'s `Ord`.
     fn key_cmp(&self, other: &Resource) -> Ordering {
         self.name
             .cmp(&other.name)
             .then_with(|| self.value.kind().cmp(&other.value.kind()))
-            .then_with(|| text_cmp(&self.reservation, &other.reservation))
-            .then_with(|| text_cmp(&self.volume, &other.volume))
+            .then_with(|| self.reservation.cmp(&other.reservation))
+            .then_with(|| self.volume.cmp(&other.volume))
             .then_with(|| self.flags.cmp(&other.flags))
     }
 
@@ -205,7 +207,7 @@ impl Resource {
         match (&self.value, other) {
             (Value::Scalar(a), Value::Scalar(b)) => a >= b,
             (Value::Ranges(a), Value::Ranges(b)) => ranges::contains(a, b),
-            (Value::Set(a), Value::Set(b)) => b.iter().all(|x| a.binary_search(x).is_ok()),
+            (Value::Set(a), Value::Set(b)) => set_contains(a, b),
             _ => false,
         }
     }
@@ -234,10 +236,22 @@ impl Resource {
     }
 }
 
-/// Orders two strings as `str::cmp` does, without a library call when either is empty (most
-/// reservations and volume ids are).
-fn text_cmp(a: &str, b: &str) -> Ordering {
-    if a.is_empty() || b.is_empty() { a.len().cmp(&b.len()) } else { a.cmp(b) }
+/// `true` when every item of `b` is in `a` (both sorted and distinct): one linear merge.
+fn set_contains(a: &[RString], b: &[RString]) -> bool {
+    if b.len() > a.len() {
+        return false;
+    }
+    let mut i = 0;
+    for x in b {
+        while i < a.len() && a[i] < *x {
+            i += 1;
+        }
+        if a.get(i) != Some(x) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// `true` when `ancestor` is a strict ancestor of `role` in the role tree.
@@ -369,8 +383,17 @@ impl Resources {
 
     /// `true` when `other` is a sub-multiset of `self`: every entry of `other` is covered by the
     /// entry with the same name, reservation, volume and flags (shared entries by copies).
+    ///
+    /// Both sides are sorted by that key, so this is one linear merge of the two entry lists.
     pub fn contains(&self, other: &Resources) -> bool {
+        // Equal values (a refuse filter checked against the offer it refused, resources
+        // recovered whole) need one entry-by-entry equality, no key ordering.
+        if self.items.len() == other.items.len() && self.items == other.items {
+            return true;
+        }
         let mut i = 0;
+        // The first entry of `self` whose key is not below the current entry of `other`.
+        let mut j = 0;
         while i < other.items.len() {
             let r = &other.items[i];
             if r.is_shared() {
@@ -382,8 +405,11 @@ impl Resources {
                 i += copies;
                 continue;
             }
-            match self.items.binary_search_by(|e| e.key_cmp(r)) {
-                Ok(j) if self.items[j].value_contains(&r.value) => {}
+            while j < self.items.len() && self.items[j].key_cmp(r) == Ordering::Less {
+                j += 1;
+            }
+            match self.items.get(j) {
+                Some(e) if e.key_cmp(r) == Ordering::Equal && e.value_contains(&r.value) => {}
                 _ => return false,
             }
             i += 1;

@@ -116,11 +116,33 @@ impl std::borrow::Borrow<str> for Name {
     }
 }
 
-impl PartialEq for Name {
-    fn eq(&self, other: &Name) -> bool {
+impl Name {
+    /// `true` when both are the same interned text (the same pointer): within one binary the
+    /// interner makes this the same as equal text. Names from two binaries (the host and a
+    /// module, each with its own interner) may be equal text at two pointers, so identity is
+    /// only ever a fast path.
+    #[inline]
+    fn same(&self, other: &Name) -> bool {
         let (a, b) = (self.as_str(), other.as_str());
-        // Names from one binary are the same pointer; the text decides otherwise.
-        (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
+        a.as_ptr() == b.as_ptr() && a.len() == b.len()
+    }
+
+    /// The first byte, where there is one.
+    #[inline]
+    fn first_byte(&self) -> Option<u8> {
+        self.as_str().as_bytes().first().copied()
+    }
+}
+
+impl PartialEq for Name {
+    #[inline]
+    fn eq(&self, other: &Name) -> bool {
+        // Identity first; then lengths and first bytes, which tell most distinct names apart
+        // (`cpus`, `disk`, `gpus`: same length) without comparing the text.
+        self.same(other)
+            || (self.len() == other.len()
+                && self.first_byte() == other.first_byte()
+                && self.as_str() == other.as_str())
     }
 }
 
@@ -133,8 +155,18 @@ impl PartialOrd for Name {
 }
 
 impl Ord for Name {
+    /// Orders by text. The same interned name is equal without looking at the text, and the
+    /// first bytes decide most other pairs (also the empty name, which has none and comes
+    /// first); only names sharing their first byte compare their text.
+    #[inline]
     fn cmp(&self, other: &Name) -> Ordering {
-        if self == other { Ordering::Equal } else { self.as_str().cmp(other.as_str()) }
+        if self.same(other) {
+            return Ordering::Equal;
+        }
+        match (self.first_byte(), other.first_byte()) {
+            (Some(a), Some(b)) if a == b => self.as_str().cmp(other.as_str()),
+            (a, b) => a.cmp(&b),
+        }
     }
 }
 
@@ -277,6 +309,18 @@ mod tests {
         assert_eq!(from_str, text, "Role == &str");
         let back: &str = &from_rstring;
         assert_eq!(back, text);
+    }
+
+    #[test]
+    fn identity_and_first_bytes_order_names_as_their_text_does() {
+        let names = ["", "a", "ab", "b", "cpus", "cpusx", "disk", "gpus", "mem", "ports"];
+        for x in names {
+            for y in names {
+                let (a, b) = (Name::new(x), Name(RStr::from_str(y)));
+                assert_eq!(a.cmp(&b), x.cmp(y), "{x:?} against {y:?}");
+                assert_eq!(a == b, x == y, "{x:?} against {y:?}");
+            }
+        }
     }
 
     #[test]

@@ -90,21 +90,63 @@ pub(crate) fn difference(a: &[Range], b: &[Range]) -> RVec<Range> {
     out
 }
 
-/// `true` when every value of `b` is in `a` (both canonical, so each range of `b` must lie
-/// inside one range of `a`).
 /// The values in both `a` and `b` (both canonical).
 pub(crate) fn intersection(a: &[Range], b: &[Range]) -> RVec<Range> {
     difference(a, &difference(a, b))
 }
 
+/// `true` when every value of `b` is in `a` (both canonical, so each range of `b` must lie
+/// inside one range of `a`): one linear merge, since the ranges of `b` that lie inside `a`
+/// find their covering ranges in increasing order.
 pub(crate) fn contains(a: &[Range], b: &[Range]) -> bool {
-    b.iter().all(|r| {
-        let i = a.partition_point(|x| x.end < r.begin);
-        a.get(i).is_some_and(|x| x.begin <= r.begin && r.end <= x.end)
-    })
+    // Equal lists (a refuse filter checked against the very offer it refused) need one
+    // comparison of memory, not the walk.
+    if a.len() == b.len() && a == b {
+        return true;
+    }
+    let mut i = 0;
+    for r in b {
+        // Ranges of `a` wholly before `r` cannot cover it nor anything after it.
+        while i < a.len() && a[i].end < r.begin {
+            i += 1;
+        }
+        match a.get(i) {
+            Some(x) if x.begin <= r.begin && r.end <= x.end => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// The number of values in a canonical range list (saturating).
 pub(crate) fn count(a: &[Range]) -> u64 {
     a.iter().fold(0u64, |n, r| n.saturating_add(r.end - r.begin).saturating_add(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranges(v: &[(u64, u64)]) -> Vec<Range> {
+        v.iter().map(|&(begin, end)| Range { begin, end }).collect()
+    }
+
+    #[test]
+    fn containment_walks_both_lists_once_and_finds_each_covering_range() {
+        let a = ranges(&[(1, 5), (10, 20), (30, 30)]);
+        assert!(contains(&a, &ranges(&[(2, 3), (4, 5), (10, 10), (15, 20), (30, 30)])));
+        assert!(contains(&a, &[]));
+        assert!(!contains(&a, &ranges(&[(2, 3), (5, 10)])), "spans a gap");
+        assert!(!contains(&a, &ranges(&[(21, 29)])), "falls in a gap");
+        assert!(!contains(&a, &ranges(&[(30, 31)])), "runs past the last range");
+        assert!(!contains(&[], &ranges(&[(1, 1)])));
+    }
+
+    #[test]
+    fn equal_lists_contain_each_other_and_equal_lengths_alone_decide_nothing() {
+        let a = ranges(&[(1, 5), (10, 20)]);
+        assert!(contains(&a, &a.clone()));
+        assert!(contains(&a, &ranges(&[(1, 2), (4, 5)])), "two ranges inside the first");
+        assert!(!contains(&a, &ranges(&[(1, 5), (10, 21)])));
+    }
 }

@@ -293,6 +293,20 @@ fn arb_quantities() -> impl Strategy<Value = Quantities> {
         })
 }
 
+/// Set-valued resources (`zones:{…}`) over a small alphabet, so that containment happens.
+fn arb_set_resources() -> impl Strategy<Value = Resources> {
+    prop::collection::btree_set(prop::sample::select(vec!["a", "b", "c", "d", "e"]), 0..5).prop_map(
+        |items| {
+            if items.is_empty() {
+                Resources::new()
+            } else {
+                let list: Vec<&str> = items.into_iter().collect();
+                res(&format!("zones:{{{}}}", list.join(",")))
+            }
+        },
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -374,5 +388,20 @@ proptest! {
             kept.set(q.name, q.value);
         }
         prop_assert_eq!(kept, dropped);
+    }
+
+    /// Containment (a linear merge of entries, ranges and set items) agrees with subtraction:
+    /// `a` contains `b` exactly when nothing of `b` is left once `a` is taken away.
+    #[test]
+    fn contains_exactly_when_nothing_is_left_over(a in arb_resources(), b in arb_resources()) {
+        prop_assert_eq!(a.contains(&b), (b.clone() - &a).is_empty());
+        let sum = a.clone() + &b;
+        prop_assert_eq!(sum.contains(&b), (b.clone() - &sum).is_empty());
+    }
+
+    #[test]
+    fn set_containment_is_subset(a in arb_set_resources(), b in arb_set_resources()) {
+        prop_assert_eq!(a.contains(&b), (b.clone() - &a).is_empty());
+        prop_assert!((a.clone() + &b).contains(&b));
     }
 }

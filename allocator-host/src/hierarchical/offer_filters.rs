@@ -1,0 +1,181 @@
+//! Refuse filters (Mesos rules R5/R6) as compact records: a filter names its role and its
+//! expiry and points at one shared copy of what was refused, so that the same resources refused
+//! on many agents (or by many frameworks) are stored once.
+
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use allocator_api::resources::Value;
+use allocator_api::{IdHasher, IdMap, Resources};
+
+use super::EPSILON;
+/// One refuse filter of one framework on one agent.
+#[derive(Clone, Debug)]
+pub(super) struct OfferFilter {
+    /// The role the offer was made to (shared with the allocator's role table).
+    pub role: Arc<str>,
+    /// What was refused: one copy shared by every filter refusing the same resources.
+    pub resources: Arc<Resources>,
+    /// Blocks every run before this time.
+    pub expires: f64,
+    /// Also blocks the periodic run at this time (the first after the filter was made).
+    pub first_periodic: f64,
+}
+
+impl OfferFilter {
+    /// `true` while the filter blocks a run at `now` (`periodic`: a periodic run).
+    pub fn active(&self, now: f64, periodic: bool) -> bool {
+        now < self.expires - EPSILON || (periodic && (now - self.first_periodic).abs() < EPSILON)
+    }
+
+    /// `true` once the filter can block no run any more.
+    pub fn expired(&self, now: f64) -> bool {
+        now >= self.expires - EPSILON && now > self.first_periodic + EPSILON
+    }
+
+    /// The earliest time at which [`expired`](Self::expired) can become true.
+    pub fn ends(&self) -> f64 {
+        self.expires.max(self.first_periodic)
+    }
+}
+
+/// The shared copies of refused resources: one per distinct value still referred to by a
+/// filter. Copies no filter refers to any more are dropped by [`prune`](Self::prune), which
+/// runs when filters expire and whenever the table has doubled since the last prune, so the
+/// table stays within twice the number of distinct values in use.
+#[derive(Debug, Default)]
+pub(super) struct RefusedResources {
+    /// Copies by [`fingerprint`]; values with the same fingerprint share a bucket.
+    copies: IdMap<u64, Vec<Arc<Resources>>>,
+    /// The number of copies held.
+    len: usize,
+    /// The table's size after the last prune.
+    pruned_at: usize,
+    /// The copy shared last: declines usually refuse what the one before refused.
+    last: Option<Arc<Resources>>,
+}
+
+/// A cheap hash consistent with equality: the shape of each entry and its amount, not its
+/// text (equal values have equal fingerprints; unequal ones usually differ).
+fn fingerprint(resources: &Resources) -> u64 {
+    let mut h = IdHasher::default();
+    h.write_usize(resources.entries().len());
+    for e in resources.iter() {
+        h.write_usize(e.name.len());
+        h.write_usize(e.reservation.len());
+        h.write_u8(e.flags.0);
+        match &e.value {
+            Value::Scalar(s) => h.write_i64(s.millis()),
+            Value::Ranges(ranges) => {
+                h.write_usize(ranges.len());
+                if let (Some(first), Some(last)) = (ranges.first(), ranges.last()) {
+                    h.write_u64(first.begin);
+                    h.write_u64(last.end);
+                }
+            }
+            Value::Set(items) => h.write_usize(items.len()),
+        }
+    }
+    h.finish()
+}
+
+impl RefusedResources {
+    /// The shared copy of `resources`, made on first use.
+    pub fn share(&mut self, resources: &Resources) -> Arc<Resources> {
+        if let Some(last) = &self.last
+            && **last == *resources
+        {
+            return Arc::clone(last);
+        }
+        let key = fingerprint(resources);
+        let found = self
+            .copies
+            .get(&key)
+            .and_then(|bucket| bucket.iter().find(|c| ***c == *resources))
+            .cloned();
+        let copy = match found {
+            Some(copy) => copy,
+            None => {
+                if self.len >= 2 * self.pruned_at.max(64) {
+                    self.prune();
+                }
+                let copy = Arc::new(resources.clone());
+                self.copies.entry(key).or_default().push(Arc::clone(&copy));
+                self.len += 1;
+                copy
+            }
+        };
+        self.last = Some(Arc::clone(&copy));
+        copy
+    }
+
+    /// Drops the copies no filter refers to.
+    pub fn prune(&mut self) {
+        self.last = None;
+        self.copies.retain(|_, bucket| {
+            bucket.retain(|c| Arc::strong_count(c) > 1);
+            !bucket.is_empty()
+        });
+        self.len = self.copies.values().map(Vec::len).sum();
+        self.pruned_at = self.len;
+    }
+
+    /// The number of distinct refused values held.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(text: &str) -> Resources {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_same_refused_resources_are_stored_once() {
+        let mut table = RefusedResources::default();
+        let a = table.share(&res("cpus:8;mem:2082;ports:[31000-31010,31020-31030]"));
+        let b = table.share(&res("cpus:8;mem:2082;ports:[31000-31010,31020-31030]"));
+        let c = table.share(&res("cpus:4"));
+        let d = table.share(&res("cpus:8;mem:2082;ports:[31000-31010,31020-31030]"));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert!(Arc::ptr_eq(&a, &d), "found again after another value");
+        assert_eq!(table.len(), 2);
+    }
+
+    #[test]
+    fn values_with_the_same_fingerprint_stay_distinct() {
+        let mut table = RefusedResources::default();
+        // Same shape, amounts and first and last values: only the middle differs.
+        let a = table.share(&res("ports:[1-2,5-6,9-10]"));
+        let b = table.share(&res("ports:[1-2,6-7,9-10]"));
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!(*table.share(&res("ports:[1-2,5-6,9-10]")), *a);
+        assert_eq!(table.len(), 2);
+    }
+
+    #[test]
+    fn a_copy_no_filter_refers_to_is_dropped_by_a_prune() {
+        let mut table = RefusedResources::default();
+        let kept = table.share(&res("cpus:1"));
+        drop(table.share(&res("cpus:2")));
+        table.prune();
+        assert_eq!(table.len(), 1);
+        assert!(Arc::ptr_eq(&kept, &table.share(&res("cpus:1"))));
+    }
+
+    #[test]
+    fn the_table_prunes_itself_when_it_doubles() {
+        let mut table = RefusedResources::default();
+        for i in 1..=1000 {
+            drop(table.share(&res(&format!("cpus:{i}"))));
+        }
+        assert!(table.len() <= 128, "{} copies held for no filter", table.len());
+    }
+}
