@@ -1,6 +1,7 @@
-//! Refuse filters (Mesos rules R5/R6) as compact records: a filter names its role and its
-//! expiry and points at one shared copy of what was refused, so that the same resources refused
-//! on many agents (or by many frameworks) are stored once.
+//! Refuse filters (Mesos rules R5/R6), all in one place: the compact records (a filter names
+//! its role and its expiry and points at one shared copy of what was refused, so that the same
+//! resources refused on many agents, or by many frameworks, are stored once), the check an
+//! offer passes in the run, expiry, and the refuse-seconds rule.
 
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -8,7 +9,8 @@ use std::sync::Arc;
 use allocator_api::resources::Value;
 use allocator_api::{IdHasher, IdMap, Resources};
 
-use super::EPSILON;
+use super::*;
+
 /// One refuse filter of one framework on one agent.
 #[derive(Clone, Debug)]
 pub(super) struct OfferFilter {
@@ -124,6 +126,78 @@ impl RefusedResources {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
+    }
+}
+
+// The filters in the run: whether one blocks an offer, their expiry, and the refuse-seconds
+// rule (R5/R6).
+
+impl HierarchicalAllocator {
+    /// Rule 3.3g.
+    pub(super) fn is_filtered(
+        &self,
+        fw: &Framework,
+        role: &str,
+        agent_id: AgentId,
+        agent: &Agent,
+        offer: &Resources,
+        periodic: bool,
+    ) -> bool {
+        let caps = agent.info.capabilities;
+        if fw.has(FrameworkCapabilities::MULTI_ROLE) && !caps.has(AgentCapabilities::MULTI_ROLE) {
+            return true;
+        }
+        if role.contains('/') && !caps.has(AgentCapabilities::HIERARCHICAL_ROLE) {
+            return true;
+        }
+        fw.offer_filters.get(&agent_id).is_some_and(|fs| {
+            fs.iter().any(|f| {
+                *f.role == *role && f.active(self.now, periodic) && f.resources.contains(offer)
+            })
+        })
+    }
+
+    /// Drops expired offer and inverse-offer filters. Skipped (no scan) until the earliest
+    /// time any filter can expire.
+    pub(super) fn expire_filters(&mut self) {
+        let now = self.now;
+        if now < self.earliest_expiry - 2.0 * EPSILON {
+            return;
+        }
+        let mut earliest = f64::INFINITY;
+        for fw in self.frameworks.values_mut() {
+            fw.offer_filters.retain(|_, fs| {
+                fs.retain(|f| !f.expired(now));
+                for f in fs.iter() {
+                    earliest = earliest.min(f.ends());
+                }
+                !fs.is_empty()
+            });
+            fw.inverse_filters.retain(|_, until| now < *until - EPSILON);
+            for until in fw.inverse_filters.values() {
+                earliest = earliest.min(*until);
+            }
+        }
+        self.earliest_expiry = earliest;
+        self.refused.prune();
+    }
+
+    pub(super) fn first_periodic_after(&self, c: f64) -> f64 {
+        let interval = self.options.allocation_interval;
+        if interval <= 0.0 {
+            return c;
+        }
+        ((c / interval + EPSILON).floor() + 1.0) * interval
+    }
+}
+
+pub(super) fn clamp_refuse(seconds: f64) -> Option<f64> {
+    if seconds == 0.0 || seconds.is_nan() {
+        None
+    } else if seconds < 0.0 {
+        Some(DEFAULT_REFUSE_SECONDS)
+    } else {
+        Some(seconds.min(FILTER_MAX_SECONDS))
     }
 }
 

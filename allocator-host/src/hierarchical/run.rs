@@ -1,0 +1,383 @@
+//! The allocation run (reference section 3): candidate agents, the two stages, the role and
+//! framework orders, the gates and filters an offer passes, and inverse offers for maintenance.
+
+use super::*;
+
+/// The two stages of an allocation run.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum Stage {
+    /// Stage 1: quota guarantees.
+    Guarantees,
+    /// Stage 2: fair share up to limits.
+    FairShare,
+}
+
+impl HierarchicalAllocator {
+    /// Mesos's `allocatable`: the framework's per-role sets if it has them (empty: anything),
+    /// else the global ones (empty: anything); true when the resources contain any one set.
+    pub(super) fn allocatable(&self, fw: &Framework, role: &str, res: &Resources) -> bool {
+        if res.is_empty() {
+            return false;
+        }
+        let sets = fw
+            .min_allocatable
+            .get(role)
+            .map_or(self.options.min_allocatable_resources.as_slice(), Vec::as_slice);
+        sets.is_empty() || sets.iter().any(|q| res.contains_quantities(q))
+    }
+
+    /// Rule 3.3e: drop what the framework cannot receive (borrowing when nothing is dropped).
+    pub(super) fn strip_incapable<'a>(fw: &Framework, res: &'a Resources) -> Cow<'a, Resources> {
+        let shared = fw.has(FrameworkCapabilities::SHARED_RESOURCES);
+        let revocable = fw.has(FrameworkCapabilities::REVOCABLE_RESOURCES);
+        let refinement = fw.has(FrameworkCapabilities::RESERVATION_REFINEMENT);
+        let keep = |r: &allocator_api::Resource| {
+            (shared || !r.is_shared())
+                && (revocable || !r.is_revocable())
+                && (refinement || !r.is_refined_reservation())
+        };
+        if res.iter().all(keep) { Cow::Borrowed(res) } else { Cow::Owned(res.filter(keep)) }
+    }
+
+    pub(super) fn check_recovery(&mut self) {
+        if let Some((expected, deadline)) = self.recovery
+            && (self.agents.len() >= expected || self.now >= deadline - EPSILON)
+        {
+            self.recovery = None;
+            self.paused = false;
+            log::info!("allocator recovery finished with {} agents", self.agents.len());
+        }
+    }
+
+    pub(super) fn run(
+        &mut self,
+        candidates: &[AgentId],
+        periodic: bool,
+        out: &mut OfferBatch,
+    ) -> Result<()> {
+        let mut agents: Vec<AgentId> = candidates
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.agents.get(id).is_some_and(|a| {
+                    a.activated
+                        && self
+                            .whitelist
+                            .as_ref()
+                            .is_none_or(|w| w.contains(a.info.hostname.as_str()))
+                })
+            })
+            .collect();
+        agents.sort();
+        agents.dedup();
+        self.rng.shuffle(&mut agents);
+
+        let mut run = RunState {
+            active: vec![false; self.next_role_client as usize],
+            unsatisfied: vec![false; self.next_role_client as usize],
+            saturated: vec![false; self.next_role_client as usize],
+            ..RunState::default()
+        };
+        // Roles with no active, unsuppressed framework stay so for the whole run: find them
+        // once, and skip the run entirely when no role can receive anything.
+        let mut buf = std::mem::take(&mut self.fw_buf);
+        for state in self.roles.values_mut() {
+            state.sorter.sort(&mut buf).map_err(|e| sorter_error("framework sorter sort", e))?;
+            if !buf.is_empty() {
+                run.active[state.client.index()] = true;
+                run.open_fair += 1;
+            }
+        }
+        self.fw_buf = buf;
+        if run.open_fair == 0 {
+            self.generate_inverse_offers(&agents, out);
+            return Ok(());
+        }
+        if !self.quotas.is_empty() {
+            self.quota_bookkeeping(&mut run);
+            // Stage 1: quota guarantees (R18), then the agents are shuffled again.
+            for agent_id in agents.iter().copied() {
+                if run.open_guarantees == 0 {
+                    break;
+                }
+                self.offer_agent(agent_id, Stage::Guarantees, periodic, &mut run)?;
+            }
+            self.rng.shuffle(&mut agents);
+        }
+        // Stage 2: fair share up to limits (R19, R20).
+        for agent_id in agents.iter().copied() {
+            self.offer_agent(agent_id, Stage::FairShare, periodic, &mut run)?;
+        }
+        // Offers go out by framework, role name and agent, whatever order they were made in:
+        // roles are ranked by name once (the role map is ordered by name), then the sort
+        // compares integers only.
+        let mut rank = vec![0u32; self.next_role_client as usize];
+        for (r, state) in self.roles.values().enumerate() {
+            rank[state.client.index()] = r as u32;
+        }
+        let mut offers = std::mem::take(&mut run.offers);
+        // One integer per offer: framework, role rank, agent, index, most significant first.
+        let mut keys: Vec<u128> = offers
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                (u128::from(o.0.0) << 96)
+                    | (u128::from(rank[o.1.index()]) << 64)
+                    | (u128::from(o.3.0) << 32)
+                    | i as u128
+            })
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            let o = &mut offers[(key & u128::from(u32::MAX)) as usize];
+            let resources = std::mem::take(&mut o.4);
+            out.offers.push(Allocation {
+                framework: o.0,
+                agent: o.3,
+                role: (*o.2).into(),
+                resources,
+            });
+        }
+        self.generate_inverse_offers(&agents, out);
+        Ok(())
+    }
+
+    /// Offers one agent to roles in role-sorter order and their frameworks in framework-sorter
+    /// order, applying the per-framework checks of section 3.3 and the stage's rules.
+    pub(super) fn offer_agent(
+        &mut self,
+        agent_id: AgentId,
+        stage: Stage,
+        periodic: bool,
+        run: &mut RunState,
+    ) -> Result<()> {
+        let agent = &self.agents[&agent_id];
+        if agent.nothing_available() {
+            return Ok(()); // R14
+        }
+        // An agent with only unreserved, non-revocable scalars has nothing for a saturated
+        // role: with every active role saturated, there is nothing to do here.
+        let plain = agent.free.iter().all(|r| is_quota_resource(r) && r.is_scalar())
+            && !agent.total.iter().any(|r| r.is_shared());
+        match stage {
+            Stage::Guarantees if run.open_guarantees == 0 => return Ok(()),
+            Stage::FairShare if plain && run.open_fair == 0 => return Ok(()),
+            _ => {}
+        }
+        let mut role_order = std::mem::take(&mut self.role_buf);
+        self.role_sorter.sort(&mut role_order).map_err(|e| sorter_error("role sorter sort", e))?;
+        for &role_client in role_order.iter() {
+            let i = role_client.index();
+            let skip = match stage {
+                Stage::Guarantees => !run.unsatisfied.get(i).copied().unwrap_or(false),
+                Stage::FairShare => plain && run.saturated.get(i).copied().unwrap_or(false),
+            };
+            if skip || !run.active.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            let Some(role_name) = self.role_by_client.get(&role_client).cloned() else { continue };
+            let role: &str = &role_name;
+            if self.agents[&agent_id].nothing_available() {
+                break;
+            }
+            let quota_role = !role.contains('/') && self.quotas.contains_key(role);
+            let mut unsatisfied = Quantities::new();
+            if stage == Stage::Guarantees {
+                let Some(guarantees) = self
+                    .quotas
+                    .get(role)
+                    .map(|q| &q.guarantees)
+                    .filter(|g| quota_role && !g.is_empty())
+                else {
+                    continue;
+                };
+                unsatisfied = remaining(guarantees, &run.consumed[role]);
+                if unsatisfied.is_zero() {
+                    continue;
+                }
+            }
+            let mut fw_order = std::mem::take(&mut self.fw_buf);
+            self.roles
+                .get_mut(role)
+                .expect("role in sorter")
+                .sorter
+                .sort(&mut fw_order)
+                .map_err(|e| sorter_error("framework sorter sort", e))?;
+            if fw_order.is_empty() {
+                self.fw_buf = fw_order;
+                continue; // no active, unsuppressed framework in this role
+            }
+            // (b) what the role may get here; recomputed only after a grant.
+            let mut available =
+                self.agents[&agent_id].available_to(role, run.shared_offered.get(&agent_id));
+            if available.is_empty() {
+                self.fw_buf = fw_order;
+                continue;
+            }
+            for &fw_client in fw_order.iter() {
+                if available.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()) {
+                    break;
+                }
+                let fw_id = FrameworkId(fw_client.0);
+                let Some(fw) = self.frameworks.get(&fw_id) else { continue };
+                let agent = &self.agents[&agent_id];
+                // (c) quick exit
+                if !self.allocatable(fw, role, &available) {
+                    continue;
+                }
+                // A refuse filter covering everything available covers any offer made from it
+                // (R6): skip the work below.
+                if self.is_filtered(fw, role, agent_id, agent, &available, periodic) {
+                    continue;
+                }
+                // (d) GPU gate (R24)
+                if self.options.filter_gpu_resources
+                    && agent.has_gpu
+                    && !fw.has(FrameworkCapabilities::GPU_RESOURCES)
+                {
+                    continue;
+                }
+                // (e) strip what the framework cannot receive
+                let stripped = Self::strip_incapable(fw, &available);
+                if stripped.is_empty() {
+                    continue;
+                }
+                // In stage 1, also the part of the offer within the guarantee.
+                let mut within_guarantee = Quantities::new();
+                let to_offer = match stage {
+                    Stage::Guarantees => {
+                        let Some((t, within)) =
+                            self.guarantee_offer(role, &stripped, &unsatisfied, run)
+                        else {
+                            continue;
+                        };
+                        within_guarantee = within;
+                        Cow::Owned(t)
+                    }
+                    Stage::FairShare => self.fair_share_offer(role, quota_role, stripped, run),
+                };
+                // (f) min-allocatable (R17)
+                if !self.allocatable(fw, role, &to_offer) {
+                    continue;
+                }
+                // (g) capability and refuse filters (R5, R6, R24)
+                if self.is_filtered(fw, role, agent_id, agent, &to_offer, periodic) {
+                    continue;
+                }
+                let to_offer = match to_offer {
+                    // The whole of what was available: move it rather than clone it (it is
+                    // recomputed below).
+                    Cow::Borrowed(_) => std::mem::take(&mut available),
+                    Cow::Owned(r) => r,
+                };
+                if !self.quotas.is_empty() {
+                    // Quota bookkeeping (R18–R20); without quotas there is nothing to track.
+                    let increase = quota_resources(&to_offer).scalar_quantities();
+                    if quota_role {
+                        run.consumed.get_mut(role).expect("quota role").add(&increase);
+                        run.refresh_quota_status(role, role_client, &self.quotas[role]);
+                    }
+                    if stage == Stage::Guarantees {
+                        unsatisfied = saturating_sub(&unsatisfied, &increase);
+                        // Only the part within the guarantee was being held for it; what stage 1
+                        // adds beyond it came from the surplus, and the headroom still required
+                        // for other roles stays held (Mesos: `requiredHeadroom -=
+                        // guaranteesOffering`, `availableHeadroom -=` the whole offer).
+                        run.required_headroom =
+                            saturating_sub(&run.required_headroom, &within_guarantee);
+                    }
+                    run.available_headroom = saturating_sub(&run.available_headroom, &increase);
+                }
+                let has_shared = to_offer.iter().any(|r| r.is_shared());
+                let agent = self.agents.get_mut(&agent_id).expect("candidate");
+                if has_shared {
+                    agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+                    run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
+                } else {
+                    agent.free.subtract(&to_offer);
+                }
+                let held = agent.allocated.entry(fw_id).or_default();
+                match held.get_mut(role) {
+                    Some(h) => h.add(&to_offer),
+                    None => {
+                        held.insert(role.to_owned(), to_offer.clone());
+                    }
+                }
+                available = agent.available_to(role, run.shared_offered.get(&agent_id));
+                self.track_allocated(agent_id, fw_id, role, &to_offer)?;
+                match run.offer_index.entry((fw_id, role_client, agent_id)) {
+                    std::collections::hash_map::Entry::Occupied(e) => {
+                        run.offers[*e.get()].4.add(&to_offer)
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(run.offers.len());
+                        run.offers.push((
+                            fw_id,
+                            role_client,
+                            role_name.clone(),
+                            agent_id,
+                            to_offer,
+                        ));
+                    }
+                }
+            }
+            self.fw_buf = fw_order;
+        }
+        self.role_buf = role_order;
+        Ok(())
+    }
+
+    /// R23: one inverse offer per run to each active framework holding resources on an agent
+    /// under maintenance, unless one is outstanding or filtered.
+    pub(super) fn generate_inverse_offers(&mut self, agents: &[AgentId], out: &mut OfferBatch) {
+        let mut sorted = agents.to_vec();
+        sorted.sort();
+        for agent_id in sorted {
+            let agent = &self.agents[&agent_id];
+            let Some(unavailability) = agent.maintenance else { continue };
+            for fw_id in agent.allocated.keys() {
+                let Some(fw) = self.frameworks.get(fw_id) else { continue };
+                if !fw.active
+                    || self.outstanding_inverse.contains(&(agent_id, *fw_id))
+                    || fw.inverse_filters.contains_key(&agent_id)
+                {
+                    continue;
+                }
+                self.outstanding_inverse.insert((agent_id, *fw_id));
+                out.inverse_offers.push(InverseOffer {
+                    framework: *fw_id,
+                    agent: agent_id,
+                    unavailability,
+                });
+            }
+        }
+    }
+}
+
+/// Bookkeeping of one allocation run.
+#[derive(Default)]
+pub(super) struct RunState {
+    /// Offers made so far (framework, role, agent, resources), one per framework, role and
+    /// agent; `offer_index` finds an entry to add to.
+    pub(super) offers: Vec<(FrameworkId, ClientId, std::sync::Arc<str>, AgentId, Resources)>,
+    pub(super) offer_index: IdMap<(FrameworkId, ClientId, AgentId), usize>,
+    /// Per role client: the role has an active, unsuppressed framework at the start of the run.
+    pub(super) active: Vec<bool>,
+    /// Per role client: a quota role whose guarantee is not met yet (stage 1's candidates).
+    pub(super) unsatisfied: Vec<bool>,
+    /// The number of roles marked in `unsatisfied`.
+    pub(super) open_guarantees: usize,
+    /// Per role client: a quota role at its limit for every quota resource in the cluster, so an
+    /// agent with only unreserved, non-revocable scalars has nothing for it.
+    pub(super) saturated: Vec<bool>,
+    /// Active roles not marked in `saturated`.
+    pub(super) open_fair: usize,
+    /// Names of the quota resources (unreserved, non-revocable scalars) in the cluster.
+    pub(super) quota_names: Vec<Name>,
+    pub(super) shared_offered: IdMap<AgentId, Resources>,
+    /// Per top-level quota role: quota consumption (allocated unreserved non-revocable scalars of
+    /// the role and its subroles, plus all their reservations).
+    pub(super) consumed: HashMap<String, Quantities>,
+    pub(super) required_headroom: Quantities,
+    pub(super) available_headroom: Quantities,
+}

@@ -1,0 +1,314 @@
+use allocator_api::{AgentCapabilities, FrameworkCapabilities};
+
+use super::*;
+
+fn drf() -> SorterFactory {
+    Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
+}
+
+#[test]
+fn inverse_offer_statuses_are_queryable() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let agent = AgentInfo {
+        id: AgentId(0),
+        name: "a1".into(),
+        hostname: "a1".into(),
+        attributes: RVec::new(),
+        capabilities: AgentCapabilities::all(),
+    };
+    let fw = FrameworkInfo {
+        id: FrameworkId(0),
+        name: "f1".into(),
+        roles: vec![RString::from("r1")].into(),
+        capabilities: FrameworkCapabilities::MULTI_ROLE,
+    };
+    a.add_framework(&fw, &[], true, &FrameworkOptions::default()).unwrap();
+    a.add_agent(&agent, None, &"cpus:1;mem:64".parse().unwrap(), &[]).unwrap();
+    a.set_time(3.0).unwrap();
+    a.update_inverse_offer(AgentId(0), FrameworkId(0), Some(InverseOfferStatus::ACCEPT), None)
+        .unwrap();
+    let mut out = RVec::new();
+    a.inverse_offer_statuses(&mut out).unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].status, InverseOfferStatus::ACCEPT);
+    assert_eq!(out[0].timestamp, 3.0);
+    a.update_unavailability(AgentId(0), None).unwrap();
+    a.inverse_offer_statuses(&mut out).unwrap();
+    assert!(out.is_empty(), "clearing maintenance clears the statuses");
+}
+
+fn agent_info(id: u32) -> AgentInfo {
+    AgentInfo {
+        id: AgentId(id),
+        name: format!("a{id}").as_str().into(),
+        hostname: format!("a{id}").as_str().into(),
+        attributes: RVec::new(),
+        capabilities: AgentCapabilities::all(),
+    }
+}
+
+fn framework_info(id: u32, role: &str) -> FrameworkInfo {
+    FrameworkInfo {
+        id: FrameworkId(id),
+        name: format!("f{id}").as_str().into(),
+        roles: vec![RString::from(role)].into(),
+        capabilities: FrameworkCapabilities::MULTI_ROLE,
+    }
+}
+
+fn share_of(a: &HierarchicalAllocator, role: &str) -> f64 {
+    a.role_shares().into_iter().find(|(r, _)| r == role).map_or(0.0, |(_, s)| s)
+}
+
+#[test]
+fn agent_used_by_a_framework_not_yet_added_counts_for_it_once_it_is_added() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let used = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:2".parse().unwrap());
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[used]).unwrap();
+    // The framework arrives later and does not repeat what the agent reported.
+    a.add_framework(&framework_info(0, "r1"), &[], true, &FrameworkOptions::default()).unwrap();
+    assert_eq!(share_of(&a, "r1"), 0.5, "the agent's record counts in the role's share");
+    a.remove_framework(FrameworkId(0)).unwrap();
+    assert_eq!(a.agent_ledger(AgentId(0)).unwrap().1, Resources::new());
+}
+
+#[test]
+fn framework_used_overlapping_what_the_agent_reported_counts_once() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let on_agent = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:2".parse().unwrap());
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[on_agent]).unwrap();
+    let on_framework = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:3".parse().unwrap());
+    a.add_framework(&framework_info(0, "r1"), &[on_framework], true, &Default::default()).unwrap();
+    assert_eq!(a.agent_ledger(AgentId(0)).unwrap().1.to_string(), "cpus:3");
+    assert_eq!(share_of(&a, "r1"), 0.75);
+}
+
+#[test]
+fn framework_used_beyond_what_is_free_is_refused_and_changes_nothing() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[]).unwrap();
+    let too_much = Allocation::new(FrameworkId(0), AgentId(0), "r1", "cpus:5".parse().unwrap());
+    let e = a
+        .add_framework(&framework_info(0, "r1"), &[too_much], true, &Default::default())
+        .unwrap_err();
+    assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+    assert!(a.allocations().is_empty());
+    a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap();
+}
+
+#[test]
+fn adding_a_present_agent_or_framework_again_is_refused() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    a.add_agent(&agent_info(0), None, &"cpus:4".parse().unwrap(), &[]).unwrap();
+    let e = a.add_agent(&agent_info(0), None, &"cpus:8".parse().unwrap(), &[]).unwrap_err();
+    assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+    a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap();
+    let e = a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap_err();
+    assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+    // After a removal the same handle is a fresh add (a reconnecting agent).
+    a.remove_agent(AgentId(0)).unwrap();
+    a.add_agent(&agent_info(0), None, &"cpus:8".parse().unwrap(), &[]).unwrap();
+}
+
+/// A sorter that logs every call the allocator makes (`role:` or `r1:` before each).
+struct Recorder {
+    name: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    clients: Vec<(ClientId, bool)>,
+}
+
+impl Recorder {
+    fn note(&self, call: String) {
+        self.log.lock().unwrap().push(format!("{}: {call}", self.name));
+    }
+}
+
+impl Sorter for Recorder {
+    fn add(&mut self, c: ClientId, path: &str) -> Result<()> {
+        self.note(format!("add({c}, {path})"));
+        self.clients.push((c, false));
+        Ok(())
+    }
+    fn remove(&mut self, c: ClientId) -> Result<()> {
+        self.note(format!("remove({c})"));
+        self.clients.retain(|e| e.0 != c);
+        Ok(())
+    }
+    fn activate(&mut self, c: ClientId) -> Result<()> {
+        self.note(format!("activate({c})"));
+        self.clients.iter_mut().filter(|e| e.0 == c).for_each(|e| e.1 = true);
+        Ok(())
+    }
+    fn deactivate(&mut self, c: ClientId) -> Result<()> {
+        self.note(format!("deactivate({c})"));
+        self.clients.iter_mut().filter(|e| e.0 == c).for_each(|e| e.1 = false);
+        Ok(())
+    }
+    fn allocated(&mut self, c: ClientId, a: AgentId, r: &Resources) -> Result<()> {
+        self.note(format!("allocated({c}, {a}, {r})"));
+        Ok(())
+    }
+    fn update(&mut self, c: ClientId, a: AgentId, old: &Resources, new: &Resources) -> Result<()> {
+        self.note(format!("update({c}, {a}, {old} -> {new})"));
+        Ok(())
+    }
+    fn unallocated(&mut self, c: ClientId, a: AgentId, r: &Resources) -> Result<()> {
+        self.note(format!("unallocated({c}, {a}, {r})"));
+        Ok(())
+    }
+    fn add_agent(&mut self, a: AgentId, q: &Quantities) -> Result<()> {
+        self.note(format!("add_agent({a}, {q})"));
+        Ok(())
+    }
+    fn remove_agent(&mut self, a: AgentId) -> Result<()> {
+        self.note(format!("remove_agent({a})"));
+        Ok(())
+    }
+    fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+        out.clear();
+        out.extend(self.clients.iter().filter(|e| e.1).map(|e| e.0));
+        self.note(format!("sort -> {:?}", out.iter().map(|c| c.to_string()).collect::<Vec<_>>()));
+        Ok(())
+    }
+    fn contains(&self, c: ClientId) -> bool {
+        self.clients.iter().any(|e| e.0 == c)
+    }
+    fn count(&self) -> usize {
+        self.clients.len()
+    }
+}
+
+fn recording(
+    name: &'static str,
+    log: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> SorterFactory {
+    let log = log.clone();
+    Box::new(move |_: &SorterConfig| {
+        Ok(Box::new(Recorder { name: name.into(), log: log.clone(), clients: vec![] })
+            as Box<dyn Sorter>)
+    })
+}
+
+/// The sequence `allocator_api::sorter`'s documentation gives ("How the built-in allocator
+/// calls a sorter"), call by call.
+#[test]
+fn sorters_are_called_as_the_sorter_documentation_says() {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut a = HierarchicalAllocator::new(
+        &AllocatorOptions::default(),
+        recording("role", &log),
+        recording("r1", &log),
+    )
+    .unwrap();
+    let take = |log: &std::sync::Arc<std::sync::Mutex<Vec<String>>>| -> Vec<String> {
+        std::mem::take(&mut *log.lock().unwrap())
+    };
+    take(&log);
+    let f1 = FrameworkId(3);
+    a.add_framework(&framework_info(3, "r1"), &[], true, &Default::default()).unwrap();
+    assert_eq!(
+        take(&log),
+        [
+            "role: add(client#0, r1)",
+            "role: activate(client#0)",
+            "r1: add(client#3, 0000000003)",
+            "r1: activate(client#3)"
+        ]
+    );
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:4096".parse().unwrap(), &[]).unwrap();
+    assert_eq!(
+        take(&log),
+        ["role: add_agent(agent#0, cpus:4;mem:4096)", "r1: add_agent(agent#0, cpus:4;mem:4096)"]
+    );
+    let mut out = OfferBatch::default();
+    a.allocate(&[AgentId(0)], false, &mut out).unwrap();
+    assert_eq!(
+        take(&log),
+        [
+            r#"r1: sort -> ["client#3"]"#,
+            r#"role: sort -> ["client#0"]"#,
+            r#"r1: sort -> ["client#3"]"#,
+            "role: allocated(client#0, agent#0, cpus:4;mem:4096)",
+            "r1: allocated(client#3, agent#0, cpus:4;mem:4096)"
+        ]
+    );
+    // The framework launches on cpus:1;mem:1024 (no call) and declines the rest.
+    let rest: Resources = "cpus:3;mem:3072".parse().unwrap();
+    a.recover_resources(f1, AgentId(0), "r1", &rest, Some(5.0)).unwrap();
+    assert_eq!(
+        take(&log),
+        [
+            "role: unallocated(client#0, agent#0, cpus:3;mem:3072)",
+            "r1: unallocated(client#3, agent#0, cpus:3;mem:3072)"
+        ]
+    );
+    let reserve = Operation {
+        kind: allocator_api::OperationKind::RESERVE,
+        resources: "cpus(r1){dynamic}:1".parse().unwrap(),
+    };
+    a.update_allocation(f1, AgentId(0), "r1", &[reserve]).unwrap();
+    assert_eq!(
+        take(&log),
+        [
+            "role: update(client#0, agent#0, cpus:1;mem:1024 -> cpus(r1){dynamic}:1;mem:1024)",
+            "r1: update(client#3, agent#0, cpus:1;mem:1024 -> cpus(r1){dynamic}:1;mem:1024)"
+        ]
+    );
+    // The task finishes.
+    let task: Resources = "cpus(r1){dynamic}:1;mem:1024".parse().unwrap();
+    a.recover_resources(f1, AgentId(0), "r1", &task, None).unwrap();
+    assert_eq!(
+        take(&log),
+        [
+            "role: unallocated(client#0, agent#0, cpus(r1){dynamic}:1;mem:1024)",
+            "r1: unallocated(client#3, agent#0, cpus(r1){dynamic}:1;mem:1024)"
+        ]
+    );
+    a.remove_framework(f1).unwrap();
+    assert_eq!(take(&log), ["r1: remove(client#3)", "role: remove(client#0)"]);
+}
+
+#[test]
+fn quota_on_a_nested_role_is_refused_not_ignored() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let quota =
+        Quota { guarantees: Quantities::new(), limits: Quantities::parse("cpus:1").unwrap() };
+    let e = a.update_quota("a/x", &quota).unwrap_err();
+    assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+    assert_eq!(
+        e.message.as_str(),
+        "update_quota: quota on nested role 'a/x' is not supported: only top-level roles take quota, as in Mesos"
+    );
+    assert!(a.quotas.is_empty(), "nothing recorded");
+}
+
+#[test]
+fn recover_refuses_quota_on_a_nested_role() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let quotas = [
+        RoleQuota { role: "a".into(), quota: Quota::default() },
+        RoleQuota {
+            role: "a/x".into(),
+            quota: Quota {
+                guarantees: Quantities::parse("cpus:1").unwrap(),
+                limits: Quantities::new(),
+            },
+        },
+    ];
+    let e = a.recover(3, &quotas).unwrap_err();
+    assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+    assert!(e.message.contains("quota on nested role 'a/x'"), "{e}");
+    assert!(a.quotas.is_empty() && !a.paused, "nothing recorded, not paused");
+}
+
+#[test]
+fn a_guarantee_above_its_limit_is_refused() {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let quota = Quota {
+        guarantees: Quantities::parse("cpus:4").unwrap(),
+        limits: Quantities::parse("cpus:2").unwrap(),
+    };
+    let e = a.update_quota("q", &quota).unwrap_err();
+    assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
+    assert!(e.message.contains("above its limit"), "{e}");
+}
