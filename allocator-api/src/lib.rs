@@ -48,6 +48,7 @@ pub mod ids;
 pub mod logging;
 pub mod resources;
 pub mod rng;
+pub mod roles;
 pub mod sorter;
 
 pub use abi::{ModuleKind, Parameters};
