@@ -254,6 +254,11 @@ fn init_logging() {
 /// Runs with parsed arguments; `Err` is a one-line message for exit code 2.
 pub fn run(args: &Args) -> Result<u8, String> {
     let mut registry = ModuleRegistry::new();
+    // Every module call in every mode (factories included) runs under these.
+    let positive = |v: f64| (v > 0.0).then_some(v);
+    registry
+        .watchdog()
+        .set_limits(positive(args.module_call_budget_ms), positive(args.module_call_timeout_ms));
     registry
         .load_flags(args.modules.as_deref(), args.modules_dir.as_deref())
         .map_err(|e| format!("error loading modules: {e}"))?;

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod bench_cli;
 pub mod cli;
 pub mod conformance;
+pub mod guard;
 pub mod hierarchical;
 pub mod import;
 pub mod manifest;
@@ -28,6 +29,7 @@ pub mod serve;
 pub mod simulation;
 pub mod soak;
 pub mod sorter_scenario;
+pub mod watchdog;
 pub mod workload;
 
 pub use registry::{CreateError, LoadError, ModuleRegistry};

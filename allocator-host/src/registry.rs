@@ -15,7 +15,9 @@ use allocator_api::abi::{
 };
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
+use crate::guard::CheckedSorter;
 use crate::manifest::{self, Manifest, ManifestError, ManifestSource};
+use crate::watchdog::{Watchdog, WatchedAllocator, WatchedSorter};
 
 /// The name of the built-in allocator (and its legacy alias).
 pub const BUILTIN_ALLOCATOR: &str = "hierarchical";
@@ -282,13 +284,25 @@ pub struct ModuleRegistry {
     libraries: HashMap<PathBuf, ModuleLibraryRef>,
     modules: BTreeMap<String, LoadedModule>,
     exe_dir: Option<PathBuf>,
+    watchdog: Watchdog,
 }
 
 impl ModuleRegistry {
     /// An empty registry that searches `name` libraries next to the running executable.
     pub fn new() -> ModuleRegistry {
         let exe_dir = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_owned));
-        ModuleRegistry { libraries: HashMap::new(), modules: BTreeMap::new(), exe_dir }
+        ModuleRegistry {
+            libraries: HashMap::new(),
+            modules: BTreeMap::new(),
+            exe_dir,
+            watchdog: Watchdog::default(),
+        }
+    }
+
+    /// The call budget and watchdog every module call runs under (factories, instances and
+    /// their drops; see [`crate::watchdog`]).
+    pub fn watchdog(&self) -> &Watchdog {
+        &self.watchdog
     }
 
     /// Overrides the executable folder used when resolving `name` entries.
@@ -538,10 +552,7 @@ impl ModuleRegistry {
             let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
                 unreachable!("kind checked")
             };
-            return match factory(config, m.parameters.as_slice().into()).into_result() {
-                Ok(s) => Ok(Box::new(s)),
-                Err(e) => Err(create_error("sorter", m, e)),
-            };
+            return self.new_sorter(m, factory, config).map_err(|e| create_error("sorter", m, e));
         }
         if name == BUILTIN_SORTER {
             return Ok(Box::new(drf_sorter::create(config)));
@@ -566,11 +577,10 @@ impl ModuleRegistry {
                 unreachable!("kind checked")
             };
             let module = m.clone();
+            let watchdog = self.watchdog.clone();
             return Ok(Box::new(move |config: &SorterConfig| {
-                match factory(config, module.parameters.as_slice().into()).into_result() {
-                    Ok(s) => Ok(Box::new(s) as Box<dyn Sorter>),
-                    Err(e) => Err(create_error("sorter", &module, e).to_string()),
-                }
+                checked_sorter(&watchdog, &module, factory, config)
+                    .map_err(|e| create_error("sorter", &module, e).to_string())
             }));
         }
         if name == BUILTIN_SORTER {
@@ -604,11 +614,48 @@ impl ModuleRegistry {
         let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
             unreachable!("kind checked")
         };
-        match factory(options, m.parameters.as_slice().into()).into_result() {
-            Ok(a) => Ok(Box::new(a)),
+        let label = format!("allocator '{}'", m.name);
+        let created = self
+            .watchdog
+            .call(&label, &"create", || factory(options, m.parameters.as_slice().into()));
+        match created.into_result() {
+            Ok(a) => Ok(Box::new(WatchedAllocator::new(Box::new(a), &m.name, &self.watchdog))),
             Err(e) => Err(create_error("allocator", m, e)),
         }
     }
+
+    fn new_sorter(
+        &self,
+        m: &LoadedModule,
+        factory: SorterFactoryFn,
+        config: &SorterConfig,
+    ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
+        checked_sorter(&self.watchdog, m, factory, config)
+    }
+}
+
+type SorterFactoryFn = extern "C" fn(
+    &SorterConfig,
+    abi_stable::std_types::RSlice<'_, Parameter>,
+) -> abi_stable::std_types::RResult<
+    allocator_api::abi::SorterBox,
+    allocator_api::ModuleError,
+>;
+
+/// Creates a sorter module's instance under the watchdog, watched and with its sort output
+/// checked (see [`CheckedSorter`]).
+fn checked_sorter(
+    watchdog: &Watchdog,
+    m: &LoadedModule,
+    factory: SorterFactoryFn,
+    config: &SorterConfig,
+) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
+    let label = format!("sorter '{}'", m.name);
+    let created =
+        watchdog.call(&label, &"create", || factory(config, m.parameters.as_slice().into()));
+    let sorter = created.into_result()?;
+    let watched = WatchedSorter::new(Box::new(sorter), &m.name, watchdog);
+    Ok(Box::new(CheckedSorter::new(Box::new(watched), &m.name)))
 }
 
 fn create_error(
