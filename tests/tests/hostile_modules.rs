@@ -114,6 +114,7 @@ fn the_guard_drops_inverse_offers_to_unknown_frameworks_and_agents() {
 #[test]
 fn a_sorter_flooding_its_sort_output_is_a_module_fault_and_falls_back() {
     let m = manifest("hostile_sorter", &[("mode", "flood")]);
+    workspace_tests::ensure_built();
     let start = Instant::now();
     let (out, events) = run_scenario(
         "flood",
@@ -174,6 +175,7 @@ fn assert_stopped_by_the_watchdog(out: &Output, start: Instant, what: &str) {
 #[test]
 fn a_slow_allocator_factory_is_stopped_by_the_watchdog() {
     let m = manifest("hostile_allocator", &[("factory_sleep_ms", "30000")]);
+    workspace_tests::ensure_built();
     let start = Instant::now();
     let (out, _) = run_scenario(
         "slow_factory",
@@ -186,6 +188,7 @@ fn a_slow_allocator_factory_is_stopped_by_the_watchdog() {
 #[test]
 fn a_slow_sorter_factory_is_stopped_by_the_watchdog() {
     let m = manifest("hostile_sorter", &[("factory_sleep_ms", "30000")]);
+    workspace_tests::ensure_built();
     let start = Instant::now();
     let (out, _) = run_scenario(
         "slow_sorter_factory",
@@ -198,6 +201,7 @@ fn a_slow_sorter_factory_is_stopped_by_the_watchdog() {
 #[test]
 fn a_hanging_sort_in_a_sorter_scenario_is_stopped_by_the_watchdog() {
     let m = manifest("hostile_sorter", &[("mode", "hang")]);
+    workspace_tests::ensure_built();
     let start = Instant::now();
     let (out, _) = run_scenario(
         "sorter_hang",
@@ -210,6 +214,7 @@ fn a_hanging_sort_in_a_sorter_scenario_is_stopped_by_the_watchdog() {
 #[test]
 fn a_hanging_sort_in_the_conformance_suite_is_stopped_by_the_watchdog() {
     let m = manifest("hostile_sorter", &[("mode", "hang")]);
+    workspace_tests::ensure_built();
     let start = Instant::now();
     let out = run_master(&[
         "--modules",
