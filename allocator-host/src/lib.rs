@@ -18,6 +18,7 @@ pub mod cli;
 pub mod conformance;
 pub mod guard;
 pub mod hierarchical;
+pub mod http;
 pub mod import;
 pub mod manifest;
 pub mod metrics;
