@@ -618,8 +618,17 @@ impl ModuleRegistry {
             let module = m.clone();
             let watchdog = self.watchdog.clone();
             return Ok(Box::new(move |config: &SorterConfig| {
-                checked_sorter(&watchdog, &module, factory, config)
-                    .map_err(|e| create_error("sorter", &module, e).to_string())
+                // For the built-in allocator, which checks each client as it walks an answer.
+                let label = format!("sorter '{}'", module.name);
+                let created = watchdog.call(&label, &"create", || {
+                    factory(config, module.parameters.as_slice().into())
+                });
+                let sorter = created
+                    .into_result()
+                    .map_err(|e| create_error("sorter", &module, e).to_string())?;
+                let watched = WatchedSorter::new(Box::new(sorter), &module.name, &watchdog);
+                Ok(Box::new(CheckedSorter::length_only(Box::new(watched), &module.name))
+                    as Box<dyn Sorter>)
             }));
         }
         if name == BUILTIN_SORTER {
