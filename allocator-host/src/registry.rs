@@ -511,11 +511,7 @@ impl ModuleRegistry {
         // Read before mapping: a library that does not export the module header is refused
         // before the system loader runs any of its code.
         check_regular_file(path, label)?;
-        check_exports_module_header(path).map_err(|reason| LoadError::NotModuleLibrary {
-            manifest: label.to_owned(),
-            path: shown.clone(),
-            reason,
-        })?;
+        check_exports_module_header(path, label)?;
         let header = lib_header_from_path(path).map_err(|e| library_error(e, label, &shown))?;
         let library = header
             .init_root_module::<ModuleLibraryRef>()
@@ -812,11 +808,16 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 
 /// Reads a library's export table (ELF or Mach-O) without mapping it, and checks that it exports
 /// the module header symbol.
-fn check_exports_module_header(path: &Path) -> Result<(), String> {
+fn check_exports_module_header(path: &Path, label: &str) -> Result<(), LoadError> {
     use object::read::{Object, ObjectSymbol};
-    let data = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let open = |reason: String| LoadError::Open {
+        manifest: label.to_owned(),
+        path: path.display().to_string(),
+        reason,
+    };
+    let data = std::fs::read(path).map_err(|e| open(e.to_string()))?;
     let file = object::File::parse(&*data)
-        .map_err(|e| format!("it is not a shared library this host can read ({e})"))?;
+        .map_err(|e| open(format!("it is not a shared library this host can read ({e})")))?;
     let wanted = allocator_api::abi::ROOT_SYMBOL.as_bytes();
     let matches = |name: &[u8]| name == wanted || name.strip_prefix(b"_") == Some(wanted);
     // ELF: the dynamic symbol table; Mach-O: the symbol table (exports are its global
@@ -828,8 +829,12 @@ fn check_exports_module_header(path: &Path) -> Result<(), String> {
     if exported {
         Ok(())
     } else {
-        Err("it exports no allocator module header; build it with allocator_api::export_modules!"
-            .into())
+        Err(LoadError::NotModuleLibrary {
+            manifest: label.to_owned(),
+            path: path.display().to_string(),
+            reason: "it exports no allocator module header; build it with allocator_api::export_modules!"
+                .into(),
+        })
     }
 }
 
