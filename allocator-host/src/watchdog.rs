@@ -40,6 +40,12 @@ struct Shared {
     over_budget: AtomicU64,
     slots: Mutex<Vec<Weak<Slot>>>,
     thread: AtomicBool,
+    /// Microseconds since `epoch`, updated by the watchdog thread every period (0 while it is
+    /// not running): the clock of the hot sorter calls, which read it instead of the system
+    /// clock.
+    coarse_us: AtomicU64,
+    /// The watchdog thread's period in microseconds (the coarse clock's resolution).
+    period_us: AtomicU64,
 }
 
 /// The budget and watchdog shared by every module instance of one registry. Cloning shares it.
@@ -58,6 +64,8 @@ impl Default for Watchdog {
                 over_budget: AtomicU64::new(0),
                 slots: Mutex::new(Vec::new()),
                 thread: AtomicBool::new(false),
+                coarse_us: AtomicU64::new(0),
+                period_us: AtomicU64::new(0),
             }),
         }
     }
@@ -128,16 +136,49 @@ impl Watchdog {
         r
     }
 
+    /// Like [`run`](Self::run) for the hot sorter calls: times them with the watchdog's coarse
+    /// clock (no system call), so the budget is checked at the watchdog's resolution and only
+    /// while the watchdog runs (a timeout is set).
+    fn run_coarse<R>(&self, slot: &Slot, what: &'static &'static str, f: impl FnOnce() -> R) -> R {
+        let start = self.shared.coarse_us.load(Ordering::Relaxed);
+        if start == 0 {
+            return self.run(slot, what, f);
+        }
+        slot.what.store(what as *const &'static str as *mut &'static str, Ordering::Relaxed);
+        slot.started_us.store(start, Ordering::Release);
+        let r = f();
+        slot.started_us.store(0, Ordering::Release);
+        if let Some(budget) = ms(&self.shared.budget_ms) {
+            let took =
+                self.shared.coarse_us.load(Ordering::Relaxed).saturating_sub(start) as f64 / 1e3;
+            if took > budget {
+                self.shared.over_budget.fetch_add(1, Ordering::Relaxed);
+                log::warn!(
+                    "module call {what} ({}) took about {took:.0} ms, over the {budget} ms budget",
+                    slot.module
+                );
+            }
+        }
+        r
+    }
+
     fn start_thread(&self) {
         if self.shared.thread.swap(true, Ordering::SeqCst) {
             return;
         }
         let weak = Arc::downgrade(&self.shared);
+        let tick = |shared: &Shared| {
+            let now = (shared.epoch.elapsed().as_micros() as u64).max(1);
+            shared.coarse_us.store(now, Ordering::Relaxed);
+        };
+        tick(&self.shared);
         let spawned = std::thread::Builder::new().name("module-watchdog".into()).spawn(move || {
             loop {
                 let Some(shared) = weak.upgrade() else { return };
+                tick(&shared);
                 let timeout = ms(&shared.timeout_ms);
                 let period = timeout.map_or(250.0, |t| (t / 4.0).clamp(1.0, 250.0));
+                shared.period_us.store((period * 1e3) as u64, Ordering::Relaxed);
                 if let Some(timeout) = timeout {
                     check(&shared, timeout);
                 }
@@ -161,7 +202,9 @@ fn check(shared: &Shared, timeout: f64) {
             continue;
         }
         let running_ms = now.saturating_sub(started) as f64 / 1e3;
-        if running_ms > timeout {
+        // A start read from the coarse clock may be up to one period early.
+        let slack_ms = shared.period_us.load(Ordering::Relaxed) as f64 / 1e3;
+        if running_ms - slack_ms > timeout {
             let what = slot.what.load(Ordering::Relaxed);
             // SAFETY: only `&'static &'static str` pointers are ever stored.
             let what = if what.is_null() { "?" } else { unsafe { *what } };
@@ -230,25 +273,25 @@ impl Drop for WatchedSorter {
 
 /// Forwards each listed method to `self.inner` under the watchdog.
 macro_rules! watched {
-    () => {};
-    ($name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+    ($run:ident;) => {};
+    ($run:ident; $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
         fn $name(&mut self $(, $arg: $ty)*) -> $ret {
             let inner = &mut self.inner;
-            self.watchdog.run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
+            self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
         }
-        watched! { $($rest)* }
+        watched! { $run; $($rest)* }
     };
-    ($name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+    ($run:ident; $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
         fn $name(&self $(, $arg: $ty)*) -> $ret {
             let inner = &self.inner;
-            self.watchdog.run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
+            self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
         }
-        watched! { $($rest)* }
+        watched! { $run; $($rest)* }
     };
 }
 
 impl Sorter for WatchedSorter {
-    watched! {
+    watched! { run_coarse;
         add(&mut self, client: ClientId, path: &str) -> Result<()>;
         remove(&mut self, client: ClientId) -> Result<()>;
         activate(&mut self, client: ClientId) -> Result<()>;
@@ -270,7 +313,7 @@ impl Sorter for WatchedSorter {
 }
 
 impl Allocator for WatchedAllocator {
-    watched! {
+    watched! { run;
         set_time(&mut self, now: f64) -> Result<()>;
         recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()>;
         add_framework(&mut self, info: &FrameworkInfo, used: &[Allocation], active: bool, options: &FrameworkOptions) -> Result<()>;
