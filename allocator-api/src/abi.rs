@@ -461,15 +461,58 @@ pub type AllocatorBox = AbiAllocator_TO<'static, RBox<()>>;
 /// Wraps a [`Sorter`] or [`Allocator`] so that it can cross the boundary: every call runs
 /// inside `catch_unwind`; a panic becomes [`ErrorKind::PANICKED`] and poisons the instance, so
 /// that later calls fail with [`ErrorKind::POISONED`] instead of running on broken state.
+///
+/// Dropping it drops the inner value inside `catch_unwind` too: a module whose `Drop` panics
+/// (or panics with a payload that panics when dropped) cannot unwind into the host.
 pub struct Guarded<T> {
-    inner: T,
+    inner: std::mem::ManuallyDrop<T>,
     poisoned: AtomicBool,
 }
 
 impl<T> Guarded<T> {
     /// Wraps `inner`.
     pub fn new(inner: T) -> Guarded<T> {
-        Guarded { inner, poisoned: AtomicBool::new(false) }
+        Guarded { inner: std::mem::ManuallyDrop::new(inner), poisoned: AtomicBool::new(false) }
+    }
+}
+
+impl<T> Drop for Guarded<T> {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is taken once, here, and `self` is never used again.
+        let inner = unsafe { std::mem::ManuallyDrop::take(&mut self.inner) };
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(inner))) {
+            let message = contained_message(payload);
+            log::error!("a module instance panicked while being dropped: {message}");
+        }
+    }
+}
+
+/// Drops a panic payload without letting a second panic escape: a payload whose own `Drop`
+/// panics is dropped inside `catch_unwind`, and the second payload is leaked.
+pub fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
+    }
+}
+
+/// The message of a caught panic, with the payload dropped safely (see [`drop_payload`]).
+fn contained_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    let message = catch_unwind(AssertUnwindSafe(|| panic_message(&*payload))).unwrap_or_else(|p| {
+        drop_payload(p);
+        "panic with a payload that panicked when read".to_owned()
+    });
+    drop_payload(payload);
+    message
+}
+
+/// Runs a module's `compatible` check; a panic (contained) means "not compatible".
+pub fn run_compatible(check: fn() -> bool) -> bool {
+    match catch_unwind(check) {
+        Ok(answer) => answer,
+        Err(payload) => {
+            drop_payload(payload);
+            false
+        }
     }
 }
 
@@ -502,7 +545,7 @@ fn guard<R>(
             poisoned.store(true, Ordering::Relaxed);
             RResult::RErr(ModuleError {
                 kind: ErrorKind::PANICKED,
-                message: format!("{call}: {}", panic_message(&*payload)).into(),
+                message: format!("{call}: {}", contained_message(payload)).into(),
             })
         }
     }
@@ -526,12 +569,18 @@ pub fn run_factory<T, C: ?Sized, E: std::fmt::Display, B>(
     boxed: impl FnOnce(T) -> B,
 ) -> RResult<B, ModuleError> {
     let params = Parameters(parameters.as_slice());
-    match catch_unwind(AssertUnwindSafe(|| create(config, params))) {
-        Ok(Ok(v)) => RResult::ROk(boxed(v)),
-        Ok(Err(e)) => RResult::RErr(ModuleError::failed(e)),
+    // Everything the module's code touches (its error's `Display` and `Drop` included) runs
+    // inside `catch_unwind`.
+    let outcome = catch_unwind(AssertUnwindSafe(|| match create(config, params) {
+        Ok(v) => Ok(boxed(v)),
+        Err(e) => Err(ModuleError::failed(e)),
+    }));
+    match outcome {
+        Ok(Ok(b)) => RResult::ROk(b),
+        Ok(Err(e)) => RResult::RErr(e),
         Err(payload) => RResult::RErr(ModuleError {
             kind: ErrorKind::PANICKED,
-            message: format!("create: {}", panic_message(&*payload)).into(),
+            message: format!("create: {}", contained_message(payload)).into(),
         }),
     }
 }
@@ -608,6 +657,79 @@ mod tests {
         assert_eq!(e.message.as_str(), "add: cannot add a");
         let e = Sorter::remove(&mut s, ClientId(1)).unwrap_err();
         assert_eq!(e.kind, ErrorKind::POISONED);
+    }
+
+    /// Panics when dropped.
+    struct PanicsOnDrop;
+
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("drop panics on purpose");
+        }
+    }
+
+    /// A sorter that holds a value whose `Drop` panics, and panics with such a payload.
+    struct HostileDrop(#[allow(dead_code)] PanicsOnDrop);
+
+    impl Sorter for HostileDrop {
+        fn add(&mut self, _: ClientId, _: &str) -> Result<()> {
+            std::panic::panic_any(PanicsOnDrop)
+        }
+        fn remove(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn activate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn deactivate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+            out.clear();
+            Ok(())
+        }
+        fn contains(&self, _: ClientId) -> bool {
+            false
+        }
+        fn count(&self) -> usize {
+            0
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_module_instances_drop_stays_inside_the_export_helpers() {
+        let s = sorter_box(HostileDrop(PanicsOnDrop));
+        drop(s); // would unwind through the vtable's destructor and exit the process
+    }
+
+    #[test]
+    fn a_panic_payload_that_panics_when_dropped_is_contained() {
+        let mut s = sorter_box(HostileDrop(PanicsOnDrop));
+        let e = Sorter::add(&mut s, ClientId(1), "a").unwrap_err();
+        assert_eq!(e.kind, ErrorKind::PANICKED);
+        std::mem::forget(s);
+    }
+
+    #[test]
+    fn a_factory_error_whose_drop_panics_is_contained() {
+        struct BadError;
+        impl std::fmt::Display for BadError {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bad")
+            }
+        }
+        impl Drop for BadError {
+            fn drop(&mut self) {
+                panic!("error drop panics");
+            }
+        }
+        let r = run_factory(
+            &(),
+            RSlice::from_slice(&[]),
+            |_, _| -> std::result::Result<Panicky, BadError> { Err(BadError) },
+            sorter_box,
+        );
+        assert_eq!(r.into_result().err().unwrap().kind, ErrorKind::PANICKED);
     }
 
     #[test]

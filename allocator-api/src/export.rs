@@ -105,7 +105,7 @@ macro_rules! __export_compatible {
     ($compatible:expr) => {{
         extern "C" fn __allocator_api_compatible() -> bool {
             let check: fn() -> bool = $compatible;
-            ::std::panic::catch_unwind(check).unwrap_or(false)
+            $crate::abi::run_compatible(check)
         }
         $crate::abi::__private::ROption::RSome(
             __allocator_api_compatible as extern "C" fn() -> bool,

@@ -66,6 +66,7 @@ pub mod logging;
 pub mod mirror;
 pub mod resources;
 pub mod rng;
+pub mod roles;
 pub mod sorter;
 
 pub use abi::{ModuleKind, Parameters};

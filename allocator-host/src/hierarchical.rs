@@ -23,6 +23,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use allocator_api::rng::Rng;
+
+use crate::guard::SortWalk;
 use allocator_api::{
     AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
     FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, IdSet,
@@ -160,6 +162,9 @@ pub struct HierarchicalAllocator {
     recovery: Option<(usize, f64)>,
     role_buf: RVec<ClientId>,
     fw_buf: RVec<ClientId>,
+    /// Check each client visited in a sort answer (crate::guard::SortWalk).
+    role_walk: SortWalk,
+    fw_walk: SortWalk,
 }
 
 impl HierarchicalAllocator {
@@ -198,6 +203,8 @@ impl HierarchicalAllocator {
             recovery: None,
             role_buf: RVec::new(),
             fw_buf: RVec::new(),
+            role_walk: SortWalk::default(),
+            fw_walk: SortWalk::default(),
         })
     }
 

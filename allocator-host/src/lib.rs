@@ -7,6 +7,8 @@
 //! * [`registry`]: loading and checking module libraries; creating allocators and sorters by name.
 //! * [`hierarchical`]: the built-in hierarchical allocator (Mesos's rules R1–R25).
 //! * [`actor`]: embedding an allocator in a live master, with Mesos-named [`metrics`].
+//! * [`guard`]: the offer guard and the sort-output checks (the host never trusts a module);
+//!   [`watchdog`]: the call budget and timeout every module call runs under.
 //! * [`names`]: names for the handles in a module's messages.
 //!
 //! It depends on no command line, HTTP, plotting or scenario code: the `allocator-master` crate
@@ -15,10 +17,12 @@
 #![deny(missing_docs)]
 
 pub mod actor;
+pub mod guard;
 pub mod hierarchical;
 pub mod manifest;
 pub mod metrics;
 pub mod names;
 pub mod registry;
+pub mod watchdog;
 
 pub use registry::{CreateError, LoadError, ModuleRegistry};

@@ -15,7 +15,9 @@ use allocator_api::abi::{
 };
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
+use crate::guard::CheckedSorter;
 use crate::manifest::{self, Manifest, ManifestError, ManifestSource};
+use crate::watchdog::{Watchdog, WatchedAllocator, WatchedSorter};
 
 /// The name of the built-in allocator (and its legacy alias).
 pub const BUILTIN_ALLOCATOR: &str = "hierarchical";
@@ -43,6 +45,30 @@ pub enum LoadError {
         manifest: String,
         /// The entry's index (0-based).
         index: usize,
+    },
+    /// A library `name` is not a bare name (it holds a path separator or `..`).
+    #[error(
+        "manifest {manifest}: library entry #{index}: library name '{name}' is not a bare library name (no '/', '\\' or '..'; give a path as \"file\")"
+    )]
+    BadName {
+        /// The manifest.
+        manifest: String,
+        /// The entry's index (0-based).
+        index: usize,
+        /// The name as given.
+        name: String,
+    },
+    /// The library path is not a regular file (a FIFO, device, socket or directory).
+    #[error(
+        "manifest {manifest}: '{path}' is not a regular file ({kind}); a module library must be one"
+    )]
+    NotRegularFile {
+        /// The manifest.
+        manifest: String,
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: &'static str,
     },
     /// The library file was not found.
     #[error("manifest {manifest}: library '{name}' not found (searched: {searched})")]
@@ -282,13 +308,25 @@ pub struct ModuleRegistry {
     libraries: HashMap<PathBuf, ModuleLibraryRef>,
     modules: BTreeMap<String, LoadedModule>,
     exe_dir: Option<PathBuf>,
+    watchdog: Watchdog,
 }
 
 impl ModuleRegistry {
     /// An empty registry that searches `name` libraries next to the running executable.
     pub fn new() -> ModuleRegistry {
         let exe_dir = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_owned));
-        ModuleRegistry { libraries: HashMap::new(), modules: BTreeMap::new(), exe_dir }
+        ModuleRegistry {
+            libraries: HashMap::new(),
+            modules: BTreeMap::new(),
+            exe_dir,
+            watchdog: Watchdog::default(),
+        }
+    }
+
+    /// The call budget and watchdog every module call runs under (factories, instances and
+    /// their drops; see [`crate::watchdog`]).
+    pub fn watchdog(&self) -> &Watchdog {
+        &self.watchdog
     }
 
     /// Overrides the executable folder used when resolving `name` entries.
@@ -415,46 +453,53 @@ impl ModuleRegistry {
         if let Some(file) = entry.file.as_deref().filter(|f| !f.is_empty()) {
             let p = Path::new(file);
             let full = if p.is_absolute() { p.to_owned() } else { source.base.join(p) };
-            if !full.exists() {
+            if std::fs::metadata(&full).is_err() {
                 return Err(LoadError::NotFound {
                     manifest: label,
                     name: file.to_owned(),
                     searched: full.display().to_string(),
                 });
             }
+            check_regular_file(&full, &label)?;
             return Ok(std::fs::canonicalize(&full).unwrap_or(full));
         }
         let Some(name) = entry.name.as_deref().filter(|n| !n.is_empty()) else {
             return Err(LoadError::NoLibrary { manifest: label, index });
         };
+        if name.contains('/') || name.contains('\\') || name.contains("..") {
+            return Err(LoadError::BadName { manifest: label, index, name: name.to_owned() });
+        }
         let filename = libloading::library_filename(name);
         let mut searched = Vec::new();
         let mut dirs = vec![source.base.clone()];
         dirs.extend(self.exe_dir.clone());
         for dir in dirs {
             let candidate = dir.join(&filename);
-            if candidate.exists() {
+            if std::fs::metadata(&candidate).is_ok() {
+                check_regular_file(&candidate, &label)?;
                 return Ok(std::fs::canonicalize(&candidate).unwrap_or(candidate));
             }
             searched.push(candidate.display().to_string());
         }
-        // Last: the platform's search path, through the dynamic loader itself.
-        let bare = PathBuf::from(&filename);
-        match lib_header_from_path(&bare) {
-            Err(LibraryError::OpenError { .. }) => {
-                searched.push(format!(
-                    "{} on the platform library search path ({})",
-                    filename.to_string_lossy(),
-                    platform_search_vars()
-                ));
-                Err(LoadError::NotFound {
-                    manifest: label,
-                    name: name.to_owned(),
-                    searched: searched.join(", "),
-                })
+        // Last: the platform's library search path, searched here (not by the dynamic loader)
+        // so that the file is checked before anything maps it.
+        for dir in platform_search_dirs() {
+            let candidate = dir.join(&filename);
+            if std::fs::metadata(&candidate).is_ok() {
+                check_regular_file(&candidate, &label)?;
+                return Ok(std::fs::canonicalize(&candidate).unwrap_or(candidate));
             }
-            _ => Ok(bare),
         }
+        searched.push(format!(
+            "{} on the platform library search path ({})",
+            filename.to_string_lossy(),
+            platform_search_vars()
+        ));
+        Err(LoadError::NotFound {
+            manifest: label,
+            name: name.to_owned(),
+            searched: searched.join(", "),
+        })
     }
 
     /// Opens a library once, runs abi_stable's checks and the library's `init`.
@@ -463,6 +508,10 @@ impl ModuleRegistry {
             return Ok(*lib);
         }
         let shown = path.display().to_string();
+        // Read before mapping: a library that does not export the module header is refused
+        // before the system loader runs any of its code.
+        check_regular_file(path, label)?;
+        check_exports_module_header(path, label)?;
         let header = lib_header_from_path(path).map_err(|e| library_error(e, label, &shown))?;
         let library = header
             .init_root_module::<ModuleLibraryRef>()
@@ -538,10 +587,7 @@ impl ModuleRegistry {
             let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
                 unreachable!("kind checked")
             };
-            return match factory(config, m.parameters.as_slice().into()).into_result() {
-                Ok(s) => Ok(Box::new(s)),
-                Err(e) => Err(create_error("sorter", m, e)),
-            };
+            return self.new_sorter(m, factory, config).map_err(|e| create_error("sorter", m, e));
         }
         if name == BUILTIN_SORTER {
             return Ok(Box::new(drf_sorter::create(config)));
@@ -566,11 +612,19 @@ impl ModuleRegistry {
                 unreachable!("kind checked")
             };
             let module = m.clone();
+            let watchdog = self.watchdog.clone();
             return Ok(Box::new(move |config: &SorterConfig| {
-                match factory(config, module.parameters.as_slice().into()).into_result() {
-                    Ok(s) => Ok(Box::new(s) as Box<dyn Sorter>),
-                    Err(e) => Err(create_error("sorter", &module, e).to_string()),
-                }
+                // For the built-in allocator, which checks each client as it walks an answer.
+                let label = format!("sorter '{}'", module.name);
+                let created = watchdog.call(&label, &"create", || {
+                    factory(config, module.parameters.as_slice().into())
+                });
+                let sorter = created
+                    .into_result()
+                    .map_err(|e| create_error("sorter", &module, e).to_string())?;
+                let watched = WatchedSorter::new(Box::new(sorter), &module.name, &watchdog);
+                Ok(Box::new(CheckedSorter::length_only(Box::new(watched), &module.name))
+                    as Box<dyn Sorter>)
             }));
         }
         if name == BUILTIN_SORTER {
@@ -604,11 +658,48 @@ impl ModuleRegistry {
         let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
             unreachable!("kind checked")
         };
-        match factory(options, m.parameters.as_slice().into()).into_result() {
-            Ok(a) => Ok(Box::new(a)),
+        let label = format!("allocator '{}'", m.name);
+        let created = self
+            .watchdog
+            .call(&label, &"create", || factory(options, m.parameters.as_slice().into()));
+        match created.into_result() {
+            Ok(a) => Ok(Box::new(WatchedAllocator::new(Box::new(a), &m.name, &self.watchdog))),
             Err(e) => Err(create_error("allocator", m, e)),
         }
     }
+
+    fn new_sorter(
+        &self,
+        m: &LoadedModule,
+        factory: SorterFactoryFn,
+        config: &SorterConfig,
+    ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
+        checked_sorter(&self.watchdog, m, factory, config)
+    }
+}
+
+type SorterFactoryFn = extern "C" fn(
+    &SorterConfig,
+    abi_stable::std_types::RSlice<'_, Parameter>,
+) -> abi_stable::std_types::RResult<
+    allocator_api::abi::SorterBox,
+    allocator_api::ModuleError,
+>;
+
+/// Creates a sorter module's instance under the watchdog, watched and with its sort output
+/// checked (see [`CheckedSorter`]).
+fn checked_sorter(
+    watchdog: &Watchdog,
+    m: &LoadedModule,
+    factory: SorterFactoryFn,
+    config: &SorterConfig,
+) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
+    let label = format!("sorter '{}'", m.name);
+    let created =
+        watchdog.call(&label, &"create", || factory(config, m.parameters.as_slice().into()));
+    let sorter = created.into_result()?;
+    let watched = WatchedSorter::new(Box::new(sorter), &m.name, watchdog);
+    Ok(Box::new(CheckedSorter::new(Box::new(watched), &m.name)))
 }
 
 fn create_error(
@@ -654,7 +745,96 @@ fn platform_search_vars() -> &'static str {
     if cfg!(target_os = "macos") {
         "DYLD_LIBRARY_PATH, the system folders"
     } else {
-        "LD_LIBRARY_PATH, ld.so.cache, the system folders"
+        "LD_LIBRARY_PATH, the system folders"
+    }
+}
+
+/// The folders of the platform's library search path, in the loader's order: the
+/// environment variable, then the usual system folders (ld.so.cache is not read).
+fn platform_search_dirs() -> Vec<PathBuf> {
+    let var = if cfg!(target_os = "macos") { "DYLD_LIBRARY_PATH" } else { "LD_LIBRARY_PATH" };
+    let mut dirs: Vec<PathBuf> = std::env::var_os(var)
+        .map(|v| std::env::split_paths(&v).filter(|p| p.is_absolute()).collect())
+        .unwrap_or_default();
+    let system: &[&str] = if cfg!(target_os = "macos") {
+        &["/usr/local/lib", "/usr/lib"]
+    } else {
+        &[
+            "/usr/local/lib",
+            "/lib",
+            "/usr/lib",
+            "/lib64",
+            "/usr/lib64",
+            "/lib/x86_64-linux-gnu",
+            "/usr/lib/x86_64-linux-gnu",
+            "/lib/aarch64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+        ]
+    };
+    dirs.extend(system.iter().map(PathBuf::from));
+    dirs
+}
+
+/// Refuses anything that is not a regular file (following links) before it is opened.
+fn check_regular_file(path: &Path, label: &str) -> Result<(), LoadError> {
+    let kind = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(m) => file_kind(&m.file_type()),
+        Err(_) => "missing or unreadable",
+    };
+    Err(LoadError::NotRegularFile {
+        manifest: label.to_owned(),
+        path: path.display().to_string(),
+        kind,
+    })
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() { "a directory" } else { "not a regular file" }
+}
+
+/// Reads a library's export table (ELF or Mach-O) without mapping it, and checks that it exports
+/// the module header symbol.
+fn check_exports_module_header(path: &Path, label: &str) -> Result<(), LoadError> {
+    use object::read::{Object, ObjectSymbol};
+    let open = |reason: String| LoadError::Open {
+        manifest: label.to_owned(),
+        path: path.display().to_string(),
+        reason,
+    };
+    let data = std::fs::read(path).map_err(|e| open(e.to_string()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| open(format!("it is not a shared library this host can read ({e})")))?;
+    let wanted = allocator_api::abi::ROOT_SYMBOL.as_bytes();
+    let matches = |name: &[u8]| name == wanted || name.strip_prefix(b"_") == Some(wanted);
+    // ELF: the dynamic symbol table; Mach-O: the symbol table (exports are its global
+    // definitions, with a leading underscore).
+    let exported = file
+        .dynamic_symbols()
+        .chain(file.symbols())
+        .any(|s| s.is_definition() && s.is_global() && s.name_bytes().is_ok_and(matches));
+    if exported {
+        Ok(())
+    } else {
+        Err(LoadError::NotModuleLibrary {
+            manifest: label.to_owned(),
+            path: path.display().to_string(),
+            reason: "it exports no allocator module header; build it with allocator_api::export_modules!"
+                .into(),
+        })
     }
 }
 

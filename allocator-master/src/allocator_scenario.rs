@@ -191,7 +191,9 @@ impl AllocatorScenario {
         let config = parse_config(&doc.config()?)?;
         let mut events = Vec::new();
         for f in doc.events()? {
-            events.push((f.location.clone(), parse_op(&f)?));
+            let op = parse_op(&f)?;
+            check_roles(&f, &op)?;
+            events.push((f.location.clone(), op));
         }
         Ok(AllocatorScenario { file: doc.file.clone(), description, config, events })
     }
@@ -479,6 +481,52 @@ fn alternatives<T>(
         }
         _ => Err(f.error(field, format!("give exactly one of '{field}' or a non-empty 'one_of'"))),
     }
+}
+
+/// Applies the role-name rules ([`allocator_api::roles::validate`]) to every role an event
+/// names: framework roles and suppressed roles, `used` and min-allocatable keys, quota and
+/// weight roles, and the roles of recoveries, suppressions and operations.
+fn check_roles(f: &Fields<'_>, op: &Op) -> Result<(), ScenarioError> {
+    let mut named: Vec<(&'static str, &str)> = Vec::new();
+    fn min<'o>(list: &'o [RoleMinAllocatable], named: &mut Vec<(&'static str, &'o str)>) {
+        named.extend(list.iter().map(|m| ("min_allocatable_resources", m.role.as_str())));
+    }
+    match op {
+        Op::AddAgent { used, .. } | Op::AddResourceProvider { used, .. } => {
+            named.extend(used.iter().filter_map(|(_, r, _)| r.as_deref()).map(|r| ("used", r)));
+        }
+        Op::AddFramework { roles, suppressed_roles, min_allocatable, .. } => {
+            named.extend(roles.iter().map(|r| ("roles", r.as_str())));
+            named.extend(suppressed_roles.iter().map(|r| ("suppressed_roles", r.as_str())));
+            min(min_allocatable, &mut named);
+        }
+        Op::UpdateFramework { roles, suppressed_roles, min_allocatable, .. } => {
+            named.extend(roles.iter().flatten().map(|r| ("roles", r.as_str())));
+            named.extend(
+                suppressed_roles.iter().flatten().map(|r| ("suppressed_roles", r.as_str())),
+            );
+            if let Some(list) = min_allocatable {
+                min(list, &mut named);
+            }
+        }
+        Op::RecoverResources { role: Some(r), .. } => named.push(("role", r)),
+        Op::SuppressOffers(_, roles) | Op::ReviveOffers(_, roles) => {
+            named.extend(roles.iter().map(|r| ("roles", r.as_str())));
+        }
+        Op::UpdateQuota(role, _) => named.push(("role", role)),
+        Op::UpdateWeights(weights) => {
+            named.extend(weights.iter().map(|(r, _)| ("weights", r.as_str())))
+        }
+        Op::UpdateAllocation { role, .. } => named.push(("role", role)),
+        Op::Recover { quotas, .. } => {
+            named.extend(quotas.iter().map(|q| ("quotas", q.role.as_str())));
+        }
+        _ => {}
+    }
+    for (field, role) in named {
+        allocator_api::roles::validate(role).map_err(|e| f.error(field, e.to_string()))?;
+    }
+    Ok(())
 }
 
 fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {

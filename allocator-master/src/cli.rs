@@ -375,7 +375,7 @@ struct RunSetup<'a> {
 /// Runs with parsed arguments; `Err` is a one-line message for exit code 2.
 pub fn run(args: &Args) -> Result<u8, String> {
     let Some(command) = &args.command else {
-        let registry = load_modules(&args.modules)?;
+        let registry = load_modules(&args.modules, &args.allocator)?;
         if args.list_modules {
             print_modules(&registry);
             return Ok(0);
@@ -400,7 +400,8 @@ pub fn run(args: &Args) -> Result<u8, String> {
         }
         Command::Conformance(c) => {
             refuse_outer_flags(args, "conformance", Applies::MODULES)?;
-            let registry = load_modules(&c.modules.clone().or(&args.modules))?;
+            let registry =
+                load_modules(&c.modules.clone().or(&args.modules), &AllocatorFlags::default())?;
             let (subject, checks) = match (&c.allocator, &c.sorter) {
                 (Some(a), _) => (
                     format!("allocator '{a}'"),
@@ -424,13 +425,17 @@ pub fn run(args: &Args) -> Result<u8, String> {
         }
         Command::Bench(bench) => {
             refuse_outer_flags(args, "bench", Applies::MODULES_AND_ENGINE)?;
-            let registry = load_modules(&bench.modules.clone().or(&args.modules))?;
+            let registry =
+                load_modules(&bench.modules.clone().or(&args.modules), &AllocatorFlags::default())?;
             let engine = bench.engine.clone().or(&args.engine);
             crate::bench_cli::run(&engine, bench, &registry)
         }
         Command::Serve(serve) => {
             refuse_outer_flags(args, "serve", Applies::RUN)?;
-            let registry = load_modules(&serve.modules.clone().or(&args.modules))?;
+            let registry = load_modules(
+                &serve.modules.clone().or(&args.modules),
+                &serve.allocator.clone().or(&args.allocator),
+            )?;
             let setup = RunSetup {
                 engine: serve.engine.clone().or(&args.engine),
                 allocator: serve.allocator.clone().or(&args.allocator),
@@ -491,8 +496,15 @@ fn refuse_outer_flags(args: &Args, subcommand: &str, applies: Applies) -> Result
     }
 }
 
-fn load_modules(flags: &ModuleFlags) -> Result<ModuleRegistry, String> {
+/// Creates the registry and loads the manifest; every module call it makes possible
+/// (factories included) runs under the call budget and watchdog of `limits`.
+fn load_modules(flags: &ModuleFlags, limits: &AllocatorFlags) -> Result<ModuleRegistry, String> {
     let mut registry = ModuleRegistry::new();
+    let positive = |v: f64| (v > 0.0).then_some(v);
+    registry.watchdog().set_limits(
+        positive(limits.module_call_budget_ms.unwrap_or(DEFAULT_CALL_BUDGET_MS)),
+        positive(limits.module_call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)),
+    );
     registry
         .load_flags(flags.modules.as_deref(), flags.modules_dir.as_deref())
         .map_err(|e| format!("error loading modules: {e}"))?;

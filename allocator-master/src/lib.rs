@@ -19,6 +19,7 @@ pub mod bench;
 pub mod bench_cli;
 pub mod cli;
 pub mod conformance;
+pub mod http;
 pub mod import;
 pub mod interrupt;
 pub mod output;

@@ -2,8 +2,9 @@
 //!
 //! One thread (the caller's) owns the [`Simulation`]: the allocator, the host's ledger and the
 //! simulated frameworks. Like Mesos's allocator process it works from one FIFO queue: the HTTP
-//! thread only reads requests and puts them on the queue; the master thread answers them in
-//! order between allocation runs. The virtual clock follows the wall clock (times `speed`):
+//! server ([`crate::http`]) reads each connection on its own thread, with head and body
+//! timeouts and a 1 MiB body limit, and puts complete requests on the queue; the master thread
+//! answers them in order between allocation runs. A slow client holds only its own connection. The virtual clock follows the wall clock (times `speed`):
 //! scenario events play at their times, and a periodic allocation runs every
 //! `allocation_interval`; after the last event the master keeps running periodically.
 //!
@@ -20,7 +21,6 @@
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
 //! by [`Simulation::apply`]; bad input gets `400 {"error": …}` and changes nothing.
 
-use std::io::Read;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -33,9 +33,6 @@ use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::Simulation;
 
-/// Largest request body read, in bytes.
-const MAX_BODY: u64 = 1 << 20;
-
 /// How `serve` runs.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -47,12 +44,8 @@ pub struct ServeOptions {
     pub duration: Option<f64>,
 }
 
-/// A request read by the HTTP thread.
-struct Incoming {
-    request: tiny_http::Request,
-    /// The body, or why it could not be read.
-    body: Result<String, String>,
-}
+/// A request read in full by the HTTP server.
+type Incoming = crate::http::Request;
 
 /// Serves `scenario` live until `options.duration` has passed. Prints `serving on
 /// http://ADDR` on stderr once listening. `Err` when the address cannot be bound or a module
@@ -66,48 +59,33 @@ pub fn serve(
     if !(options.speed.is_finite() && options.speed > 0.0) {
         return Err(format!("--speed must be a positive number, not {}", options.speed));
     }
-    let server = Arc::new(
-        tiny_http::Server::http(&options.listen)
-            .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?,
-    );
-    let addr =
-        server.server_addr().to_ip().map_or_else(|| options.listen.clone(), |a| a.to_string());
+    let (server, requests) =
+        crate::http::Server::bind(&options.listen, crate::http::Limits::default())
+            .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
+    let addr = server.addr();
     eprintln!("serving on http://{addr}");
     log::info!("serving on http://{addr}");
     let queued = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::channel::<Incoming>();
-    let reader = {
-        let server = server.clone();
+    // Counts requests into the master's queue (`event_queue_dispatches`).
+    let counter = {
         let queued = queued.clone();
         std::thread::Builder::new()
-            .name("http".into())
+            .name("http-queue".into())
             .spawn(move || {
-                while let Ok(mut request) = server.recv() {
-                    let mut body = String::new();
-                    let read = request
-                        .as_reader()
-                        .take(MAX_BODY + 1)
-                        .read_to_string(&mut body)
-                        .map_err(|e| format!("cannot read the body: {e}"));
-                    let body = match read {
-                        Ok(n) if n as u64 > MAX_BODY => {
-                            Err(format!("the body is larger than {MAX_BODY} bytes"))
-                        }
-                        Ok(_) => Ok(body),
-                        Err(e) => Err(e),
-                    };
+                for request in requests {
                     queued.fetch_add(1, Ordering::SeqCst);
-                    if tx.send(Incoming { request, body }).is_err() {
+                    if tx.send(request).is_err() {
                         break;
                     }
                 }
             })
-            .map_err(|e| format!("cannot start the HTTP thread: {e}"))?
+            .map_err(|e| format!("cannot start the HTTP queue thread: {e}"))?
     };
     let result = Live::new(sim, scenario, options, queued).run(out, &rx);
-    server.unblock();
+    drop(server);
     drop(rx);
-    let _ = reader.join();
+    let _ = counter.join();
     result
 }
 
@@ -265,38 +243,34 @@ impl<'s, 'r> Live<'s, 'r> {
 
     /// Answers one request. `Err` stops the master.
     fn answer(&mut self, incoming: Incoming, out: &mut EventStream) -> Result<(), String> {
-        let Incoming { request, body } = incoming;
-        let method = request.method().clone();
-        let path = request.url().split('?').next().unwrap_or("").to_owned();
+        let request = incoming;
+        let (method, path, body) =
+            (request.method.clone(), request.path.clone(), Ok(request.body.clone()));
         let event = match path.as_str() {
             "/quota" => Some("update_quota"),
             "/weights" => Some("update_weights"),
             "/sorters" => Some("set_sorters"),
             _ => None,
         };
-        let (status, answer) = match (&method, path.as_str(), event) {
-            (tiny_http::Method::Get, "/metrics/snapshot", _) => {
-                (200, Value::Object(self.metrics()))
-            }
-            (tiny_http::Method::Get, "/state", _) => (200, self.sim.state()),
-            (tiny_http::Method::Post, _, Some(event)) => {
-                match body.and_then(|b| parse_request(event, &b)) {
-                    Err(message) => (400, json!({"error": message})),
-                    Ok(op) => match self.sim.apply(usize::MAX, &op, out) {
-                        Ok(()) => {
-                            log::info!("{method} {path}: applied");
-                            (200, json!({"ok": true}))
+        let (status, answer) = match (method.as_str(), path.as_str(), event) {
+            ("GET", "/metrics/snapshot", _) => (200, Value::Object(self.metrics())),
+            ("GET", "/state", _) => (200, self.sim.state()),
+            ("POST", _, Some(event)) => match body.and_then(|b| parse_request(event, &b)) {
+                Err(message) => (400, json!({"error": message})),
+                Ok(op) => match self.sim.apply(usize::MAX, &op, out) {
+                    Ok(()) => {
+                        log::info!("{method} {path}: applied");
+                        (200, json!({"ok": true}))
+                    }
+                    Err(message) => {
+                        if self.sim.stopped().is_some() {
+                            respond(request, 500, &json!({"error": message}));
+                            return self.fatal();
                         }
-                        Err(message) => {
-                            if self.sim.stopped().is_some() {
-                                respond(request, 500, &json!({"error": message}));
-                                return self.fatal();
-                            }
-                            (400, json!({"error": message}))
-                        }
-                    },
-                }
-            }
+                        (400, json!({"error": message}))
+                    }
+                },
+            },
             (_, "/metrics/snapshot" | "/state", _) | (_, _, Some(_)) => {
                 (405, json!({"error": format!("{method} is not allowed on {path}")}))
             }
@@ -310,15 +284,8 @@ impl<'s, 'r> Live<'s, 'r> {
     }
 }
 
-fn respond(request: tiny_http::Request, status: u16, body: &Value) {
-    let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
-        .expect("a valid header");
-    let response = tiny_http::Response::from_string(body.to_string())
-        .with_status_code(status)
-        .with_header(header);
-    if let Err(e) = request.respond(response) {
-        log::warn!("cannot send the answer: {e}");
-    }
+fn respond(request: Incoming, status: u16, body: &Value) {
+    request.respond(status, body.to_string());
 }
 
 /// Parses a POST body as the fields of scenario event `event` (SPEC section 4.1), with the

@@ -3,7 +3,7 @@
 //! frameworks, checks expectations and collects the summary.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use allocator_api::{
     AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkId,
@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, ExpectedOffer, Op, TaskSpec};
 use crate::output::EventStream;
+use allocator_host::guard::{
+    AgentView, FrameworkView, GuardLog, OfferVerdict, check_inverse_offer, check_offer,
+};
 use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 
@@ -55,14 +58,6 @@ pub struct Setup {
     /// A module call still running after this long is taken as hung: the master stops with
     /// the reason (exit code 2), since a blocked call cannot be interrupted. `None`: no limit.
     pub call_timeout_ms: Option<f64>,
-}
-
-/// The call in progress, watched by the watchdog thread.
-#[derive(Default)]
-struct Watch {
-    /// Start of the current call in microseconds since the watch was created; 0 when idle.
-    started_us: std::sync::atomic::AtomicU64,
-    what: std::sync::Mutex<String>,
 }
 
 /// What the host does when a module call fails (`--on_module_failure`).
@@ -204,11 +199,11 @@ pub struct Simulation<'r> {
     whitelist: Option<Vec<RString>>,
     paused: bool,
     fallbacks: u64,
-    guard_dropped: u64,
+    guard: GuardLog,
     /// Whether offers are kept for `expect_offers` (off for scenarios without one).
     track_offers: bool,
-    watch: Option<(std::sync::Arc<Watch>, Instant)>,
-    over_budget: u64,
+    /// The registry watchdog's over-budget count when this simulation started.
+    over_budget_base: u64,
     stopped: Option<String>,
     /// Set (to a signal number) when the run should stop at its next step.
     interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
@@ -249,6 +244,9 @@ impl<'r> Simulation<'r> {
                         .map_err(|e| e.to_string())?,
                 )
             };
+        if setup.call_budget_ms.is_some() || setup.call_timeout_ms.is_some() {
+            registry.watchdog().set_limits(setup.call_budget_ms, setup.call_timeout_ms);
+        }
         let interval = setup.options.allocation_interval;
         let excluded =
             setup.options.fairness_excluded_resource_names.iter().map(|s| s.to_string()).collect();
@@ -287,46 +285,23 @@ impl<'r> Simulation<'r> {
             whitelist: None,
             paused: false,
             fallbacks: 0,
-            guard_dropped: 0,
+            guard: GuardLog::default(),
             track_offers: false,
-            watch: None,
-            over_budget: 0,
+            over_budget_base: registry.watchdog().over_budget(),
             stopped: None,
             interrupt: None,
             progress: None,
         })
     }
 
-    /// Starts the watchdog for hung module calls (when a module is in use and a timeout is set).
+    /// Applies the setup's call budget and timeout to the registry's watchdog, which every
+    /// module call (allocator and sorters, in every mode) runs under. Either left `None` keeps
+    /// what the registry has.
     pub fn start_watchdog(&mut self) {
-        let uses_module = matches!(self.engine, Engine::Module(_))
-            || [&self.setup.role_sorter, &self.setup.framework_sorter]
-                .iter()
-                .any(|n| self.registry.module(n).is_some());
-        let Some(timeout_ms) = self.setup.call_timeout_ms.filter(|_| uses_module) else { return };
-        let watch = std::sync::Arc::new(Watch::default());
-        let epoch = Instant::now();
-        self.watch = Some((watch.clone(), epoch));
-        let module = self.setup.allocator.clone();
-        let period = Duration::from_secs_f64((timeout_ms / 4.0).max(1.0) / 1e3);
-        std::thread::Builder::new()
-            .name("module-watchdog".into())
-            .spawn(move || loop {
-                std::thread::sleep(period);
-                let started = watch.started_us.load(std::sync::atomic::Ordering::SeqCst);
-                if started == 0 {
-                    continue;
-                }
-                let running_ms = (epoch.elapsed().as_micros() as u64).saturating_sub(started) as f64 / 1e3;
-                if running_ms > timeout_ms {
-                    let what = watch.what.lock().map(|w| w.clone()).unwrap_or_default();
-                    eprintln!(
-                        "allocator-master: a module call has not returned for {running_ms:.0} ms ({what}, allocator '{module}'), over --module_call_timeout_ms {timeout_ms}; stopping"
-                    );
-                    std::process::exit(2);
-                }
-            })
-            .expect("spawn the watchdog");
+        let (budget, timeout) = (self.setup.call_budget_ms, self.setup.call_timeout_ms);
+        if budget.is_some() || timeout.is_some() {
+            self.registry.watchdog().set_limits(budget, timeout);
+        }
     }
 
     /// Stops the run at its next step (between events, or between the allocation runs of one
@@ -362,9 +337,6 @@ impl<'r> Simulation<'r> {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Outcome, SimulationError> {
         let total = scenario.events.len();
-        if self.watch.is_none() {
-            self.start_watchdog();
-        }
         self.track_offers = scenario.events.iter().any(|(_, op)| matches!(op, Op::ExpectOffers(_)));
         for (index, (location, op)) in scenario.events.iter().enumerate() {
             if self.interrupted() {
@@ -397,30 +369,8 @@ impl<'r> Simulation<'r> {
         if let Some(reason) = &self.stopped {
             return Err(reason.clone());
         }
-        let start = Instant::now();
-        if let Some((watch, epoch)) = &self.watch {
-            if let Ok(mut w) = watch.what.lock() {
-                w.clear();
-                w.push_str(what);
-            }
-            let now = (epoch.elapsed().as_micros() as u64).max(1);
-            watch.started_us.store(now, std::sync::atomic::Ordering::SeqCst);
-        }
+        // Module calls run under the registry's budget and watchdog (allocator_host::watchdog).
         let result = f(self.engine.get());
-        if let Some((watch, _)) = &self.watch {
-            watch.started_us.store(0, std::sync::atomic::Ordering::SeqCst);
-        }
-        let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
-        if let Some(budget) = self.setup.call_budget_ms
-            && elapsed_ms > budget
-            && self.watch.is_some()
-        {
-            self.over_budget += 1;
-            log::warn!(
-                "module call {what} (allocator '{}') took {elapsed_ms:.1} ms, over the {budget} ms budget",
-                self.setup.allocator
-            );
-        }
         let result = result.map_err(|mut e| {
             e.message = self.name_handles(&e.message).into();
             e
@@ -841,10 +791,8 @@ impl<'r> Simulation<'r> {
         let mut accepted = Vec::new();
         let mut to_recover = Vec::new();
         for original in batch.offers.iter() {
-            // The offer guard: whatever allocator made it, an offer must go to a known, active
-            // framework, for a known, activated agent, fit in what is free there and hold no
-            // reservation of another role. The bad part is dropped (and given back to the
-            // allocator), logged and counted.
+            // The offer guard (allocator_host::guard): the bad part is dropped (and given back to the
+            // allocator when it can be), logged and counted.
             let Some(offer) = self.guard(original, &mut to_recover) else { continue };
             let role = offer.role.to_string();
             self.ledger_add(offer.framework, offer.agent, &role, &offer.resources);
@@ -874,9 +822,32 @@ impl<'r> Simulation<'r> {
             );
         }
         for inv in batch.inverse_offers.iter() {
+            let framework_active = self
+                .frameworks
+                .get(inv.framework.index())
+                .and_then(Option::as_ref)
+                .filter(|f| f.present)
+                .map(|f| f.active);
+            let unavailability =
+                self.agents.get(inv.agent.index()).filter(|a| a.present).map(|a| a.unavailability);
+            let holds = self
+                .ledger
+                .range((inv.framework, inv.agent, String::new())..)
+                .take_while(|((f, a, _), _)| *f == inv.framework && *a == inv.agent)
+                .any(|(_, r)| !r.is_empty());
+            let u = match check_inverse_offer(framework_active, unavailability, holds) {
+                Ok(u) => u,
+                Err(reason) => {
+                    let (fw, agent) = (inv.framework, inv.agent);
+                    let module = &self.setup.allocator;
+                    self.guard.drop_offer(|| {
+                        format!("dropping an inverse offer from allocator '{module}' to {fw} for {agent}: {reason}")
+                    });
+                    continue;
+                }
+            };
             let (fw, agent) =
                 (self.fw_name(inv.framework).to_owned(), self.agent_name(inv.agent).to_owned());
-            let u = inv.unavailability;
             let unavailability = match u.duration.into_option() {
                 Some(d) => json!({"start": u.start, "duration": d}),
                 None => json!({"start": u.start}),
@@ -898,70 +869,58 @@ impl<'r> Simulation<'r> {
         Ok(())
     }
 
-    /// Checks one offer against the host's records; returns the acceptable part (if any) and
-    /// queues the dropped part of offers to known frameworks and agents for recovery.
+    /// Checks one offer against the host's records with the offer guard ([`allocator_host::guard`]);
+    /// returns the acceptable part (if any) and queues the dropped part of offers to known
+    /// frameworks and agents for recovery.
     fn guard(
         &mut self,
         offer: &Allocation,
         to_recover: &mut Vec<Allocation>,
     ) -> Option<Allocation> {
-        let role = offer.role.as_str();
-        let fw_ok = self
+        let framework = self
             .frameworks
             .get(offer.framework.index())
             .and_then(Option::as_ref)
-            .is_some_and(|f| f.present && f.active);
-        let agent = self.agents.get(offer.agent.index()).filter(|a| a.present);
-        let reason = if !fw_ok {
-            Some(format!("{} is unknown, removed or inactive", offer.framework))
-        } else if !agent.is_some_and(|a| a.activated) {
-            Some(format!("{} is unknown, removed or deactivated", offer.agent))
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
-            self.guard_dropped += 1;
-            if self.guard_should_log() {
-                log::error!(
-                    "offer guard: dropping an offer from allocator '{}' of {}: {reason}",
-                    self.setup.allocator,
-                    offer.resources
-                );
+            .filter(|f| f.present)
+            .map(|f| FrameworkView {
+                active: f.active,
+                roles: &f.info.roles,
+                suppressed: &f.options.suppressed_roles,
+            });
+        let agent = self.agents.get(offer.agent.index()).filter(|a| a.present).map(|a| AgentView {
+            activated: a.activated,
+            total: &a.total,
+            used: &a.used,
+        });
+        let module = &self.setup.allocator;
+        match check_offer(offer, framework, agent) {
+            OfferVerdict::Refuse { reason, give_back } => {
+                let resources = &offer.resources;
+                self.guard.drop_offer(|| {
+                    format!("dropping an offer from allocator '{module}' of {resources}: {reason}")
+                });
+                if let Some(resources) = give_back {
+                    to_recover.push(Allocation { resources, ..offer.clone() });
+                }
+                None
             }
-            return None;
-        }
-        let agent = agent.expect("checked");
-        let mut free = agent.total.filter(|r| !r.is_shared()) - &agent.used;
-        free.add(&agent.total.shared());
-        let allowed = offer.resources.filter(|r| r.is_allocatable_to(role));
-        let ok = allowed.clone() - &(allowed.clone() - &free);
-        if ok != offer.resources {
-            let dropped = offer.resources.clone() - &ok;
-            self.guard_dropped += 1;
-            if self.guard_should_log() {
-                log::error!(
-                    "offer guard: dropping {dropped} from an offer of allocator '{}' to {} under role '{role}' on {}: more than is free there or reserved to another role",
-                    self.setup.allocator,
-                    self.fw_name(offer.framework),
-                    self.agent_name(offer.agent)
-                );
+            OfferVerdict::Accept { offer: ok, dropped } => {
+                if let Some(dropped) = dropped {
+                    let fw = self
+                        .framework_names
+                        .get(offer.framework.index())
+                        .map_or("?", String::as_str);
+                    let agent =
+                        self.agents.get(offer.agent.index()).map_or("?", |a| a.info.name.as_str());
+                    let role = offer.role.as_str();
+                    self.guard.drop_offer(|| {
+                        format!("dropping {dropped} from an offer of allocator '{module}' to {fw} under role '{role}' on {agent}: more than is free there or reserved to a role it may not receive")
+                    });
+                    to_recover.push(Allocation { resources: dropped, ..offer.clone() });
+                }
+                (!ok.is_empty()).then(|| Allocation { resources: ok, ..offer.clone() })
             }
-            to_recover.push(Allocation { resources: dropped, ..offer.clone() });
         }
-        if ok.is_empty() {
-            return None;
-        }
-        Some(Allocation { resources: ok, ..offer.clone() })
-    }
-
-    /// The guard logs its first 20 drops one by one, then says that it stops logging them (the
-    /// summary's `allocator/guard/dropped_offers` counts them all).
-    fn guard_should_log(&self) -> bool {
-        const LOGGED: u64 = 20;
-        if self.guard_dropped == LOGGED + 1 {
-            log::error!("offer guard: more offers dropped; counting them without logging each");
-        }
-        self.guard_dropped <= LOGGED
     }
 
     /// A simulated framework with nothing left to launch suppresses its offers, as a real
@@ -1626,9 +1585,12 @@ impl<'r> Simulation<'r> {
             "allocator/mesos/allocation_run_ms",
             &self.run_ms(),
         );
-        m.insert("allocator/guard/dropped_offers".into(), json!(self.guard_dropped));
+        m.insert("allocator/guard/dropped_offers".into(), json!(self.guard.dropped()));
         m.insert("allocator/module_fallbacks".into(), json!(self.fallbacks));
-        m.insert("allocator/module_calls_over_budget".into(), json!(self.over_budget));
+        m.insert(
+            "allocator/module_calls_over_budget".into(),
+            json!(self.registry.watchdog().over_budget().saturating_sub(self.over_budget_base)),
+        );
         let mut roles: BTreeSet<&String> = self.role_stats.keys().collect();
         roles.extend(self.role_alloc.keys());
         allocator_host::metrics::write_role_metrics(

@@ -292,6 +292,9 @@ fn parse_event(f: &Fields<'_>) -> Result<Event, ScenarioError> {
         op @ ("add" | "remove" | "activate" | "deactivate") => {
             f.check_keys(&["client"])?;
             let c = s("client")?;
+            if op == "add" {
+                allocator_api::roles::validate(&c).map_err(|e| f.error("client", e.to_string()))?;
+            }
             match op {
                 "add" => Event::Add(c),
                 "remove" => Event::Remove(c),
@@ -305,7 +308,9 @@ fn parse_event(f: &Fields<'_>) -> Result<Event, ScenarioError> {
             if w <= 0.0 {
                 return Err(f.error("weight", "must be positive"));
             }
-            Event::UpdateWeight(s("path")?, w)
+            let path = s("path")?;
+            allocator_api::roles::validate(&path).map_err(|e| f.error("path", e.to_string()))?;
+            Event::UpdateWeight(path, w)
         }
         op @ ("allocated" | "unallocated") => {
             f.check_keys(&["client", "agent", "resources"])?;

@@ -296,3 +296,46 @@ fn serve_refuses_an_address_it_cannot_bind() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot listen on '256.0.0.1:1'"), "{stderr}");
 }
+
+/// Issue 16: a client that announces a body and then stalls (or sends one without end) holds
+/// only its own connection; every other request is answered meanwhile.
+#[test]
+fn a_slow_client_does_not_block_other_requests() {
+    let live = start("slow-client", &[]);
+    let mut slow = TcpStream::connect(&live.addr).expect("connect");
+    write!(
+        slow,
+        "POST /weights HTTP/1.1\r\nHost: {}\r\nContent-Length: 100000\r\n\r\n{{",
+        live.addr
+    )
+    .unwrap();
+    slow.flush().unwrap();
+    let mut endless = TcpStream::connect(&live.addr).expect("connect");
+    write!(
+        endless,
+        "POST /quota HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{{\r\n"
+    )
+    .unwrap();
+    endless.flush().unwrap();
+    let start = std::time::Instant::now();
+    for _ in 0..3 {
+        let m = get(&live, "/metrics/snapshot");
+        assert!(m["allocator/mesos/allocation_runs"].is_number(), "{m}");
+        let s = get(&live, "/state");
+        assert_eq!(s["agents"].as_array().unwrap().len(), 2, "{s}");
+    }
+    assert!(start.elapsed() < Duration::from_secs(5), "answered in {:?}", start.elapsed());
+    drop(slow);
+    drop(endless);
+}
+
+#[test]
+fn a_body_over_one_mebibyte_is_answered_413() {
+    let live = start("too-large", &[]);
+    let mut s = TcpStream::connect(&live.addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "POST /weights HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 2 << 20).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}

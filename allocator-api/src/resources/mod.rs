@@ -269,6 +269,75 @@ fn set_union(a: &RVec<RString>, b: &RVec<RString>) -> RVec<RString> {
     out.into()
 }
 
+/// Why a [`Resources`] value built outside the constructors (by hand, across the module
+/// boundary) cannot be taken as resources. Its `Display` is one line naming the entry and the
+/// rule it breaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MalformedResources {
+    /// The offending entry, as text.
+    pub entry: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for MalformedResources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed resource entry '{}': {}", self.entry, self.reason)
+    }
+}
+
+impl std::error::Error for MalformedResources {}
+
+/// Checks one entry's own rules (not its place among the others).
+fn check_entry(r: &Resource) -> Result<(), MalformedResources> {
+    let fail = |reason: String| Err(MalformedResources { entry: r.to_string(), reason });
+    if let Err((_, why)) = parse::check_text_word(&r.name) {
+        return fail(format!("the resource name {why}"));
+    }
+    if !r.reservation.is_empty()
+        && let Err(e) = crate::roles::validate(&r.reservation)
+    {
+        return fail(e.to_string());
+    }
+    if !r.volume.is_empty()
+        && let Err((_, why)) = parse::check_text_word(&r.volume)
+    {
+        return fail(format!("the volume id {why}"));
+    }
+    let known = ResourceFlags::REVOCABLE.with(ResourceFlags::SHARED).with(ResourceFlags::DYNAMIC);
+    if r.flags.without(known) != ResourceFlags::NONE {
+        return fail(format!("unknown flag bits {:#x}", r.flags.0));
+    }
+    if r.flags.has(ResourceFlags::DYNAMIC) && r.reservation.is_empty() {
+        return fail("a dynamic reservation needs a role".into());
+    }
+    if r.is_shared() && r.volume.is_empty() {
+        return fail("only persistent volumes can be shared".into());
+    }
+    match &r.value {
+        Value::Scalar(s) if s.millis() < 0 => fail("a negative amount".into()),
+        Value::Ranges(list) if list.iter().any(|x| x.begin > x.end) => {
+            fail("a range begins after it ends".into())
+        }
+        Value::Set(items) => match items.iter().find_map(|i| parse::check_text_word(i).err()) {
+            Some((_, why)) => fail(format!("a set item {why}")),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Whether one entry's value is in canonical form (non-empty, sorted, disjoint).
+fn value_is_canonical(v: &Value) -> bool {
+    match v {
+        Value::Scalar(s) => s.millis() > 0,
+        Value::Ranges(list) => {
+            !list.is_empty() && list.windows(2).all(|w| w[1].begin > w[0].end.saturating_add(1))
+        }
+        Value::Set(items) => !items.is_empty() && items.windows(2).all(|w| w[0] < w[1]),
+    }
+}
+
 /// A canonical multiset of resource entries. See the [module documentation](self).
 ///
 /// Arithmetic: `+` merges, `-` subtracts entry by entry and never goes below empty (what is not
@@ -293,6 +362,75 @@ impl Resources {
             out.add_resource(r);
         }
         out
+    }
+
+    /// Checks a value that may not have been built by the constructors: a module can hand the
+    /// host any entry list. Returns the value itself when it is canonical; a canonical copy when
+    /// entries are unsorted, duplicated, zero or empty, or have overlapping ranges or unsorted
+    /// sets; and an error when an entry is negative, has a range that begins after it ends, a
+    /// name, role, volume or set item that the text format refuses, unknown flags, or a name
+    /// used with two value types. (Scalars are fixed point: NaN and infinities cannot occur.)
+    ///
+    /// ```
+    /// use allocator_api::resources::Resources;
+    /// let r: Resources = "cpus:1;mem:2".parse().unwrap();
+    /// assert!(matches!(r.checked(), Ok(std::borrow::Cow::Borrowed(_))));
+    /// ```
+    pub fn checked(&self) -> Result<std::borrow::Cow<'_, Resources>, MalformedResources> {
+        let mut canonical = true;
+        let mut prev: Option<&Resource> = None;
+        for r in self.items.iter() {
+            check_entry(r)?;
+            if let Some(p) = prev {
+                if p.name == r.name && p.value.kind() != r.value.kind() {
+                    return Err(MalformedResources {
+                        entry: r.to_string(),
+                        reason: format!("'{}' is used with two value types", r.name),
+                    });
+                }
+                let order = if r.is_shared() { p.canonical_cmp(r) } else { p.key_cmp(r) };
+                let in_order = match order {
+                    Ordering::Less => true,
+                    Ordering::Equal => r.is_shared(),
+                    Ordering::Greater => false,
+                };
+                canonical &= in_order;
+            }
+            canonical &= value_is_canonical(&r.value);
+            prev = Some(r);
+        }
+        if canonical {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        }
+        // Entries out of order may still use one name with two value types.
+        let mut kinds: Vec<(&Name, u8)> = Vec::new();
+        for r in self.items.iter() {
+            match kinds.iter().find(|(n, _)| **n == r.name) {
+                Some((_, k)) if *k != r.value.kind() => {
+                    return Err(MalformedResources {
+                        entry: r.to_string(),
+                        reason: format!("'{}' is used with two value types", r.name),
+                    });
+                }
+                Some(_) => {}
+                None => kinds.push((&r.name, r.value.kind())),
+            }
+        }
+        let fixed = self.items.iter().map(|r| {
+            let mut r = r.clone();
+            match &mut r.value {
+                Value::Ranges(list) => *list = ranges::normalize(list.to_vec()),
+                Value::Set(items) => {
+                    let mut v = items.to_vec();
+                    v.sort();
+                    v.dedup();
+                    *items = v.into();
+                }
+                Value::Scalar(_) => {}
+            }
+            r
+        });
+        Ok(std::borrow::Cow::Owned(Resources::from_entries(fixed)))
     }
 
     /// The canonical entries, sorted.

@@ -88,14 +88,24 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn check_word(cur: &Cursor<'_>, at: usize, word: &str, what: &str) -> Result<(), ParseError> {
+/// Checks a word of the resource text (a resource name, volume id or set item): not empty, and
+/// no whitespace, control character or delimiter of the text (`()[]{}:;,`). Returns the byte
+/// offset of the first bad character and the reason.
+pub(crate) fn check_text_word(word: &str) -> Result<(), (usize, &'static str)> {
     if word.is_empty() {
-        return Err(cur.err(at, &format!("empty {what}")));
+        return Err((0, "is empty"));
+    }
+    if let Some(p) = word.find(char::is_control) {
+        return Err((p, "contains a control character"));
     }
     if let Some(p) = word.find(|c: char| c.is_whitespace() || SPECIAL.contains(c)) {
-        return Err(cur.err(at + p, &format!("unexpected character in {what}")));
+        return Err((p, "contains whitespace or a delimiter of the resource text ()[]{}:;,"));
     }
     Ok(())
+}
+
+fn check_word(cur: &Cursor<'_>, at: usize, word: &str, what: &str) -> Result<(), ParseError> {
+    check_text_word(word).map_err(|(p, why)| cur.err(at + p, &format!("{what} {why}")))
 }
 
 fn parse_entry(input: &str, base: usize, entry: &str) -> Result<Resource, ParseError> {
@@ -115,9 +125,8 @@ fn parse_entry(input: &str, base: usize, entry: &str) -> Result<Resource, ParseE
     if cur.peek() == Some(b'(') {
         let (at, role) = cur.delimited(b')', "role")?;
         let role = role.trim();
-        check_word(&cur, at, role, "role")?;
-        if role.starts_with('/') || role.ends_with('/') || role.contains("//") {
-            return Err(cur.err(at, "invalid role path"));
+        if let Err(e) = crate::roles::validate(role) {
+            return Err(cur.err(at, e.reason));
         }
         if role != "*" {
             reservation = role.into();

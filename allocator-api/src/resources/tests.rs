@@ -405,3 +405,87 @@ proptest! {
         prop_assert!((a.clone() + &b).contains(&b));
     }
 }
+
+/// Entries as a module could hand them over, bypassing the constructors.
+fn raw(entries: Vec<Resource>) -> Resources {
+    Resources { items: entries.into() }
+}
+
+fn scalar_entry(name: &str, millis: i64) -> Resource {
+    Resource::scalar(name, Scalar::from_millis(millis))
+}
+
+#[test]
+fn checked_keeps_a_canonical_value_as_is() {
+    let r = res("cpus:2;mem:1024;ports:[1-5];zones:{a,b}");
+    assert!(matches!(r.checked(), Ok(std::borrow::Cow::Borrowed(_))));
+}
+
+#[test]
+fn checked_canonicalises_unsorted_duplicate_and_zero_entries() {
+    let r = raw(vec![
+        scalar_entry("mem", 1_000_000),
+        scalar_entry("cpus", 1000),
+        scalar_entry("disk", 0),
+        scalar_entry("cpus", 2000),
+    ]);
+    assert_eq!(r.checked().unwrap().into_owned(), res("cpus:3;mem:1000"));
+}
+
+#[test]
+fn checked_canonicalises_overlapping_ranges_and_unsorted_sets() {
+    let mut ports = scalar_entry("ports", 0);
+    ports.value =
+        Value::Ranges(vec![Range { begin: 5, end: 9 }, Range { begin: 1, end: 6 }].into());
+    let mut zones = scalar_entry("zones", 0);
+    zones.value = Value::Set(vec!["b".into(), "a".into(), "b".into()].into());
+    let r = raw(vec![zones, ports]);
+    assert_eq!(r.checked().unwrap().into_owned(), res("ports:[1-9];zones:{a,b}"));
+}
+
+#[test]
+fn checked_rejects_a_negative_amount() {
+    let r = raw(vec![
+        scalar_entry("mem", 1_000_000),
+        scalar_entry("cpus", -5000),
+        scalar_entry("cpus", 1_000_000),
+    ]);
+    let e = r.checked().unwrap_err();
+    assert_eq!(e.reason, "a negative amount", "{e}");
+}
+
+#[test]
+fn checked_rejects_an_inverted_range() {
+    let mut ports = scalar_entry("ports", 0);
+    ports.value = Value::Ranges(vec![Range { begin: 9, end: 5 }].into());
+    assert!(raw(vec![ports]).checked().unwrap_err().reason.contains("begins after it ends"));
+}
+
+#[test]
+fn checked_rejects_bad_names_roles_and_mixed_value_types() {
+    let bad_name = scalar_entry("cp;us", 1000);
+    assert!(raw(vec![bad_name]).checked().is_err());
+    let mut bad_role = scalar_entry("cpus", 1000);
+    bad_role.reservation = "../etc".into();
+    assert!(raw(vec![bad_role]).checked().is_err());
+    let mut ports = scalar_entry("cpus", 0);
+    ports.value = Value::Ranges(vec![Range { begin: 1, end: 2 }].into());
+    let e = raw(vec![scalar_entry("cpus", 1000), ports]).checked().unwrap_err();
+    assert!(e.reason.contains("two value types"), "{e}");
+}
+
+#[test]
+fn resource_names_with_control_characters_are_refused_by_the_parser() {
+    let e = "cp\u{1}us:1".parse::<Resources>().unwrap_err();
+    assert!(e.to_string().contains("resource name contains a control character"), "{e}");
+    let e = "cpus\0:1".parse::<Resources>().unwrap_err();
+    assert!(e.to_string().contains("control character"), "{e}");
+}
+
+#[test]
+fn reservations_follow_the_role_name_rules() {
+    for bad in ["cpus(a/../b):1", "cpus(-a):1", "cpus(a b):1", "cpus(a/./b):1", "cpus(/a):1"] {
+        assert!(bad.parse::<Resources>().is_err(), "{bad}");
+    }
+    assert!("cpus(a/b):1".parse::<Resources>().is_ok());
+}

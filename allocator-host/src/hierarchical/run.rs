@@ -166,7 +166,13 @@ impl HierarchicalAllocator {
         }
         let mut role_order = std::mem::take(&mut self.role_buf);
         self.role_sorter.sort(&mut role_order).map_err(|e| sorter_error("role sorter sort", e))?;
+        self.role_walk.begin();
         for &role_client in role_order.iter() {
+            let known = self.role_by_client.contains_key(&role_client);
+            if let Err(e) = self.role_walk.visit(&|| "role sorter".into(), role_client, known) {
+                self.role_buf = role_order;
+                return Err(e);
+            }
             let i = role_client.index();
             let skip = match stage {
                 Stage::Guarantees => !run.unsatisfied.get(i).copied().unwrap_or(false),
@@ -214,12 +220,23 @@ impl HierarchicalAllocator {
                 self.fw_buf = fw_order;
                 continue;
             }
+            self.fw_walk.begin();
             for &fw_client in fw_order.iter() {
                 if available.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()) {
                     break;
                 }
                 let fw_id = FrameworkId(fw_client.0);
-                let Some(fw) = self.frameworks.get(&fw_id) else { continue };
+                let fw = self
+                    .frameworks
+                    .get(&fw_id)
+                    .filter(|f| f.active && !f.suppressed.contains(role));
+                let sorter = || format!("framework sorter of role '{role}'");
+                if let Err(e) = self.fw_walk.visit(&sorter, fw_client, fw.is_some()) {
+                    self.fw_buf = fw_order;
+                    self.role_buf = role_order;
+                    return Err(e);
+                }
+                let Some(fw) = fw else { continue };
                 let agent = &self.agents[&agent_id];
                 // (c) quick exit
                 if !self.allocatable(fw, role, &available) {

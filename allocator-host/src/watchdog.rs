@@ -1,0 +1,347 @@
+//! The call budget and watchdog: every call into a module (allocator or sorter, factories and
+//! drops included) in every mode runs under them.
+//!
+//! The registry owns one [`Watchdog`]; every instance it creates from a module is wrapped in
+//! [`WatchedAllocator`] or [`WatchedSorter`], and factories run through [`Watchdog::call`].
+//! A call slower than the budget is counted and logged; a call still running after the
+//! timeout cannot be interrupted (it runs on the caller's thread inside the module), so the
+//! watchdog thread stops the master with the reason (exit code 2).
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use allocator_api::{
+    AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, ClientId, FrameworkId,
+    FrameworkInfo, FrameworkOptions, InverseOfferStatus, InverseOfferStatusEntry, OfferBatch,
+    Operation, Quantities, Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter,
+    Unavailability,
+};
+
+/// The exit code when a module call outlives the timeout (as for any module fault that stops).
+const EXIT_HUNG: i32 = 2;
+
+/// One module instance's call in progress, read by the watchdog thread.
+struct Slot {
+    /// Start of the current call in microseconds since the watchdog's epoch; 0 when idle.
+    started_us: AtomicU64,
+    /// The call's name (`&'static` so that the watchdog can read it at any time).
+    what: AtomicPtr<&'static str>,
+    /// `allocator 'm'` or `sorter 'm'`.
+    module: String,
+}
+
+struct Shared {
+    epoch: Instant,
+    /// `f64` bits; 0 means off.
+    budget_ms: AtomicU64,
+    /// `f64` bits; 0 means off.
+    timeout_ms: AtomicU64,
+    over_budget: AtomicU64,
+    slots: Mutex<Vec<Weak<Slot>>>,
+    thread: AtomicBool,
+    /// Microseconds since `epoch`, updated by the watchdog thread every period (0 while it is
+    /// not running): the clock of the hot sorter calls, which read it instead of the system
+    /// clock.
+    coarse_us: AtomicU64,
+    /// The watchdog thread's period in microseconds (the coarse clock's resolution).
+    period_us: AtomicU64,
+}
+
+/// The budget and watchdog shared by every module instance of one registry. Cloning shares it.
+#[derive(Clone)]
+pub struct Watchdog {
+    shared: Arc<Shared>,
+}
+
+impl Default for Watchdog {
+    fn default() -> Watchdog {
+        Watchdog {
+            shared: Arc::new(Shared {
+                epoch: Instant::now(),
+                budget_ms: AtomicU64::new(0),
+                timeout_ms: AtomicU64::new(0),
+                over_budget: AtomicU64::new(0),
+                slots: Mutex::new(Vec::new()),
+                thread: AtomicBool::new(false),
+                coarse_us: AtomicU64::new(0),
+                period_us: AtomicU64::new(0),
+            }),
+        }
+    }
+}
+
+fn ms(bits: &AtomicU64) -> Option<f64> {
+    let v = f64::from_bits(bits.load(Ordering::Relaxed));
+    (v > 0.0 && v.is_finite()).then_some(v)
+}
+
+impl Watchdog {
+    /// Sets the budget (slower calls are counted and logged) and the timeout (a call running
+    /// longer stops the master); `None` turns either off.
+    pub fn set_limits(&self, budget_ms: Option<f64>, timeout_ms: Option<f64>) {
+        let bits = |v: Option<f64>| v.filter(|v| *v > 0.0).unwrap_or(0.0).to_bits();
+        self.shared.budget_ms.store(bits(budget_ms), Ordering::Relaxed);
+        self.shared.timeout_ms.store(bits(timeout_ms), Ordering::Relaxed);
+        if timeout_ms.is_some() && !self.shared.slots.lock().map(|s| s.is_empty()).unwrap_or(true) {
+            self.start_thread();
+        }
+    }
+
+    /// The number of module calls that took longer than the budget so far.
+    pub fn over_budget(&self) -> u64 {
+        self.shared.over_budget.load(Ordering::Relaxed)
+    }
+
+    fn slot(&self, module: String) -> Arc<Slot> {
+        let slot = Arc::new(Slot {
+            started_us: AtomicU64::new(0),
+            what: AtomicPtr::new(std::ptr::null_mut()),
+            module,
+        });
+        if let Ok(mut slots) = self.shared.slots.lock() {
+            slots.retain(|s| s.strong_count() > 0);
+            slots.push(Arc::downgrade(&slot));
+        }
+        if ms(&self.shared.timeout_ms).is_some() {
+            self.start_thread();
+        }
+        slot
+    }
+
+    /// Runs one call into `module` (`allocator 'm'`, `sorter 'm'`) under the budget and the
+    /// watchdog: used for factories; instances use the wrappers.
+    pub fn call<R>(&self, module: &str, what: &'static &'static str, f: impl FnOnce() -> R) -> R {
+        let slot = self.slot(module.to_owned());
+        self.run(&slot, what, f)
+    }
+
+    fn run<R>(&self, slot: &Slot, what: &'static &'static str, f: impl FnOnce() -> R) -> R {
+        let start = Instant::now();
+        slot.what.store(what as *const &'static str as *mut &'static str, Ordering::Relaxed);
+        let since_epoch = start.saturating_duration_since(self.shared.epoch).as_micros() as u64;
+        slot.started_us.store(since_epoch.max(1), Ordering::Release);
+        let r = f();
+        slot.started_us.store(0, Ordering::Release);
+        if let Some(budget) = ms(&self.shared.budget_ms) {
+            let took = start.elapsed().as_secs_f64() * 1e3;
+            if took > budget {
+                self.shared.over_budget.fetch_add(1, Ordering::Relaxed);
+                log::warn!(
+                    "module call {what} ({}) took {took:.1} ms, over the {budget} ms budget",
+                    slot.module
+                );
+            }
+        }
+        r
+    }
+
+    /// Like [`run`](Self::run) for the hot sorter calls: times them with the watchdog's coarse
+    /// clock (no system call), so the budget is checked at the watchdog's resolution and only
+    /// while the watchdog runs (a timeout is set).
+    fn run_coarse<R>(&self, slot: &Slot, what: &'static &'static str, f: impl FnOnce() -> R) -> R {
+        let start = self.shared.coarse_us.load(Ordering::Relaxed);
+        if start == 0 {
+            return self.run(slot, what, f);
+        }
+        slot.what.store(what as *const &'static str as *mut &'static str, Ordering::Relaxed);
+        slot.started_us.store(start, Ordering::Release);
+        let r = f();
+        slot.started_us.store(0, Ordering::Release);
+        if let Some(budget) = ms(&self.shared.budget_ms) {
+            let took =
+                self.shared.coarse_us.load(Ordering::Relaxed).saturating_sub(start) as f64 / 1e3;
+            if took > budget {
+                self.shared.over_budget.fetch_add(1, Ordering::Relaxed);
+                log::warn!(
+                    "module call {what} ({}) took about {took:.0} ms, over the {budget} ms budget",
+                    slot.module
+                );
+            }
+        }
+        r
+    }
+
+    fn start_thread(&self) {
+        if self.shared.thread.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let weak = Arc::downgrade(&self.shared);
+        let tick = |shared: &Shared| {
+            let now = (shared.epoch.elapsed().as_micros() as u64).max(1);
+            shared.coarse_us.store(now, Ordering::Relaxed);
+        };
+        tick(&self.shared);
+        let spawned = std::thread::Builder::new().name("module-watchdog".into()).spawn(move || {
+            loop {
+                let Some(shared) = weak.upgrade() else { return };
+                tick(&shared);
+                let timeout = ms(&shared.timeout_ms);
+                let period = timeout.map_or(250.0, |t| (t / 4.0).clamp(1.0, 250.0));
+                shared.period_us.store((period * 1e3) as u64, Ordering::Relaxed);
+                if let Some(timeout) = timeout {
+                    check(&shared, timeout);
+                }
+                drop(shared);
+                std::thread::sleep(Duration::from_secs_f64(period / 1e3));
+            }
+        });
+        if let Err(e) = spawned {
+            log::error!("cannot start the module watchdog: {e}; hung module calls go unnoticed");
+        }
+    }
+}
+
+/// Stops the process when a call has run longer than `timeout` ms.
+fn check(shared: &Shared, timeout: f64) {
+    let now = shared.epoch.elapsed().as_micros() as u64;
+    let Ok(slots) = shared.slots.lock() else { return };
+    for slot in slots.iter().filter_map(Weak::upgrade) {
+        let started = slot.started_us.load(Ordering::Acquire);
+        if started == 0 {
+            continue;
+        }
+        let running_ms = now.saturating_sub(started) as f64 / 1e3;
+        // A start read from the coarse clock may be up to one period early.
+        let slack_ms = shared.period_us.load(Ordering::Relaxed) as f64 / 1e3;
+        if running_ms - slack_ms > timeout {
+            let what = slot.what.load(Ordering::Relaxed);
+            // SAFETY: only `&'static &'static str` pointers are ever stored.
+            let what = if what.is_null() { "?" } else { unsafe { *what } };
+            eprintln!(
+                "allocator-master: a module call has not returned for {running_ms:.0} ms ({what}, {}), over --module_call_timeout_ms {timeout}; stopping",
+                slot.module
+            );
+            std::process::exit(EXIT_HUNG);
+        }
+    }
+}
+
+/// A module allocator whose every call (and drop) runs under the [`Watchdog`].
+pub struct WatchedAllocator {
+    inner: std::mem::ManuallyDrop<Box<dyn Allocator>>,
+    watchdog: Watchdog,
+    slot: Arc<Slot>,
+}
+
+impl WatchedAllocator {
+    /// Wraps `inner`, a module's allocator called `name`.
+    pub fn new(inner: Box<dyn Allocator>, name: &str, watchdog: &Watchdog) -> WatchedAllocator {
+        let slot = watchdog.slot(format!("allocator '{name}'"));
+        WatchedAllocator {
+            inner: std::mem::ManuallyDrop::new(inner),
+            watchdog: watchdog.clone(),
+            slot,
+        }
+    }
+}
+
+impl Drop for WatchedAllocator {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; `self` is not used again.
+        let inner = unsafe { std::mem::ManuallyDrop::take(&mut self.inner) };
+        self.watchdog.run(&self.slot, &"drop", move || drop(inner));
+    }
+}
+
+/// A module sorter whose every call (and drop) runs under the [`Watchdog`].
+pub struct WatchedSorter {
+    inner: std::mem::ManuallyDrop<Box<dyn Sorter>>,
+    watchdog: Watchdog,
+    slot: Arc<Slot>,
+}
+
+impl WatchedSorter {
+    /// Wraps `inner`, a module's sorter called `name`.
+    pub fn new(inner: Box<dyn Sorter>, name: &str, watchdog: &Watchdog) -> WatchedSorter {
+        let slot = watchdog.slot(format!("sorter '{name}'"));
+        WatchedSorter {
+            inner: std::mem::ManuallyDrop::new(inner),
+            watchdog: watchdog.clone(),
+            slot,
+        }
+    }
+}
+
+impl Drop for WatchedSorter {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; `self` is not used again.
+        let inner = unsafe { std::mem::ManuallyDrop::take(&mut self.inner) };
+        self.watchdog.run(&self.slot, &"drop", move || drop(inner));
+    }
+}
+
+/// Forwards each listed method to `self.inner` under the watchdog.
+macro_rules! watched {
+    ($run:ident;) => {};
+    ($run:ident; $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
+            let inner = &mut self.inner;
+            self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
+        }
+        watched! { $run; $($rest)* }
+    };
+    ($run:ident; $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&self $(, $arg: $ty)*) -> $ret {
+            let inner = &self.inner;
+            self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
+        }
+        watched! { $run; $($rest)* }
+    };
+}
+
+impl Sorter for WatchedSorter {
+    watched! { run_coarse;
+        add(&mut self, client: ClientId, path: &str) -> Result<()>;
+        remove(&mut self, client: ClientId) -> Result<()>;
+        activate(&mut self, client: ClientId) -> Result<()>;
+        deactivate(&mut self, client: ClientId) -> Result<()>;
+        update_weight(&mut self, path: &str, weight: f64) -> Result<()>;
+        allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
+        update(&mut self, client: ClientId, agent: AgentId, old: &Resources, new: &Resources) -> Result<()>;
+        unallocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
+        allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()>;
+        allocation_on(&self, client: ClientId, agent: AgentId, out: &mut Resources) -> Result<()>;
+        allocation_scalar_quantities(&self, client: Option<ClientId>, out: &mut Quantities) -> Result<()>;
+        add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
+        remove_agent(&mut self, agent: AgentId) -> Result<()>;
+        sort(&mut self, out: &mut RVec<ClientId>) -> Result<()>;
+        contains(&self, client: ClientId) -> bool;
+        count(&self) -> usize;
+        dominant_share(&self, client: ClientId) -> Option<f64>;
+    }
+}
+
+impl Allocator for WatchedAllocator {
+    watched! { run;
+        set_time(&mut self, now: f64) -> Result<()>;
+        recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()>;
+        add_framework(&mut self, info: &FrameworkInfo, used: &[Allocation], active: bool, options: &FrameworkOptions) -> Result<()>;
+        remove_framework(&mut self, framework: FrameworkId) -> Result<()>;
+        activate_framework(&mut self, framework: FrameworkId) -> Result<()>;
+        deactivate_framework(&mut self, framework: FrameworkId) -> Result<()>;
+        update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()>;
+        add_agent(&mut self, info: &AgentInfo, unavailability: Option<&Unavailability>, total: &Resources, used: &[Allocation]) -> Result<()>;
+        remove_agent(&mut self, agent: AgentId) -> Result<()>;
+        update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()>;
+        add_resource_provider(&mut self, agent: AgentId, total: &Resources, used: &[Allocation]) -> Result<()>;
+        activate_agent(&mut self, agent: AgentId) -> Result<()>;
+        deactivate_agent(&mut self, agent: AgentId) -> Result<()>;
+        update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()>;
+        request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()>;
+        update_allocation(&mut self, framework: FrameworkId, agent: AgentId, role: &str, operations: &[Operation]) -> Result<()>;
+        update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()>;
+        update_unavailability(&mut self, agent: AgentId, unavailability: Option<&Unavailability>) -> Result<()>;
+        update_inverse_offer(&mut self, agent: AgentId, framework: FrameworkId, status: Option<InverseOfferStatus>, refuse_seconds: Option<f64>) -> Result<()>;
+        inverse_offer_statuses(&self, out: &mut RVec<InverseOfferStatusEntry>) -> Result<()>;
+        transition_offered_to_allocated(&mut self, agent: AgentId, resources: &Resources) -> Result<()>;
+        recover_resources(&mut self, framework: FrameworkId, agent: AgentId, role: &str, resources: &Resources, refuse_seconds: Option<f64>) -> Result<()>;
+        suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
+        revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
+        update_quota(&mut self, role: &str, quota: &Quota) -> Result<()>;
+        update_weights(&mut self, weights: &[RoleWeight]) -> Result<()>;
+        pause(&mut self) -> Result<()>;
+        resume(&mut self) -> Result<()>;
+        allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()>;
+    }
+}
