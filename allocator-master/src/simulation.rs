@@ -1423,7 +1423,13 @@ impl<'r> Simulation<'r> {
                 Ok(())
             }
             Op::Recover { expected_agents, quotas } => {
-                self.engine_call("recover", |a| a.recover(*expected_agents, quotas))
+                self.engine_call("recover", |a| a.recover(*expected_agents, quotas))?;
+                // The host's own record, as for update_quota: fallback rebuilds and the quota
+                // metrics see recovered quotas too.
+                for q in quotas {
+                    self.quotas.insert(q.role.to_string(), q.quota.clone());
+                }
+                Ok(())
             }
             Op::Pause => {
                 self.engine_call("pause", |a| a.pause())?;
@@ -1929,10 +1935,14 @@ impl<'r> Simulation<'r> {
 
 fn check_call(allocator: &str, what: &str, r: allocator_api::Result<()>) -> Result<(), String> {
     r.map_err(|e: ModuleError| {
+        // Allocators often start their messages with the call's name; say it once.
+        let call = what.split(' ').next().unwrap_or(what);
+        let text = e.to_string();
+        let reason = text.strip_prefix(call).and_then(|t| t.strip_prefix(": ")).unwrap_or(&text);
         if e.is_fault() {
-            format!("allocator '{allocator}' failed in {what}: {e}")
+            format!("allocator '{allocator}' failed in {what}: {reason}")
         } else {
-            format!("the allocator refused {what}: {e}")
+            format!("the allocator refused {what}: {reason}")
         }
     })
 }
@@ -1997,5 +2007,29 @@ fn pretty(v: &Value) -> String {
             lines.concat()
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_call;
+    use allocator_api::ModuleError;
+
+    #[test]
+    fn a_refusal_names_the_call_once() {
+        let refused = Err(ModuleError::rejected("update_quota: quota on nested role 'a/x'"));
+        assert_eq!(
+            check_call("hierarchical", "update_quota", refused).unwrap_err(),
+            "the allocator refused update_quota: quota on nested role 'a/x'"
+        );
+    }
+
+    #[test]
+    fn a_refusal_without_the_call_name_is_kept_whole() {
+        let refused = Err(ModuleError::rejected("no such agent"));
+        assert_eq!(
+            check_call("hierarchical", "recover_resources (declined)", refused).unwrap_err(),
+            "the allocator refused recover_resources (declined): no such agent"
+        );
     }
 }

@@ -221,3 +221,27 @@ fn report_draws_shares_and_utilisation_over_time() {
     assert_eq!(row("roleB")[0], "67%");
     assert_eq!(row("cpus")[0], "100%");
 }
+
+#[test]
+fn quotas_given_at_recovery_are_the_hosts_record_too() {
+    let dir = workspace_tests::target_dir().join("allocator-scenarios");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("recovered-quota.json");
+    std::fs::write(
+        &file,
+        r#"{"events": [
+            {"op": "recover", "expected_agents": 0,
+             "quotas": {"a": {"guarantees": "cpus:1", "limits": "cpus:4"}}},
+            {"op": "add_framework", "framework": "f1", "roles": ["a"]},
+            {"op": "add_agent", "agent": "a1", "resources": "cpus:8;mem:1024"}]}"#,
+    )
+    .unwrap();
+    let out = run_master(&["--scenario", file.to_str().unwrap(), "--output", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let metrics = &summary["metrics"];
+    let base = "allocator/mesos/quota/roles/a/resources/cpus";
+    assert_eq!(metrics[format!("{base}/guarantee")], 1.0, "{metrics}");
+    assert_eq!(metrics[format!("{base}/limit")], 4.0, "{metrics}");
+}
