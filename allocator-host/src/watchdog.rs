@@ -21,6 +21,68 @@ use allocator_api::{
 /// The exit code when a module call outlives the timeout (as for any module fault that stops).
 const EXIT_HUNG: i32 = 2;
 
+/// The exit code when a module ends the process from inside a call (it called `exit`, or
+/// abi_stable ended it for a panic across the boundary): never 0 or 1, which mean success and a
+/// failed expectation.
+pub const EXIT_MODULE_ENDED_PROCESS: i32 = 3;
+
+/// Every watchdog of the process, for the exit hook.
+static WATCHDOGS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Set when the host itself ends the process during a module call (a hung call).
+static HOST_EXITING: AtomicBool = AtomicBool::new(false);
+
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+    fn _exit(status: std::ffi::c_int) -> !;
+}
+
+/// Makes a module that ends the process from inside a call (`exit(0)`, `exit(1)`, or
+/// abi_stable's `exit(1)` for a panic across the boundary) visible: at exit, if a module call is
+/// in progress, one line names the module and the call, and the process exits with
+/// [`EXIT_MODULE_ENDED_PROCESS`] instead of the module's code. For the master's binary; an
+/// embedding master may install it too. Installing twice is harmless.
+pub fn report_modules_that_end_the_process() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // SAFETY: registers a plain function with the C runtime.
+        if unsafe { atexit(on_exit) } != 0 {
+            log::warn!("cannot install the exit hook: a module ending the process goes unnamed");
+        }
+    });
+}
+
+/// The module call in progress in any watchdog, if one is (`(module, call)`).
+fn call_in_progress() -> Option<(String, &'static str)> {
+    let watchdogs = WATCHDOGS.try_lock().ok()?;
+    for shared in watchdogs.iter().filter_map(Weak::upgrade) {
+        let Ok(slots) = shared.slots.try_lock() else { continue };
+        for slot in slots.iter().filter_map(Weak::upgrade) {
+            if slot.started_us.load(Ordering::Acquire) != 0 {
+                let what = slot.what.load(Ordering::Relaxed);
+                // SAFETY: `what` is null or points to a `&'static &'static str`.
+                let what = if what.is_null() { "a call" } else { unsafe { *what } };
+                return Some((slot.module.clone(), what));
+            }
+        }
+    }
+    None
+}
+
+extern "C" fn on_exit() {
+    if HOST_EXITING.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Some((module, what)) = call_in_progress() {
+        eprintln!(
+            "allocator-master: {module} ended the process from inside {what} (it called exit, or \
+             panicked across the module boundary); exit code {EXIT_MODULE_ENDED_PROCESS}"
+        );
+        // SAFETY: ends the process at once, without running the remaining exit handlers.
+        unsafe { _exit(EXIT_MODULE_ENDED_PROCESS) }
+    }
+}
+
 /// One module instance's call in progress, read by the watchdog thread.
 struct Slot {
     /// Start of the current call in microseconds since the watchdog's epoch; 0 when idle.
@@ -56,7 +118,7 @@ pub struct Watchdog {
 
 impl Default for Watchdog {
     fn default() -> Watchdog {
-        Watchdog {
+        let watchdog = Watchdog {
             shared: Arc::new(Shared {
                 epoch: Instant::now(),
                 budget_ms: AtomicU64::new(0),
@@ -67,7 +129,12 @@ impl Default for Watchdog {
                 coarse_us: AtomicU64::new(0),
                 period_us: AtomicU64::new(0),
             }),
+        };
+        if let Ok(mut all) = WATCHDOGS.lock() {
+            all.retain(|w| w.strong_count() > 0);
+            all.push(Arc::downgrade(&watchdog.shared));
         }
+        watchdog
     }
 }
 
@@ -212,6 +279,7 @@ fn check(shared: &Shared, timeout: f64) {
                 "allocator-master: a module call has not returned for {running_ms:.0} ms ({what}, {}), over --module_call_timeout_ms {timeout}; stopping",
                 slot.module
             );
+            HOST_EXITING.store(true, Ordering::SeqCst);
             std::process::exit(EXIT_HUNG);
         }
     }

@@ -142,6 +142,14 @@ pub struct AllocatorFlags {
         value_parser = ["fallback", "stop"]
     )]
     pub on_module_failure: Option<String>,
+    /// The call budget and watchdog.
+    #[command(flatten)]
+    pub limits: CallLimitFlags,
+}
+
+/// The budget and watchdog every module call runs under, in every mode.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CallLimitFlags {
     /// Report module calls slower than this many milliseconds (0: off) [default: 1000].
     #[arg(long = "module_call_budget_ms", alias = "module-call-budget-ms", value_name = "MS")]
     pub module_call_budget_ms: Option<f64>,
@@ -149,6 +157,35 @@ pub struct AllocatorFlags {
     /// (0: off) [default: 30000].
     #[arg(long = "module_call_timeout_ms", alias = "module-call-timeout-ms", value_name = "MS")]
     pub module_call_timeout_ms: Option<f64>,
+}
+
+impl CallLimitFlags {
+    fn or(self, outer: &CallLimitFlags) -> CallLimitFlags {
+        CallLimitFlags {
+            module_call_budget_ms: self.module_call_budget_ms.or(outer.module_call_budget_ms),
+            module_call_timeout_ms: self.module_call_timeout_ms.or(outer.module_call_timeout_ms),
+        }
+    }
+
+    /// The budget and timeout in milliseconds, defaults filled in, `None` where off.
+    fn resolved(&self) -> (Option<f64>, Option<f64>) {
+        let positive = |v: f64| (v > 0.0).then_some(v);
+        (
+            positive(self.module_call_budget_ms.unwrap_or(DEFAULT_CALL_BUDGET_MS)),
+            positive(self.module_call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)),
+        )
+    }
+
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        if self.module_call_budget_ms.is_some() {
+            given.push("--module_call_budget_ms");
+        }
+        if self.module_call_timeout_ms.is_some() {
+            given.push("--module_call_timeout_ms");
+        }
+        given
+    }
 }
 
 impl AllocatorFlags {
@@ -165,8 +202,7 @@ impl AllocatorFlags {
             filter_gpu_resources: self.filter_gpu_resources.or(o.filter_gpu_resources),
             seed: self.seed.or(o.seed),
             on_module_failure: self.on_module_failure.or(o.on_module_failure),
-            module_call_budget_ms: self.module_call_budget_ms.or(o.module_call_budget_ms),
-            module_call_timeout_ms: self.module_call_timeout_ms.or(o.module_call_timeout_ms),
+            limits: self.limits.or(&o.limits),
         }
     }
 
@@ -187,8 +223,6 @@ impl AllocatorFlags {
         note(self.filter_gpu_resources.is_some(), "--filter_gpu_resources");
         note(self.seed.is_some(), "--seed");
         note(self.on_module_failure.is_some(), "--on_module_failure");
-        note(self.module_call_budget_ms.is_some(), "--module_call_budget_ms");
-        note(self.module_call_timeout_ms.is_some(), "--module_call_timeout_ms");
         given
     }
 }
@@ -289,6 +323,9 @@ pub struct ConformanceArgs {
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
+    /// The call budget and watchdog.
+    #[command(flatten)]
+    pub limits: CallLimitFlags,
 }
 
 /// `allocator-master import` arguments.
@@ -343,11 +380,15 @@ pub struct BenchArgs {
     /// The allocator and sorters measured beside the built-in ones.
     #[command(flatten)]
     pub engine: EngineFlags,
+    /// The call budget and watchdog.
+    #[command(flatten)]
+    pub limits: CallLimitFlags,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.
 pub fn main() -> ExitCode {
     init_logging();
+    allocator_host::watchdog::report_modules_that_end_the_process();
     let args = Args::parse();
     match run(&args) {
         Ok(code) => ExitCode::from(code),
@@ -375,7 +416,7 @@ struct RunSetup<'a> {
 /// Runs with parsed arguments; `Err` is a one-line message for exit code 2.
 pub fn run(args: &Args) -> Result<u8, String> {
     let Some(command) = &args.command else {
-        let registry = load_modules(&args.modules, &args.allocator)?;
+        let registry = load_modules(&args.modules, &args.allocator.limits)?;
         if args.list_modules {
             print_modules(&registry);
             return Ok(0);
@@ -400,8 +441,8 @@ pub fn run(args: &Args) -> Result<u8, String> {
         }
         Command::Conformance(c) => {
             refuse_outer_flags(args, "conformance", Applies::MODULES)?;
-            let registry =
-                load_modules(&c.modules.clone().or(&args.modules), &AllocatorFlags::default())?;
+            let limits = c.limits.clone().or(&args.allocator.limits);
+            let registry = load_modules(&c.modules.clone().or(&args.modules), &limits)?;
             let (subject, checks) = match (&c.allocator, &c.sorter) {
                 (Some(a), _) => (
                     format!("allocator '{a}'"),
@@ -425,8 +466,8 @@ pub fn run(args: &Args) -> Result<u8, String> {
         }
         Command::Bench(bench) => {
             refuse_outer_flags(args, "bench", Applies::MODULES_AND_ENGINE)?;
-            let registry =
-                load_modules(&bench.modules.clone().or(&args.modules), &AllocatorFlags::default())?;
+            let limits = bench.limits.clone().or(&args.allocator.limits);
+            let registry = load_modules(&bench.modules.clone().or(&args.modules), &limits)?;
             let engine = bench.engine.clone().or(&args.engine);
             crate::bench_cli::run(&engine, bench, &registry)
         }
@@ -434,7 +475,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
             refuse_outer_flags(args, "serve", Applies::RUN)?;
             let registry = load_modules(
                 &serve.modules.clone().or(&args.modules),
-                &serve.allocator.clone().or(&args.allocator),
+                &serve.allocator.limits.clone().or(&args.allocator.limits),
             )?;
             let setup = RunSetup {
                 engine: serve.engine.clone().or(&args.engine),
@@ -453,14 +494,16 @@ pub fn run(args: &Args) -> Result<u8, String> {
 struct Applies {
     modules: bool,
     engine: bool,
+    limits: bool,
     run: bool,
 }
 
 impl Applies {
-    const NOTHING: Applies = Applies { modules: false, engine: false, run: false };
-    const MODULES: Applies = Applies { modules: true, engine: false, run: false };
-    const MODULES_AND_ENGINE: Applies = Applies { modules: true, engine: true, run: false };
-    const RUN: Applies = Applies { modules: true, engine: true, run: true };
+    const NOTHING: Applies = Applies { modules: false, engine: false, limits: false, run: false };
+    const MODULES: Applies = Applies { modules: true, engine: false, limits: true, run: false };
+    const MODULES_AND_ENGINE: Applies =
+        Applies { modules: true, engine: true, limits: true, run: false };
+    const RUN: Applies = Applies { modules: true, engine: true, limits: true, run: true };
 }
 
 /// Refuses flags given before `subcommand` that it does not use, instead of ignoring them.
@@ -471,6 +514,9 @@ fn refuse_outer_flags(args: &Args, subcommand: &str, applies: Applies) -> Result
     }
     if !applies.engine && args.engine.any() {
         given.push("--allocator/--role_sorter/--framework_sorter");
+    }
+    if !applies.limits {
+        given.extend(args.allocator.limits.given());
     }
     if !applies.run {
         given.extend(args.allocator.given());
@@ -498,13 +544,10 @@ fn refuse_outer_flags(args: &Args, subcommand: &str, applies: Applies) -> Result
 
 /// Creates the registry and loads the manifest; every module call it makes possible
 /// (factories included) runs under the call budget and watchdog of `limits`.
-fn load_modules(flags: &ModuleFlags, limits: &AllocatorFlags) -> Result<ModuleRegistry, String> {
+fn load_modules(flags: &ModuleFlags, limits: &CallLimitFlags) -> Result<ModuleRegistry, String> {
     let mut registry = ModuleRegistry::new();
-    let positive = |v: f64| (v > 0.0).then_some(v);
-    registry.watchdog().set_limits(
-        positive(limits.module_call_budget_ms.unwrap_or(DEFAULT_CALL_BUDGET_MS)),
-        positive(limits.module_call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)),
-    );
+    let (budget, timeout) = limits.resolved();
+    registry.watchdog().set_limits(budget, timeout);
     registry
         .load_flags(flags.modules.as_deref(), flags.modules_dir.as_deref())
         .map_err(|e| format!("error loading modules: {e}"))?;
@@ -775,10 +818,10 @@ pub fn setup(
         Some("stop") => FailurePolicy::Stop,
         _ => FailurePolicy::Fallback,
     };
-    let positive = |v: f64| (v > 0.0).then_some(v);
+    let (call_budget_ms, call_timeout_ms) = flags.limits.resolved();
     Ok(Setup {
-        call_budget_ms: positive(flags.module_call_budget_ms.unwrap_or(DEFAULT_CALL_BUDGET_MS)),
-        call_timeout_ms: positive(flags.module_call_timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS)),
+        call_budget_ms,
+        call_timeout_ms,
         on_module_failure,
         allocator: pick(&engine.allocator, &config.allocator, BUILTIN_ALLOCATOR),
         role_sorter,
@@ -921,6 +964,31 @@ mod tests {
         ] {
             assert!(parse(args).is_ok(), "{args:?}: {}", parse(args).unwrap_err());
         }
+    }
+
+    #[test]
+    fn the_call_budget_and_watchdog_can_be_set_for_every_mode_that_calls_modules() {
+        for args in [
+            &["conformance", "--sorter", "s", "--module_call_timeout_ms", "500"][..],
+            &["--module_call_timeout_ms", "500", "conformance", "--sorter", "s"],
+            &["bench", "all", "--module_call_budget_ms", "5"],
+            &["serve", "--listen", "127.0.0.1:0", "--module_call_timeout_ms", "500"],
+            &["--module_call_budget_ms", "5", "--scenario", "s.json"],
+        ] {
+            assert!(parse(args).is_ok(), "{args:?}: {}", parse(args).unwrap_err());
+        }
+        let a = parse(&[
+            "--module_call_timeout_ms",
+            "500",
+            "import",
+            "alibaba-gpu-v2023",
+            "--nodes",
+            "n",
+            "--pods",
+            "p",
+        ])
+        .unwrap();
+        assert!(run(&a).unwrap_err().starts_with("--module_call_timeout_ms does not apply"));
     }
 
     #[test]

@@ -227,3 +227,24 @@ fn a_hanging_sort_in_the_conformance_suite_is_stopped_by_the_watchdog() {
     ]);
     assert_stopped_by_the_watchdog(&out, start, "sort, sorter 'hostile_sorter'");
 }
+
+#[test]
+fn a_module_that_ends_the_process_is_named_and_never_leaves_exit_code_0_or_1() {
+    // In-process modules can end the process; the master names the module and the call, and
+    // exits 3 instead of the module's 0 (success) or 1 (a failed expectation). Process
+    // isolation (issue 22) is what lets the master survive it.
+    for mode in ["exit_0", "exit_1"] {
+        let m = allocator(mode);
+        let (out, _) = run_scenario(
+            mode,
+            "tests/scenarios/hostile/two_roles.json",
+            &["--modules", &m, "--allocator", "hostile_allocator"],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{mode}: {err}");
+        assert!(
+            err.contains("allocator 'hostile_allocator' ended the process from inside allocate"),
+            "{mode}: {err}"
+        );
+    }
+}
