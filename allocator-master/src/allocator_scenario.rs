@@ -680,6 +680,8 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 q.limits = f.quantities("limits")?;
             }
             let role = s("role")?;
+            // A malformed role name is the first thing wrong with it (before "nested").
+            allocator_api::roles::validate(&role).map_err(|e| f.error("role", e.to_string()))?;
             check_quota(&role, &q).map_err(|e| quota_error(f, "role", "limits", e))?;
             Op::UpdateQuota(role, q)
         }
@@ -754,6 +756,8 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                         f.error("quotas", format!("'{role}': expected {{guarantees, limits}}"))
                     })?;
                     let quota = quota(f, "quotas", q)?;
+                    allocator_api::roles::validate(role)
+                        .map_err(|e| f.error("quotas", e.to_string()))?;
                     check_quota(role, &quota).map_err(|e| quota_error(f, "quotas", "quotas", e))?;
                     quotas.push(RoleQuota { role: role.as_str().into(), quota });
                 }
