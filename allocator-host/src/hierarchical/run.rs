@@ -289,59 +289,83 @@ impl HierarchicalAllocator {
                 };
                 if !self.quotas.is_empty() {
                     // Quota bookkeeping (R18–R20); without quotas there is nothing to track.
-                    let increase = quota_resources(&to_offer).scalar_quantities();
-                    if quota_role {
-                        run.consumed.get_mut(role).expect("quota role").add(&increase);
-                        run.refresh_quota_status(role, role_client, &self.quotas[role]);
-                    }
-                    if stage == Stage::Guarantees {
-                        unsatisfied = saturating_sub(&unsatisfied, &increase);
-                        // Only the part within the guarantee was being held for it; what stage 1
-                        // adds beyond it came from the surplus, and the headroom still required
-                        // for other roles stays held (Mesos: `requiredHeadroom -=
-                        // guaranteesOffering`, `availableHeadroom -=` the whole offer).
-                        run.required_headroom =
-                            saturating_sub(&run.required_headroom, &within_guarantee);
-                    }
-                    run.available_headroom = saturating_sub(&run.available_headroom, &increase);
+                    let stage1 = (stage == Stage::Guarantees)
+                        .then_some((&within_guarantee, &mut unsatisfied));
+                    self.charge_quota(role, role_client, &to_offer, stage1, run);
                 }
-                let has_shared = to_offer.iter().any(|r| r.is_shared());
-                let agent = self.agents.get_mut(&agent_id).expect("candidate");
-                if has_shared {
-                    agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
-                    run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
-                } else {
-                    agent.free.subtract(&to_offer);
-                }
-                let held = agent.allocated.entry(fw_id).or_default();
-                match held.get_mut(role) {
-                    Some(h) => h.add(&to_offer),
-                    None => {
-                        held.insert(role.to_owned(), to_offer.clone());
-                    }
-                }
-                available = agent.available_to(role, run.shared_offered.get(&agent_id));
-                self.track_allocated(agent_id, fw_id, role, &to_offer)?;
-                match run.offer_index.entry((fw_id, role_client, agent_id)) {
-                    std::collections::hash_map::Entry::Occupied(e) => {
-                        run.offers[*e.get()].4.add(&to_offer)
-                    }
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(run.offers.len());
-                        run.offers.push((
-                            fw_id,
-                            role_client,
-                            role_name.clone(),
-                            agent_id,
-                            to_offer,
-                        ));
-                    }
-                }
+                available = self.grant(agent_id, fw_id, role_client, &role_name, to_offer, run)?;
             }
             self.fw_buf = fw_order;
         }
         self.role_buf = role_order;
         Ok(())
+    }
+
+    /// Charges an offer to quota (R18–R20): the role's consumption, and the headroom; in stage
+    /// 1 (`stage1`: the part of the offer within the guarantee, and the guarantee still
+    /// unsatisfied) also what is still owed.
+    fn charge_quota(
+        &self,
+        role: &str,
+        role_client: ClientId,
+        to_offer: &Resources,
+        stage1: Option<(&Quantities, &mut Quantities)>,
+        run: &mut RunState,
+    ) {
+        let increase = quota_resources(to_offer).scalar_quantities();
+        if !role.contains('/') && self.quotas.contains_key(role) {
+            run.consumed.get_mut(role).expect("quota role").add(&increase);
+            run.refresh_quota_status(role, role_client, &self.quotas[role]);
+        }
+        if let Some((within_guarantee, unsatisfied)) = stage1 {
+            *unsatisfied = saturating_sub(unsatisfied, &increase);
+            // Only the part within the guarantee was being held for it; what stage 1 adds
+            // beyond it came from the surplus, and the headroom still required for other roles
+            // stays held (Mesos: `requiredHeadroom -= guaranteesOffering`,
+            // `availableHeadroom -=` the whole offer).
+            run.required_headroom = saturating_sub(&run.required_headroom, within_guarantee);
+        }
+        run.available_headroom = saturating_sub(&run.available_headroom, &increase);
+    }
+
+    /// Grants `to_offer` on `agent_id` to framework `fw_id` under role `role_name` (client
+    /// `role_client`): the agent's free and held resources, the sorters and the run's offers
+    /// (one per framework, role and agent). Returns what the role may still get on the agent.
+    fn grant(
+        &mut self,
+        agent_id: AgentId,
+        fw_id: FrameworkId,
+        role_client: ClientId,
+        role_name: &std::sync::Arc<str>,
+        to_offer: Resources,
+        run: &mut RunState,
+    ) -> Result<Resources> {
+        let role: &str = role_name;
+        let has_shared = to_offer.iter().any(|r| r.is_shared());
+        let agent = self.agents.get_mut(&agent_id).expect("candidate");
+        if has_shared {
+            agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+            run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
+        } else {
+            agent.free.subtract(&to_offer);
+        }
+        let held = agent.allocated.entry(fw_id).or_default();
+        match held.get_mut(role) {
+            Some(h) => h.add(&to_offer),
+            None => {
+                held.insert(role.to_owned(), to_offer.clone());
+            }
+        }
+        let available = agent.available_to(role, run.shared_offered.get(&agent_id));
+        self.track_allocated(agent_id, fw_id, role, &to_offer)?;
+        match run.offer_index.entry((fw_id, role_client, agent_id)) {
+            std::collections::hash_map::Entry::Occupied(e) => run.offers[*e.get()].4.add(&to_offer),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(run.offers.len());
+                run.offers.push((fw_id, role_client, role_name.clone(), agent_id, to_offer));
+            }
+        }
+        Ok(available)
     }
 
     /// R23: one inverse offer per run to each active framework holding resources on an agent
