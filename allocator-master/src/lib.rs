@@ -8,7 +8,9 @@
 //! * [`simulation`]: the simulated master (virtual clock, ledger, offer guard, containment,
 //!   simulated frameworks, the summary); [`workload`]: the embedded default workload.
 //! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves.
-//! * [`serve`]: the simulated master live over HTTP.
+//! * [`serve`]: the simulated master live over HTTP; [`http`]: its HTTP/1.1 server (keep-alive,
+//!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
+//!   operator APIs, resource conversion and RecordIO.
 //! * [`bench`](mod@bench), [`bench_cli`]: Mesos's benchmarks; [`conformance`]: the conformance suite;
 //!   [`soak`]: the churn soak; [`import`]: the trace importer.
 //! * [`progress`], [`interrupt`]: signs of life and SIGINT/SIGTERM for long runs.
@@ -22,6 +24,7 @@ pub mod conformance;
 pub mod http;
 pub mod import;
 pub mod interrupt;
+pub mod mesos;
 pub mod output;
 pub mod progress;
 pub mod report;

@@ -1,0 +1,25 @@
+//! The JSON of Apache Mesos's v1 HTTP APIs, as `serve` speaks them (SPEC section 6).
+//!
+//! Field and enum names are those of Mesos's protobuf definitions under the protobuf JSON
+//! mapping (`include/mesos/v1/mesos.proto`, `scheduler/scheduler.proto`, `master/master.proto`,
+//! `quota/quota.proto`, `maintenance/maintenance.proto`): messages are objects with the proto
+//! field names, enums are their value names as strings, `bytes` fields are base64 text
+//! ([`Bytes`]), `int64` fields are numbers (text is accepted too). Unknown fields are ignored
+//! on input, as Mesos ignores them; absent optional fields are left out on output.
+//!
+//! * [`common`]: ids, values, attributes, labels, times, filters.
+//! * [`resource`]: Mesos `Resource` JSON and the conversion to and from
+//!   [`allocator_api::resources::Resources`] (SPEC section 3).
+//! * [`scheduler`]: the scheduler API's `Call` and `Event` (SPEC 6.1) and what they carry
+//!   (`FrameworkInfo`, `Offer`, `TaskInfo`, `TaskStatus`, …).
+//! * [`master`]: the operator API's `Call` and `Response` for the calls of SPEC 6.2.
+//! * [`recordio`]: RecordIO framing of an event stream (`<length>\n<json>`).
+
+pub mod common;
+pub mod master;
+pub mod recordio;
+pub mod resource;
+pub mod scheduler;
+
+pub use common::*;
+pub use resource::{Resource, ResourceFormat, from_mesos, to_mesos};
