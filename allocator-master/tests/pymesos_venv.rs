@@ -1,6 +1,8 @@
 //! The Python harness for the scheduler API tests: the virtualenv made by
 //! `tests/python/setup-venv.sh` (pymesos 0.3.15 on a pure-Python http-parser) must import
-//! pymesos.
+//! pymesos, and the clients pymesos is made of (Python's `http.client` for calls, http-parser's
+//! pure-Python parser for the `SUBSCRIBE` stream) must read what [`allocator_master::http`]
+//! and [`allocator_master::mesos`] write.
 //!
 //! The venv's python is `$ALLOCATOR_MASTER_PYTHON`, else `target/pyenv/bin/python` in the
 //! workspace. Without either the test skips with a printed reason, except in CI (`CI=true`),
@@ -35,16 +37,21 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
 }
 
-#[test]
-fn the_venv_python_imports_pymesos_on_the_pure_python_http_parser() {
-    let python = match venv_python() {
-        Ok(p) => p,
+/// The venv's python; `None` (after printing why) when the test is to be skipped.
+fn python_or_skip() -> Option<PathBuf> {
+    match venv_python() {
+        Ok(p) => Some(p),
         Err(reason) if in_ci() => panic!("{reason}"),
         Err(reason) => {
             eprintln!("skipped: {reason}");
-            return;
+            None
         }
-    };
+    }
+}
+
+#[test]
+fn the_venv_python_imports_pymesos_on_the_pure_python_http_parser() {
+    let Some(python) = python_or_skip() else { return };
     let out = Command::new(&python)
         .args([
             "-c",
@@ -61,4 +68,136 @@ fn the_venv_python_imports_pymesos_on_the_pure_python_http_parser() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+/// Calls on one kept-alive connection as pymesos's `_send` makes them (`http.client`), then a
+/// `SUBSCRIBE` request as pymesos's `Connection` writes it, its answer read with http-parser's
+/// pure-Python parser as pymesos reads it. Prints one JSON line: the calls' statuses, the
+/// stream's status, whether it was chunked (each call with whether the connection stayed
+/// open), its `Mesos-Stream-Id`, and its RecordIO events.
+const CLIENT: &str = r#"
+import http.client, json, socket, sys
+from http_parser.pyparser import HttpParser
+host, port = sys.argv[1], int(sys.argv[2])
+conn = http.client.HTTPConnection(host, port, timeout=10)
+calls = []
+for i in range(3):
+    body = json.dumps({"type": "REVIVE", "framework_id": {"value": "f-1"}}).encode()
+    conn.request("POST", "/api/v1/scheduler", body=body,
+                 headers={"Content-Type": "application/json", "Mesos-Stream-Id": "s-1"})
+    r = conn.getresponse()
+    calls.append([r.status, r.read().decode(), conn.sock is not None])
+data = json.dumps({"type": "SUBSCRIBE", "subscribe": {"framework_info": {"user": "", "name": "t"}}})
+request = ("POST /api/v1/scheduler HTTP/1.1\r\nHost: %s:%d\r\n"
+           "Content-Type: application/json\r\nAccept: application/json\r\n"
+           "Connection: close\r\nContent-Length: %s\r\n\r\n%s") % (host, port, len(data), data)
+s = socket.create_connection((host, port), timeout=10)
+s.sendall(request.encode())
+parser, body = HttpParser(), b""
+while True:
+    buf = s.recv(4096)
+    if not buf:
+        break
+    parser.execute(buf, len(buf))
+    if parser.is_partial_body():
+        body += parser.recv_body()
+    if parser.is_message_complete():
+        break
+headers = {k.upper(): v for k, v in parser.get_headers().items()}
+events = []
+while body:
+    nl = body.index(b"\n")
+    n = int(body[:nl])
+    events.append(json.loads(body[nl + 1:nl + 1 + n]))
+    body = body[nl + 1 + n:]
+print(json.dumps({"calls": calls, "status": parser.get_status_code(),
+                  "chunked": parser.is_chunked(), "stream_id": headers.get("MESOS-STREAM-ID"),
+                  "events": events}))
+"#;
+
+/// Answers `REVIVE` with `202` and `SUBSCRIBE` with a stream of `SUBSCRIBED`, `HEARTBEAT` and
+/// `OFFERS`, each its own chunk, then ends the stream.
+fn answer_like_a_master(requests: std::sync::mpsc::Receiver<allocator_master::http::Request>) {
+    use allocator_master::http::Response;
+    use allocator_master::mesos::scheduler::{Call, CallType, Event, Offer, Subscribed};
+    use allocator_master::mesos::{AgentId, FrameworkId, OfferId, ResourceFormat, to_mesos};
+    for request in requests {
+        let call = Call::parse(&request.body).expect("the client's call parses");
+        call.validate().expect("the client's call is well formed");
+        if call.kind != CallType::Subscribe {
+            assert_eq!(request.header("mesos-stream-id"), Some("s-1"));
+            request.respond_with(Response::empty(202));
+            continue;
+        }
+        let stream = request.stream(
+            200,
+            vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("Mesos-Stream-Id".into(), "s-1".into()),
+            ],
+            || {},
+        );
+        let resources = "cpus:2;mem:1024;ports:[31000-31001]".parse().unwrap();
+        let offer = Offer {
+            id: OfferId::new("o-1"),
+            framework_id: FrameworkId::new("f-1"),
+            agent_id: AgentId::new("a-1"),
+            hostname: "a-1".into(),
+            resources: to_mesos(&resources, Some("*"), ResourceFormat::Refined),
+            attributes: Vec::new(),
+            executor_ids: Vec::new(),
+            unavailability: None,
+            allocation_info: None,
+        };
+        let events = [
+            Event::subscribed(Subscribed {
+                framework_id: FrameworkId::new("f-1"),
+                heartbeat_interval_seconds: Some(15.0),
+                master_info: None,
+            }),
+            Event::heartbeat(),
+            Event::offers(vec![offer]),
+        ];
+        std::thread::spawn(move || {
+            for e in events {
+                stream.send(&e.to_record()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            stream.close();
+        });
+    }
+}
+
+#[test]
+fn pymesos_clients_read_kept_alive_call_answers_and_a_chunked_recordio_event_stream() {
+    let Some(python) = python_or_skip() else { return };
+    let (server, requests) = allocator_master::http::Server::bind(
+        "127.0.0.1:0",
+        allocator_master::http::Limits::default(),
+    )
+    .unwrap();
+    std::thread::spawn(move || answer_like_a_master(requests));
+    let addr = server.addr();
+    let out = Command::new(&python)
+        .args(["-c", CLIENT, &addr.ip().to_string(), &addr.port().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["calls"],
+        serde_json::json!([[202, "", true], [202, "", true], [202, "", true]]),
+        "three 202s on one connection kept alive"
+    );
+    assert_eq!(report["status"], 200);
+    assert_eq!(report["chunked"], true);
+    assert_eq!(report["stream_id"], "s-1");
+    let kinds: Vec<&str> =
+        report["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["SUBSCRIBED", "HEARTBEAT", "OFFERS"]);
+    assert_eq!(report["events"][0]["subscribed"]["framework_id"]["value"], "f-1");
+    let offer = &report["events"][2]["offers"]["offers"][0];
+    assert_eq!(offer["id"]["value"], "o-1");
+    let cpus = offer["resources"].as_array().unwrap().iter().find(|r| r["name"] == "cpus").unwrap();
+    assert_eq!(cpus["scalar"]["value"], 2.0);
 }
