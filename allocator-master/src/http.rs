@@ -586,8 +586,11 @@ fn run_stream(mut stream: TcpStream, start: StreamStart) {
     }
 }
 
+/// A parsed head: method, target, whether it is HTTP/1.0, headers.
+type Head = (String, String, bool, Vec<(String, String)>);
+
 /// Parses a request line and headers (the head, without its blank line).
-fn parse_head(head: &str) -> Result<(String, String, bool, Vec<(String, String)>), Refusal> {
+fn parse_head(head: &str) -> Result<Head, Refusal> {
     let mut lines = head.split("\r\n");
     let request_line = lines.next().unwrap_or("");
     let mut parts = request_line.split(' ');

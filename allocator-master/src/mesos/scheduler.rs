@@ -223,10 +223,9 @@ impl TaskInfo {
     /// Negative or non-numeric values do not count.
     pub fn duration(&self) -> Option<f64> {
         let valid = |v: f64| (v.is_finite() && v >= 0.0).then_some(v);
-        if let Some(d) = self.labels.as_ref().and_then(|l| l.get("duration")) {
-            if let Some(v) = d.trim().parse::<f64>().ok().and_then(valid) {
-                return Some(v);
-            }
+        let label = self.labels.as_ref().and_then(|l| l.get("duration"));
+        if let Some(v) = label.and_then(|d| d.trim().parse::<f64>().ok()).and_then(valid) {
+            return Some(v);
         }
         let command = self.command.as_ref()?.value.as_deref()?.trim();
         let mut words = command.split_whitespace();
@@ -856,12 +855,10 @@ impl Call {
                 let Some(s) = &self.subscribe else {
                     return Err("Expecting 'subscribe' to be present".into());
                 };
-                if let (Some(call), Some(info)) = (&self.framework_id, &s.framework_info.id) {
-                    if call != info {
-                        return Err(
-                            "'framework_id' differs from 'subscribe.framework_info.id'".into()
-                        );
-                    }
+                if let (Some(call), Some(info)) = (&self.framework_id, &s.framework_info.id)
+                    && call != info
+                {
+                    return Err("'framework_id' differs from 'subscribe.framework_info.id'".into());
                 }
                 return Ok(());
             }
@@ -886,12 +883,10 @@ impl Call {
         if !present {
             return Err(format!("Expecting '{}' to be present", call_field(self.kind)));
         }
-        if let (T::UpdateFramework, Some(u)) = (self.kind, &self.update_framework) {
-            if u.framework_info.id.as_ref() != self.framework_id.as_ref() {
-                return Err(
-                    "'framework_id' differs from 'update_framework.framework_info.id'".into()
-                );
-            }
+        if let (T::UpdateFramework, Some(u)) = (self.kind, &self.update_framework)
+            && u.framework_info.id.as_ref() != self.framework_id.as_ref()
+        {
+            return Err("'framework_id' differs from 'update_framework.framework_info.id'".into());
         }
         if let Some(accept) = &self.accept {
             for op in &accept.operations {
