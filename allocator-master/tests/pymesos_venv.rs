@@ -201,3 +201,163 @@ fn pymesos_clients_read_kept_alive_call_answers_and_a_chunked_recordio_event_str
     let cpus = offer["resources"].as_array().unwrap().iter().find(|r| r["name"] == "cpus").unwrap();
     assert_eq!(cpus["scalar"]["value"], 2.0);
 }
+
+/// A pymesos framework as a user writes one: registers, launches one task on the first offer,
+/// stops once the task finished. Prints what its callbacks saw as one JSON line; gives up
+/// after 60 s.
+const FRAMEWORK: &str = r#"
+import json, sys, threading, os
+from pymesos import MesosSchedulerDriver, Scheduler
+seen = {"registered": None, "offers": [], "updates": [], "cpus": None}
+class Framework(Scheduler):
+    def registered(self, driver, framework_id, master_info):
+        seen["registered"] = framework_id["value"]
+    def resourceOffers(self, driver, offers):
+        for offer in offers:
+            seen["offers"].append(offer["id"]["value"])
+            cpus = [r["scalar"]["value"] for r in offer["resources"] if r["name"] == "cpus"]
+            seen["cpus"] = cpus[0]
+            task = {"name": "t", "task_id": {"value": "t-1"}, "agent_id": offer["agent_id"],
+                    "resources": offer["resources"], "command": {"value": "sleep 1"}}
+            driver.launchTasks(offer["id"], [task], filters={"refuse_seconds": 1})
+    def statusUpdate(self, driver, update):
+        seen["updates"].append([update["state"], "uuid" in update])
+        if update["state"] == "TASK_FINISHED":
+            driver.stop()
+def give_up():
+    print(json.dumps(seen)); sys.stdout.flush(); os._exit(3)
+threading.Timer(60, give_up).start()
+driver = MesosSchedulerDriver(Framework(), {"user": "", "name": "e2e", "roles": ["r1"],
+                              "capabilities": [{"type": "MULTI_ROLE"}]}, sys.argv[1])
+driver.run()
+print(json.dumps(seen)); sys.stdout.flush(); os._exit(0)
+"#;
+
+/// What the scripted master saw, in order: each call's type (and `ACKNOWLEDGE`d states).
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A scripted stand-in for the master (the real one wires the master core): `/version`,
+/// `SUBSCRIBE` → `SUBSCRIBED` + one offer, `ACCEPT` with a `LAUNCH` → `TASK_RUNNING`, its
+/// acknowledgement → `TASK_FINISHED`, `TEARDOWN` → end of stream. Every call is parsed and
+/// validated with [`allocator_master::mesos`].
+fn scripted_master(
+    requests: std::sync::mpsc::Receiver<allocator_master::http::Request>,
+    seen: Seen,
+) {
+    use allocator_master::http::{Response, Stream};
+    use allocator_master::mesos::scheduler::*;
+    use allocator_master::mesos::*;
+    let mut stream: Option<Stream> = None;
+    let status = |state: TaskState, uuid: u8| {
+        let mut s = TaskStatus::new(TaskId::new("t-1"), state);
+        s.agent_id = Some(AgentId::new("a-1"));
+        s.source = Some(TaskStatusSource::SourceExecutor);
+        s.uuid = Some(Bytes(vec![uuid; 16]));
+        Event::update(s)
+    };
+    for request in requests {
+        if request.method == "GET" && request.path == "/version" {
+            request.respond(200, r#"{"version": "1.12.0"}"#.into());
+            continue;
+        }
+        let call = Call::parse(&request.body).unwrap();
+        call.validate().unwrap();
+        seen.lock().unwrap().push(format!("{:?}", call.kind));
+        if call.kind == CallType::Subscribe {
+            let info = &call.subscribe.as_ref().unwrap().framework_info;
+            assert_eq!(info.effective_roles(), ["r1"]);
+            let s = request.stream(
+                200,
+                vec![
+                    ("Content-Type".into(), "application/json".into()),
+                    ("Mesos-Stream-Id".into(), "s-1".into()),
+                ],
+                || {},
+            );
+            s.send(
+                &Event::subscribed(Subscribed {
+                    framework_id: FrameworkId::new("f-1"),
+                    heartbeat_interval_seconds: Some(15.0),
+                    master_info: None,
+                })
+                .to_record(),
+            )
+            .unwrap();
+            let offered = "cpus:1;mem:128".parse().unwrap();
+            let offer = Offer {
+                id: OfferId::new("o-1"),
+                framework_id: FrameworkId::new("f-1"),
+                agent_id: AgentId::new("a-1"),
+                hostname: "a-1".into(),
+                resources: to_mesos(&offered, Some("r1"), ResourceFormat::Refined),
+                attributes: Vec::new(),
+                executor_ids: Vec::new(),
+                unavailability: None,
+                allocation_info: Some(resource::AllocationInfo { role: Some("r1".into()) }),
+            };
+            s.send(&Event::offers(vec![offer]).to_record()).unwrap();
+            stream = Some(s);
+            continue;
+        }
+        assert_eq!(request.header("Mesos-Stream-Id"), Some("s-1"), "{:?}", call.kind);
+        assert_eq!(call.framework_id, Some(FrameworkId::new("f-1")));
+        request.respond_with(Response::empty(202));
+        let s = stream.as_ref().expect("subscribed first");
+        match call.kind {
+            CallType::Accept => {
+                let accept = call.accept.unwrap();
+                assert_eq!(accept.offer_ids, [OfferId::new("o-1")]);
+                let task = &accept.operations[0].launch.as_ref().unwrap().task_infos[0];
+                let used = from_mesos(&task.resources).unwrap();
+                assert_eq!(used, "cpus:1;mem:128".parse().unwrap());
+                assert_eq!(task.duration(), Some(1.0));
+                s.send(&status(TaskState::TaskRunning, 1).to_record()).unwrap();
+            }
+            CallType::Acknowledge => {
+                let uuid = call.acknowledge.unwrap().uuid;
+                seen.lock().unwrap().push(format!("ack {}", uuid.0[0]));
+                if uuid == Bytes(vec![1; 16]) {
+                    s.send(&status(TaskState::TaskFinished, 2).to_record()).unwrap();
+                }
+            }
+            CallType::Teardown => {
+                s.close();
+                stream = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_pymesos_framework_subscribes_launches_on_an_offer_and_sees_its_task_finish() {
+    let Some(python) = python_or_skip() else { return };
+    let (server, requests) = allocator_master::http::Server::bind(
+        "127.0.0.1:0",
+        allocator_master::http::Limits::default(),
+    )
+    .unwrap();
+    let seen = Seen::default();
+    let master_seen = seen.clone();
+    std::thread::spawn(move || scripted_master(requests, master_seen));
+    let out =
+        Command::new(&python).args(["-c", FRAMEWORK, &server.addr().to_string()]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\nmaster saw {:?}",
+        String::from_utf8_lossy(&out.stderr),
+        seen.lock().unwrap()
+    );
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["registered"], "f-1");
+    assert_eq!(report["offers"], serde_json::json!(["o-1"]));
+    assert_eq!(report["cpus"], 1.0);
+    assert_eq!(
+        report["updates"],
+        serde_json::json!([["TASK_RUNNING", true], ["TASK_FINISHED", true]])
+    );
+    let calls = seen.lock().unwrap().clone();
+    assert_eq!(calls[..4], ["Subscribe", "Accept", "Acknowledge", "ack 1"], "{calls:?}");
+    assert!(calls.contains(&"Teardown".to_string()), "{calls:?}");
+}
