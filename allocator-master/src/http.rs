@@ -86,6 +86,16 @@ impl Response {
         }
     }
 
+    /// A plain-text answer (`Content-Type: text/plain; charset=utf-8`), as Mesos gives the
+    /// one-line reason of a refused call.
+    pub fn text(status: u16, message: &str) -> Response {
+        Response {
+            status,
+            headers: vec![("Content-Type".into(), "text/plain; charset=utf-8".into())],
+            body: message.as_bytes().to_vec(),
+        }
+    }
+
     /// An answer without a body (for example `202 Accepted`).
     pub fn empty(status: u16) -> Response {
         Response { status, headers: Vec::new(), body: Vec::new() }
@@ -762,6 +772,9 @@ mod tests {
                             Response::json(200, seen).with_header("Mesos-Stream-Id", "s-1"),
                         );
                     }
+                    "/text" => {
+                        r.respond_with(Response::text(400, "Expecting 'type' to be present"))
+                    }
                     "/stream" => {
                         let s =
                             r.stream(200, vec![("Mesos-Stream-Id".into(), "s-2".into())], || {});
@@ -924,6 +937,16 @@ mod tests {
         let a =
             exchange(&server, b"GET /header HTTP/1.1\r\nX-Test: v 1\r\nConnection: close\r\n\r\n");
         assert!(a.contains("\r\nMesos-Stream-Id: s-1\r\n") && a.ends_with("\"v 1\""), "{a}");
+    }
+
+    #[test]
+    fn a_text_answer_is_plain_text_with_its_length() {
+        let server = echo_server();
+        let a = exchange(&server, b"POST /text HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{a}");
+        assert!(a.contains("\r\nContent-Type: text/plain; charset=utf-8\r\n"), "{a}");
+        assert!(a.contains("\r\nContent-Length: 30\r\n"), "{a}");
+        assert!(a.ends_with("\r\n\r\nExpecting 'type' to be present"), "{a}");
     }
 
     #[test]
