@@ -3,8 +3,11 @@
 //! `--on_module_failure`: falls back to the built-in (rebuilt from the host's records, so no
 //! allocation is lost or duplicated) and repeats the call there, or stops the master.
 
-use allocator_api::{Allocation, Allocator, ModuleError, RoleWeight};
-use allocator_host::hierarchical::{HierarchicalAllocator, SorterFactory};
+use allocator_api::{Allocator, ModuleError};
+use allocator_host::fallback::{
+    AgentRecord, FrameworkRecord, Records, builtin_drf, rebuild_builtin,
+};
+use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER};
 
 use super::Master;
@@ -35,13 +38,6 @@ pub enum FailurePolicy {
     Fallback,
     /// Stop with the reason (exit code 2).
     Stop,
-}
-
-/// The built-in DRF sorter, linked in: what a failed sorter module is replaced by.
-fn builtin_drf() -> SorterFactory {
-    Box::new(|c: &allocator_api::SorterConfig| {
-        Ok(Box::new(drf_sorter::create(c)) as Box<dyn allocator_api::Sorter>)
-    })
 }
 
 impl Master<'_> {
@@ -115,38 +111,30 @@ impl Master<'_> {
     }
 
     /// A fresh built-in allocator holding the host's record of agents, frameworks, weights,
-    /// quotas, whitelist and allocations.
+    /// quotas, whitelist and allocations ([`allocator_host::fallback::rebuild_builtin`]).
     fn rebuild_builtin(&mut self) -> Result<(), String> {
-        let mut options = self.setup.options.clone();
-        options.role_sorter = BUILTIN_SORTER.into();
-        options.framework_sorter = BUILTIN_SORTER.into();
-        let mut b = HierarchicalAllocator::new(&options, builtin_drf(), builtin_drf())?;
-        let fail = |e: ModuleError| format!("rebuilding the built-in allocator: {e}");
-        b.set_time(self.now).map_err(fail)?;
-        let weights: Vec<RoleWeight> = self
-            .weights
-            .iter()
-            .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
-            .collect();
-        b.update_weights(&weights).map_err(fail)?;
-        for (role, q) in &self.quotas {
-            b.update_quota(role, q).map_err(fail)?;
-        }
-        b.update_whitelist(self.whitelist.as_deref()).map_err(fail)?;
-        for rec in self.frameworks.iter().flatten().filter(|f| f.present) {
-            b.add_framework(&rec.info, &[], rec.active, &rec.options).map_err(fail)?;
-        }
-        for rec in self.agents.iter().filter(|a| a.present) {
-            let used: Vec<Allocation> = self.ledger.on_agent(rec.info.id);
-            b.add_agent(&rec.info, rec.unavailability.as_ref(), &rec.total, &used).map_err(fail)?;
-            if !rec.activated {
-                b.deactivate_agent(rec.info.id).map_err(fail)?;
-            }
-        }
-        if self.paused {
-            b.pause().map_err(fail)?;
-        }
-        self.engine = Engine::Builtin(Box::new(b));
+        let records = Records {
+            now: self.now,
+            options: &self.setup.options,
+            weights: &self.weights,
+            quotas: &self.quotas,
+            whitelist: self.whitelist.as_deref(),
+            frameworks: (self.frameworks.iter().flatten().filter(|f| f.present))
+                .map(|f| FrameworkRecord { info: &f.info, active: f.active, options: &f.options })
+                .collect(),
+            agents: (self.agents.iter().filter(|a| a.present))
+                .map(|a| AgentRecord {
+                    info: &a.info,
+                    unavailability: a.unavailability.as_ref(),
+                    total: &a.total,
+                    activated: a.activated,
+                    allocations: self.ledger.on_agent(a.info.id),
+                })
+                .collect(),
+            paused: self.paused,
+        };
+        let builtin = rebuild_builtin(&records)?;
+        self.engine = Engine::Builtin(Box::new(builtin));
         self.setup.allocator = BUILTIN_ALLOCATOR.into();
         self.setup.role_sorter = BUILTIN_SORTER.into();
         self.setup.framework_sorter = BUILTIN_SORTER.into();
