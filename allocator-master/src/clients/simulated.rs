@@ -179,7 +179,7 @@ impl SimulatedFrameworks {
                 }
             }
         }
-        master.answer_offer(offer, &launched, sim.spec.refuse_seconds)
+        master.answer_offer(offer, &launched, sim.spec.refuse_seconds).map(drop)
     }
 
     /// A simulated framework with nothing left to launch suppresses its offers, as a real

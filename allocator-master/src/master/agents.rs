@@ -104,6 +104,7 @@ impl Master<'_> {
         let rec = &mut self.agents[id.index()];
         rec.present = false;
         self.cluster.subtract(&rec.total.scalar_quantities());
+        self.outbox.push(super::Event::AgentRemoved(id));
         Ok(())
     }
 

@@ -19,6 +19,8 @@ pub enum TaskEnd {
     /// The resources it ran on were taken back from its framework (a `recover_resources` of
     /// what the task held): it is killed with them.
     ResourcesRecovered,
+    /// Its framework killed it; its resources went back to the allocator.
+    Killed,
 }
 
 /// One thing the master did.
@@ -68,6 +70,9 @@ pub enum Event {
         /// What it holds.
         resources: Resources,
     },
+    /// An agent was removed: offers of its resources are void, its tasks ended just before
+    /// (each with [`TaskEnd::AgentRemoved`]).
+    AgentRemoved(AgentId),
     /// A task ended; its resources went back to the allocator (unless the agent or framework
     /// went away with them).
     TaskEnded {

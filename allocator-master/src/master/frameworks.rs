@@ -243,6 +243,15 @@ impl Master<'_> {
         }
     }
 
+    /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator.
+    pub fn request_resources(
+        &mut self,
+        fw: FrameworkId,
+        requests: &[Resources],
+    ) -> Result<(), String> {
+        self.call("request_resources", |a| a.request_resources(fw, requests))
+    }
+
     /// A framework's answer to an inverse offer.
     pub fn update_inverse_offer(
         &mut self,

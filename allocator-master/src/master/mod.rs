@@ -25,6 +25,8 @@ pub mod operator;
 pub mod run;
 pub mod state;
 pub mod tasks;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

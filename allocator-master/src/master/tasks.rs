@@ -24,13 +24,14 @@ const MAX_RUNS: f64 = 10_000_000.0;
 impl Master<'_> {
     /// A framework's answer to `offer`: launches `tasks` (resources and an optional duration,
     /// in seconds) on parts of it and declines the rest with a refuse filter of
-    /// `refuse_seconds`. Tasks must fit in the offer, one after another.
+    /// `refuse_seconds`. Tasks must fit in the offer, one after another; nothing changes
+    /// when one does not. Returns the launched tasks' ids, in order.
     pub fn answer_offer(
         &mut self,
         offer: &Allocation,
         tasks: &[(Resources, Option<f64>)],
         refuse_seconds: f64,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<u64>, String> {
         let mut remaining = offer.resources.clone();
         for (resources, _) in tasks {
             if !remaining.contains(resources) {
@@ -41,8 +42,10 @@ impl Master<'_> {
             remaining.subtract(resources);
         }
         let (fw, agent, role) = (offer.framework, offer.agent, offer.role.to_string());
+        let mut ids = Vec::with_capacity(tasks.len());
         for (resources, duration) in tasks {
             let task = self.next_task;
+            ids.push(task);
             self.next_task += 1;
             self.tasks.insert(
                 (fw, task),
@@ -70,7 +73,25 @@ impl Master<'_> {
                 a.recover_resources(fw, agent, &role, &remaining, Some(refuse_seconds))
             })?;
         }
-        Ok(())
+        Ok(ids)
+    }
+
+    /// A framework kills one of its running tasks: its resources go back to the allocator.
+    /// `Ok(false)` when no such task runs.
+    pub fn kill_task(&mut self, fw: FrameworkId, task: u64) -> Result<bool, String> {
+        let Some(t) = self.tasks.get(&(fw, task)) else { return Ok(false) };
+        let (agent, role, resources) = (t.agent, t.role.clone(), t.resources.clone());
+        self.call("recover_resources (task killed)", |a| {
+            a.recover_resources(fw, agent, &role, &resources, None)
+        })?;
+        self.ledger.remove(fw, agent, &role, &resources);
+        self.end_task((fw, task), TaskEnd::Killed);
+        Ok(true)
+    }
+
+    /// A running task of a framework.
+    pub fn task(&self, fw: FrameworkId, task: u64) -> Option<&Task> {
+        self.tasks.get(&(fw, task))
     }
 
     /// Forgets a task and says why it ended (its resources are dealt with by the caller).

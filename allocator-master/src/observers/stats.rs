@@ -61,7 +61,7 @@ impl Stats {
                 self.roles.entry(role.clone()).or_default().tasks += 1;
             }
             Event::AllocationRun { micros, .. } => self.run_micros.push(*micros),
-            Event::InverseOffer { .. } | Event::TaskEnded { .. } => {}
+            Event::InverseOffer { .. } | Event::TaskEnded { .. } | Event::AgentRemoved(_) => {}
         }
     }
 

@@ -33,6 +33,9 @@ pub fn write(event: &Event, master: &Master<'_>, out: &mut EventStream) {
                              "agents": agents, "offers": offers, "micros": micros}),
             );
         }
-        Event::Clock { .. } | Event::TaskLaunched { .. } | Event::TaskEnded { .. } => {}
+        Event::Clock { .. }
+        | Event::TaskLaunched { .. }
+        | Event::TaskEnded { .. }
+        | Event::AgentRemoved(_) => {}
     }
 }
