@@ -7,6 +7,7 @@
 //! * [`registry`]: loading and checking module libraries; creating allocators and sorters by name.
 //! * [`hierarchical`]: the built-in hierarchical allocator (Mesos's rules R1–R25).
 //! * [`actor`]: embedding an allocator in a live master, with Mesos-named [`metrics`].
+//! * [`fallback`]: the built-in rebuilt from the host's records when a module fails.
 //! * [`guard`]: the offer guard and the sort-output checks (the host never trusts a module);
 //!   [`watchdog`]: the call budget and timeout every module call runs under.
 //! * [`names`]: names for the handles in a module's messages.
@@ -17,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod actor;
+pub mod fallback;
 pub mod guard;
 pub mod hierarchical;
 pub mod manifest;

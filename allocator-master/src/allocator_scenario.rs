@@ -530,8 +530,21 @@ fn check_roles(f: &Fields<'_>, op: &Op) -> Result<(), ScenarioError> {
 }
 
 fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
+    let op = f.op();
+    let groups =
+        [parse_agent_op, parse_framework_op, parse_operator_op, parse_clock_op, parse_expectation];
+    for parse in groups {
+        if let Some(parsed) = parse(f, op)? {
+            return Ok(parsed);
+        }
+    }
+    Err(f.error("op", format!("unknown op '{op}'")))
+}
+
+/// Ops on agents and what they have; `Ok(None)` for any other op.
+fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
     let s = |k: &str| f.str(k).map(str::to_owned);
-    Ok(match f.op() {
+    Ok(Some(match op {
         "add_agent" => {
             f.check_keys(&[
                 "agent",
@@ -582,6 +595,34 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 used: agent_used(f)?,
             }
         }
+        "update_unavailability" => {
+            f.check_keys(&["agent", "unavailability"])?;
+            Op::UpdateUnavailability(
+                s("agent")?,
+                unavailability_value(f, "unavailability", f.get("unavailability"))?,
+            )
+        }
+        "update_allocation" => {
+            f.check_keys(&["framework", "agent", "role", "operations"])?;
+            Op::UpdateAllocation {
+                framework: s("framework")?,
+                agent: s("agent")?,
+                role: s("role")?,
+                operations: operations(f)?,
+            }
+        }
+        "update_available" => {
+            f.check_keys(&["agent", "operations"])?;
+            Op::UpdateAvailable { agent: s("agent")?, operations: operations(f)? }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Ops on frameworks and what they hold; `Ok(None)` for any other op.
+fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+    let s = |k: &str| f.str(k).map(str::to_owned);
+    Ok(Some(match op {
         "add_framework" => {
             f.check_keys(&[
                 "framework",
@@ -670,6 +711,33 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 Op::ReviveOffers(fw, roles)
             }
         }
+        "update_inverse_offer" => {
+            f.check_keys(&["agent", "framework", "status", "refuse_seconds"])?;
+            let status = match f.opt_str("status")? {
+                None => None,
+                Some("accept") => Some(InverseOfferStatus::ACCEPT),
+                Some("decline") => Some(InverseOfferStatus::DECLINE),
+                Some(other) => {
+                    return Err(
+                        f.error("status", format!("'{other}': expected accept, decline or null"))
+                    );
+                }
+            };
+            Op::UpdateInverseOffer {
+                agent: s("agent")?,
+                framework: s("framework")?,
+                status,
+                refuse_seconds: f.opt_f64("refuse_seconds")?,
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Ops on operator changes (quota, weights, whitelist, recovery, pause, sorters); `Ok(None)` for any other op.
+fn parse_operator_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+    let s = |k: &str| f.str(k).map(str::to_owned);
+    Ok(Some(match op {
         "update_quota" => {
             f.check_keys(&["role", "guarantees", "limits"])?;
             let mut q = Quota::default();
@@ -702,45 +770,6 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
             Op::UpdateWhitelist(
                 f.opt_str_list("hostnames")?.map(|l| l.into_iter().map(str::to_owned).collect()),
             )
-        }
-        "update_unavailability" => {
-            f.check_keys(&["agent", "unavailability"])?;
-            Op::UpdateUnavailability(
-                s("agent")?,
-                unavailability_value(f, "unavailability", f.get("unavailability"))?,
-            )
-        }
-        "update_inverse_offer" => {
-            f.check_keys(&["agent", "framework", "status", "refuse_seconds"])?;
-            let status = match f.opt_str("status")? {
-                None => None,
-                Some("accept") => Some(InverseOfferStatus::ACCEPT),
-                Some("decline") => Some(InverseOfferStatus::DECLINE),
-                Some(other) => {
-                    return Err(
-                        f.error("status", format!("'{other}': expected accept, decline or null"))
-                    );
-                }
-            };
-            Op::UpdateInverseOffer {
-                agent: s("agent")?,
-                framework: s("framework")?,
-                status,
-                refuse_seconds: f.opt_f64("refuse_seconds")?,
-            }
-        }
-        "update_allocation" => {
-            f.check_keys(&["framework", "agent", "role", "operations"])?;
-            Op::UpdateAllocation {
-                framework: s("framework")?,
-                agent: s("agent")?,
-                role: s("role")?,
-                operations: operations(f)?,
-            }
-        }
-        "update_available" => {
-            f.check_keys(&["agent", "operations"])?;
-            Op::UpdateAvailable { agent: s("agent")?, operations: operations(f)? }
         }
         "recover" => {
             f.check_keys(&["expected_agents", "quotas"])?;
@@ -779,6 +808,14 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 framework_sorter: f.opt_str("framework_sorter")?.map(str::to_owned),
             }
         }
+        _ => return Ok(None),
+    }))
+}
+
+/// Ops on the clock and trace tasks; `Ok(None)` for any other op.
+fn parse_clock_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+    let s = |k: &str| f.str(k).map(str::to_owned);
+    Ok(Some(match op {
         "advance" => {
             f.check_keys(&["seconds"])?;
             let secs = f.f64("seconds")?;
@@ -820,6 +857,14 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 constraints,
             }
         }
+        _ => return Ok(None),
+    }))
+}
+
+/// Ops on expectations; `Ok(None)` for any other op.
+fn parse_expectation(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+    let s = |k: &str| f.str(k).map(str::to_owned);
+    Ok(Some(match op {
         "expect_offers" => {
             f.check_keys(&["offers", "one_of"])?;
             Op::ExpectOffers(alternatives(f, "offers", offers_list)?)
@@ -835,8 +880,8 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
                 running: f.opt_u64("running")?.ok_or_else(|| f.error("running", "missing"))?,
             }
         }
-        other => return Err(f.error("op", format!("unknown op '{other}'"))),
-    })
+        _ => return Ok(None),
+    }))
 }
 
 fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, ScenarioError> {

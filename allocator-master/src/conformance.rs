@@ -175,8 +175,21 @@ pub fn run_allocator_checks(
     allocator: &str,
     time_bound_ms: f64,
 ) -> Vec<Check> {
-    let mut checks = Vec::new();
+    vec![
+        never_over_offers(registry, allocator),
+        no_offers_to_inactive_or_suppressed(registry, allocator),
+        respects_refuse_filters(registry, allocator),
+        never_offers_another_roles_reservation(registry, allocator),
+        handles_removals_with_outstanding_offers(registry, allocator),
+        recovers_all_resources(registry, allocator),
+        counts_used_once(registry, allocator),
+        deterministic_under_a_seed(registry, allocator),
+        answers_within_a_time_bound(registry, allocator, time_bound_ms),
+    ]
+}
 
+/// The check "never offers more than an agent has".
+fn never_over_offers(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         agent("a1", "cpus:4;mem:4096"),
         agent("a2", "cpus:2;mem:2048;ports:[31000-31099]"),
@@ -189,10 +202,13 @@ pub fn run_allocator_checks(
         Op::Advance(3.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("never offers more than an agent has", &r, |r| {
+    verdict("never offers more than an agent has", &r, |r| {
         r.offers.is_empty().then(|| "it made no offer at all on an idle cluster".to_owned())
-    }));
+    })
+}
 
+/// The check "never offers to inactive or suppressed frameworks".
+fn no_offers_to_inactive_or_suppressed(registry: &ModuleRegistry, allocator: &str) -> Check {
     let mut ops = vec![agent("a1", "cpus:4;mem:4096"), agent("a2", "cpus:4;mem:4096")];
     ops.extend([
         framework("inactive", "r1"),
@@ -209,15 +225,18 @@ pub fn run_allocator_checks(
         Op::Advance(3.0),
     ]);
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("never offers to inactive or suppressed frameworks", &r, |r| {
+    verdict("never offers to inactive or suppressed frameworks", &r, |r| {
         let after_setup = r.offers.iter().filter(|o| o.0 > 0.0);
         let bad: Vec<String> = after_setup
             .filter(|o| o.1 == "inactive" || o.1 == "suppressed")
             .map(|o| format!("{} got {} on {} at t={}", o.1, o.4, o.3, o.0))
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))
-    }));
+    })
+}
 
+/// The check "respects refuse filters".
+fn respects_refuse_filters(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         agent("a1", "cpus:4;mem:4096"),
         framework("f1", "r1"),
@@ -225,7 +244,7 @@ pub fn run_allocator_checks(
         Op::Advance(5.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("respects refuse filters", &r, |r| {
+    verdict("respects refuse filters", &r, |r| {
         let bad: Vec<String> = r
             .offers
             .iter()
@@ -233,8 +252,11 @@ pub fn run_allocator_checks(
             .map(|o| format!("{} on {} at t={} despite a 10 s filter", o.4, o.3, o.0))
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))
-    }));
+    })
+}
 
+/// The check "never offers a role another role's reservation".
+fn never_offers_another_roles_reservation(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         framework("f1", "r1"),
         agent("a1", "cpus:2;mem:1024;cpus(r2):2;mem(r2):1024"),
@@ -243,7 +265,7 @@ pub fn run_allocator_checks(
         Op::Tick,
     ];
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("never offers a role another role's reservation", &r, |r| {
+    verdict("never offers a role another role's reservation", &r, |r| {
         let bad: Vec<String> = r
             .offers
             .iter()
@@ -251,8 +273,11 @@ pub fn run_allocator_checks(
             .map(|o| format!("{} offered to role {}", o.4, o.2))
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))
-    }));
+    })
+}
 
+/// The check "handles removal of agents and frameworks with outstanding offers".
+fn handles_removals_with_outstanding_offers(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         agent("a1", "cpus:2;mem:1024"),
         framework("f1", "r1"),
@@ -264,22 +289,21 @@ pub fn run_allocator_checks(
         Op::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict(
-        "handles removal of agents and frameworks with outstanding offers",
-        &r,
-        |r| {
-            let f2_a1 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a1");
-            let f2_a2 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a2");
-            if !f2_a1 {
-                Some("the resources of a removed framework were never offered again".into())
-            } else if !f2_a2 {
-                Some("an agent added after a removal was never offered".into())
-            } else {
-                None
-            }
-        },
-    ));
+    verdict("handles removal of agents and frameworks with outstanding offers", &r, |r| {
+        let f2_a1 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a1");
+        let f2_a2 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a2");
+        if !f2_a1 {
+            Some("the resources of a removed framework were never offered again".into())
+        } else if !f2_a2 {
+            Some("an agent added after a removal was never offered".into())
+        } else {
+            None
+        }
+    })
+}
 
+/// The check "recovers all resources".
+fn recovers_all_resources(registry: &ModuleRegistry, allocator: &str) -> Check {
     let total: Resources = "cpus:4;mem:4096;disk:100".parse().expect("valid");
     let ops = vec![
         agent("a1", "cpus:4;mem:4096;disk:100"),
@@ -289,15 +313,18 @@ pub fn run_allocator_checks(
         Op::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("recovers all resources", &r, |r| {
+    verdict("recovers all resources", &r, |r| {
         let mut seen = Resources::new();
         for o in r.offers.iter().filter(|o| o.0 > 1.0) {
             seen.add(&o.4);
         }
         (!seen.contains(&total))
             .then(|| format!("after everything was given back, only {seen} was offered again"))
-    }));
+    })
+}
 
+/// The check "counts what agents and frameworks already use, once".
+fn counts_used_once(registry: &ModuleRegistry, allocator: &str) -> Check {
     // A master failover: the agent comes back first, reporting what a framework not added yet
     // uses; the framework then comes back reporting (part of) the same resources. What both
     // report counts once, and only the rest of the agent is free (`Allocator::add_agent`).
@@ -312,7 +339,7 @@ pub fn run_allocator_checks(
     }
     let ops = vec![with_used, returning, framework("f2", "r2"), Op::Advance(2.0)];
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("counts what agents and frameworks already use, once", &r, |r| {
+    verdict("counts what agents and frameworks already use, once", &r, |r| {
         let mut seen = Resources::new();
         for o in r.offers.iter().filter(|o| o.3 == "a1") {
             seen.add(&o.4);
@@ -320,8 +347,11 @@ pub fn run_allocator_checks(
         let free: Resources = "cpus:1;mem:1024".parse().expect("valid");
         (!seen.contains(&free))
             .then(|| format!("of the {free} left free by what was in use, only {seen} was offered"))
-    }));
+    })
+}
 
+/// The check "stays deterministic under a seed".
+fn deterministic_under_a_seed(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops: Vec<Op> = (0..20)
         .map(|i| agent(&format!("a{i}"), "cpus:4;mem:4096"))
         .chain((0..5).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 2))))
@@ -329,7 +359,7 @@ pub fn run_allocator_checks(
         .chain([Op::Advance(3.0)])
         .collect();
     let (a, b) = (run(registry, allocator, 7, &ops), run(registry, allocator, 7, &ops));
-    checks.push(Check {
+    Check {
         skipped: None,
         name: "stays deterministic under a seed",
         failure: if let Some(e) = a.error.or(b.error) {
@@ -339,19 +369,25 @@ pub fn run_allocator_checks(
         } else {
             None
         },
-    });
+    }
+}
 
+/// The check "answers within a time bound on a 1,000-agent cluster".
+fn answers_within_a_time_bound(
+    registry: &ModuleRegistry,
+    allocator: &str,
+    time_bound_ms: f64,
+) -> Check {
     let mut ops: Vec<Op> = (0..1000)
         .map(|i| agent(&format!("a{i:04}"), "cpus:8;mem:16384;ports:[31000-32000]"))
         .collect();
     ops.extend((0..100).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 10))));
     ops.push(Op::Advance(3.0));
     let r = run(registry, allocator, 0, &ops);
-    checks.push(verdict("answers within a time bound on a 1,000-agent cluster", &r, |r| {
+    verdict("answers within a time bound on a 1,000-agent cluster", &r, |r| {
         let worst = r.periodic_ms.iter().copied().fold(0.0, f64::max);
         (worst > time_bound_ms).then(|| format!("a periodic allocation run over 1,000 agents took {worst:.1} ms, over the {time_bound_ms} ms bound"))
-    }));
-    checks
+    })
 }
 
 /// Prints the checks; returns whether all passed.

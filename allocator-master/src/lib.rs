@@ -5,8 +5,12 @@
 //!
 //! * [`cli`]: the command line (SPEC section 1).
 //! * [`scenario`], [`allocator_scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
-//! * [`simulation`]: the simulated master (virtual clock, ledger, offer guard, containment,
-//!   simulated frameworks, the summary); [`workload`]: the embedded default workload.
+//! * [`master`]: the master core (the allocator engine, the ledger, offers, tasks, the clock,
+//!   the offer guard and containment) with typed commands and events.
+//! * [`clients`]: what drives the core (scenario events, simulated frameworks);
+//!   [`observers`]: what watches it (the event stream, statistics, the summary).
+//! * [`simulation`]: the core wired to its clients and observers; [`workload`]: the embedded
+//!   default workload.
 //! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves.
 //! * [`serve`]: the simulated master live over HTTP; [`http`]: its HTTP/1.1 server (keep-alive,
 //!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
@@ -20,11 +24,14 @@ pub mod allocator_scenario;
 pub mod bench;
 pub mod bench_cli;
 pub mod cli;
+pub mod clients;
 pub mod conformance;
 pub mod http;
 pub mod import;
 pub mod interrupt;
+pub mod master;
 pub mod mesos;
+pub mod observers;
 pub mod output;
 pub mod progress;
 pub mod report;

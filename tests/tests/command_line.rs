@@ -71,7 +71,7 @@ fn a_long_run_shows_progress_and_sigint_stops_it_with_the_summary_so_far() {
     assert!(seen.iter().any(|l| l.contains("1/3 events")), "{seen:?}");
     signal(&child, "-INT");
     let out = child.wait_with_output().unwrap();
-    let rest: Vec<String> = rx.try_iter().collect();
+    let rest: Vec<String> = rx.iter().collect(); // every line: the reader ends at EOF
     assert_eq!(out.status.code(), Some(130), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("stopped by SIGINT")), "{rest:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -101,7 +101,7 @@ fn serve_stops_cleanly_on_sigterm_printing_the_summary() {
     std::thread::sleep(Duration::from_millis(500));
     signal(&child, "-TERM");
     let out = child.wait_with_output().unwrap();
-    let rest: Vec<String> = rx.try_iter().collect();
+    let rest: Vec<String> = rx.iter().collect(); // every line: the reader ends at EOF
     assert_eq!(out.status.code(), Some(0), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("serve stopped by SIGTERM")), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("allocation run latency")), "summary: {rest:?}");

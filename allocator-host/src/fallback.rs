@@ -1,0 +1,105 @@
+//! Fallback: when a module fails, the host replaces it with the built-in, rebuilt from the
+//! host's own records so that no allocation is lost or duplicated.
+//!
+//! The host (not the module) is the source of truth: it keeps its own record of agents,
+//! frameworks, weights, quotas, the whitelist and a ledger of what every framework holds. A
+//! failed allocator module is replaced by [`rebuild_builtin`]; a failed sorter module inside the
+//! built-in allocator by [`builtin_drf`] through
+//! [`HierarchicalAllocator::replace_sorters`].
+
+use std::collections::BTreeMap;
+
+use allocator_api::{
+    AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkInfo, FrameworkOptions,
+    ModuleError, Quota, RString, Resources, RoleWeight, Sorter, SorterConfig, Unavailability,
+};
+
+use crate::hierarchical::{HierarchicalAllocator, SorterFactory};
+use crate::registry::BUILTIN_SORTER;
+
+/// The built-in DRF sorter, linked in: what a failed sorter module is replaced by.
+pub fn builtin_drf() -> SorterFactory {
+    Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
+}
+
+/// A framework as the host records it.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameworkRecord<'a> {
+    /// Its description (roles, capabilities).
+    pub info: &'a FrameworkInfo,
+    /// Whether it is active.
+    pub active: bool,
+    /// Its suppressed roles and `min_allocatable_resources`.
+    pub options: &'a FrameworkOptions,
+}
+
+/// An agent as the host records it, with what its ledger holds there.
+#[derive(Clone, Debug)]
+pub struct AgentRecord<'a> {
+    /// Its description.
+    pub info: &'a AgentInfo,
+    /// Its maintenance window.
+    pub unavailability: Option<&'a Unavailability>,
+    /// Its total resources.
+    pub total: &'a Resources,
+    /// Whether it is activated.
+    pub activated: bool,
+    /// What frameworks hold on it (offered or allocated), from the host's ledger.
+    pub allocations: Vec<Allocation>,
+}
+
+/// Everything the host records about the cluster, borrowed for a rebuild.
+#[derive(Clone, Debug)]
+pub struct Records<'a> {
+    /// The virtual (or real) time now.
+    pub now: f64,
+    /// The allocator options the master runs with (its sorters are replaced by `drf`).
+    pub options: &'a AllocatorOptions,
+    /// Role weights.
+    pub weights: &'a BTreeMap<String, f64>,
+    /// Quotas by role.
+    pub quotas: &'a BTreeMap<String, Quota>,
+    /// The whitelist, if any.
+    pub whitelist: Option<&'a [RString]>,
+    /// Present frameworks, in id order.
+    pub frameworks: Vec<FrameworkRecord<'a>>,
+    /// Present agents.
+    pub agents: Vec<AgentRecord<'a>>,
+    /// Whether allocation is paused.
+    pub paused: bool,
+}
+
+/// A fresh built-in allocator with `drf` sorters holding `records`: time, weights, quotas,
+/// whitelist, frameworks, then agents with what the ledger holds on them (so nothing is offered
+/// twice), deactivations, and the pause. One line naming the call on failure.
+pub fn rebuild_builtin(records: &Records<'_>) -> Result<HierarchicalAllocator, String> {
+    let mut options = records.options.clone();
+    options.role_sorter = BUILTIN_SORTER.into();
+    options.framework_sorter = BUILTIN_SORTER.into();
+    let mut b = HierarchicalAllocator::new(&options, builtin_drf(), builtin_drf())?;
+    let fail = |e: ModuleError| format!("rebuilding the built-in allocator: {e}");
+    b.set_time(records.now).map_err(fail)?;
+    let weights: Vec<RoleWeight> = records
+        .weights
+        .iter()
+        .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
+        .collect();
+    b.update_weights(&weights).map_err(fail)?;
+    for (role, q) in records.quotas {
+        b.update_quota(role, q).map_err(fail)?;
+    }
+    b.update_whitelist(records.whitelist).map_err(fail)?;
+    for f in &records.frameworks {
+        b.add_framework(f.info, &[], f.active, f.options).map_err(fail)?;
+    }
+    for a in &records.agents {
+        b.add_agent(a.info, a.unavailability, a.total, &a.allocations).map_err(fail)?;
+        if !a.activated {
+            b.deactivate_agent(a.info.id).map_err(fail)?;
+        }
+    }
+    if records.paused {
+        b.pause().map_err(fail)?;
+    }
+    Ok(b)
+}

@@ -1,0 +1,11 @@
+//! Clients of the [master core](crate::master): what drives a master through its commands.
+//!
+//! * [`scenario`]: scenario events (SPEC section 4) become commands; expectations are checked
+//!   against what the master did.
+//! * [`simulated`]: simulated and trace-driven frameworks take tasks from their offers, decline
+//!   the rest with refuse filters, and suppress their offers when idle.
+//!
+//! The HTTP front end of `serve` ([`crate::serve`]) drives the same surface.
+
+pub mod scenario;
+pub mod simulated;

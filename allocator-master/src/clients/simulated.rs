@@ -1,0 +1,262 @@
+//! Simulated and trace-driven frameworks: a client of the [master core](crate::master).
+//!
+//! A framework added with `tasks` takes tasks from each offer it gets (queued trace tasks
+//! first, first come first served, honouring their attribute constraints; then tasks of its
+//! fixed shape up to its count), declines the rest with its refuse filter, and suppresses its
+//! offers once it has nothing left to launch; `submit_task` queues a task and revives it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use allocator_api::{Allocation, FrameworkId, Resources};
+
+use crate::allocator_scenario::TaskSpec;
+use crate::master::{Event, Master};
+
+#[derive(Debug, Clone)]
+struct QueuedTask {
+    resources: Resources,
+    duration: Option<f64>,
+    constraints: Vec<(String, Vec<String>)>,
+    submitted: f64,
+}
+
+/// One simulated framework's own state (its tasks run in the master).
+#[derive(Debug)]
+struct SimFramework {
+    spec: TaskSpec,
+    launched: u64,
+    queue: VecDeque<QueuedTask>,
+    submitted: u64,
+    waits: Vec<f64>,
+    /// The framework suppressed its offers because it had nothing to launch.
+    suppressed: bool,
+}
+
+impl SimFramework {
+    /// Whether the framework still has tasks to launch.
+    fn has_pending(&self) -> bool {
+        !self.queue.is_empty()
+            || (self.spec.resources.is_some() && self.spec.count.is_none_or(|c| self.launched < c))
+    }
+}
+
+/// Trace statistics of the frameworks whose first role is one role.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TraceStats {
+    /// Tasks submitted.
+    pub submitted: u64,
+    /// Tasks started (each with its wait).
+    pub started: u64,
+    /// Tasks still queued.
+    pub pending: u64,
+    /// Seconds each started task waited.
+    pub waits: Vec<f64>,
+}
+
+/// The simulated frameworks of one master, by framework id.
+#[derive(Debug, Default)]
+pub struct SimulatedFrameworks {
+    frameworks: BTreeMap<FrameworkId, SimFramework>,
+    interrupt: Option<Arc<AtomicUsize>>,
+    progress: Option<Arc<crate::progress::Counters>>,
+}
+
+impl SimulatedFrameworks {
+    /// Stops launching from a huge offer part-way once `flag` is non-zero.
+    pub fn set_interrupt(&mut self, flag: Arc<AtomicUsize>) {
+        self.interrupt = Some(flag);
+    }
+
+    /// Shows how many tasks a huge offer has yielded so far.
+    pub fn set_progress(&mut self, counters: Arc<crate::progress::Counters>) {
+        self.progress = Some(counters);
+    }
+
+    /// Plays framework `fw` (just added to the master) with `spec`.
+    pub fn add(&mut self, fw: FrameworkId, spec: TaskSpec) {
+        let sim = SimFramework {
+            spec,
+            launched: 0,
+            queue: VecDeque::new(),
+            submitted: 0,
+            waits: Vec::new(),
+            suppressed: false,
+        };
+        self.frameworks.insert(fw, sim);
+    }
+
+    /// Whether `fw` is played by this client.
+    pub fn plays(&self, fw: FrameworkId) -> bool {
+        self.frameworks.contains_key(&fw)
+    }
+
+    /// Queues a trace task for `fw`; a framework that suppressed its offers revives them (the
+    /// task waits for the next periodic run). `Err` when `fw` is not simulated.
+    pub fn submit(
+        &mut self,
+        master: &mut Master<'_>,
+        fw: FrameworkId,
+        resources: &Resources,
+        duration: Option<f64>,
+        constraints: &[(String, Vec<String>)],
+    ) -> Result<(), String> {
+        let sim = self.frameworks.get_mut(&fw).ok_or_else(|| {
+            format!(
+                "framework '{}' is not simulated (add it with \"tasks\")",
+                master.framework_name(fw)
+            )
+        })?;
+        sim.submitted += 1;
+        sim.queue.push_back(QueuedTask {
+            resources: resources.clone(),
+            duration,
+            constraints: constraints.to_vec(),
+            submitted: master.now(),
+        });
+        if std::mem::take(&mut sim.suppressed) {
+            master.revive_offers(fw, &[], false)?;
+        }
+        Ok(())
+    }
+
+    /// Answers the offers among `events`; returns whether an allocation run ended among them.
+    pub fn react(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<bool, String> {
+        let mut ran = false;
+        for event in events {
+            match event {
+                Event::Offer(offer) => self.answer(offer, master)?,
+                Event::AllocationRun { .. } => ran = true,
+                _ => {}
+            }
+        }
+        Ok(ran)
+    }
+
+    /// A simulated framework answers an offer: launch what fits, decline the rest.
+    fn answer(&mut self, offer: &Allocation, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(sim) = self.frameworks.get_mut(&offer.framework) else { return Ok(()) };
+        let attrs =
+            master.agent_info(offer.agent).map(|a| a.attributes.to_vec()).unwrap_or_default();
+        let now = master.now();
+        let mut remaining = offer.resources.clone();
+        let mut launched: Vec<(Resources, Option<f64>)> = Vec::new();
+        let limit = sim.spec.per_offer.unwrap_or(u64::MAX);
+        // Trace-driven tasks first, first come first served (a task that does not fit is passed over).
+        let mut i = 0;
+        while i < sim.queue.len() && (launched.len() as u64) < limit {
+            let t = &sim.queue[i];
+            let ok = t.constraints.iter().all(|(k, values)| {
+                attrs
+                    .iter()
+                    .any(|a| a.name.as_str() == k && values.iter().any(|v| v == a.value.as_str()))
+            });
+            if ok && let Some(piece) = take(&remaining, &t.resources) {
+                remaining.subtract(&piece);
+                let t = sim.queue.remove(i).expect("index checked");
+                sim.waits.push(now - t.submitted);
+                launched.push((piece, t.duration));
+                continue;
+            }
+            i += 1;
+        }
+        if let Some(task) = sim.spec.resources.clone() {
+            while (launched.len() as u64) < limit && sim.spec.count.is_none_or(|c| sim.launched < c)
+            {
+                let Some(piece) = take(&remaining, &task) else { break };
+                remaining.subtract(&piece);
+                sim.launched += 1;
+                launched.push((piece, sim.spec.duration));
+                // One offer can hold millions of small tasks: show it, and let SIGINT stop it.
+                if launched.len().is_multiple_of(4096) {
+                    if let Some(p) = &self.progress {
+                        p.set_tasks(launched.len() as u64);
+                    }
+                    if self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed) != 0) {
+                        break;
+                    }
+                }
+            }
+        }
+        master.answer_offer(offer, &launched, sim.spec.refuse_seconds).map(drop)
+    }
+
+    /// A simulated framework with nothing left to launch suppresses its offers, as a real
+    /// framework does; `submit_task` revives it.
+    pub fn suppress_idle(&mut self, master: &mut Master<'_>) -> Result<(), String> {
+        for (fw, sim) in &mut self.frameworks {
+            if sim.suppressed || sim.has_pending() || master.framework_info(*fw).is_none() {
+                continue;
+            }
+            master.suppress_offers(*fw, &[])?;
+            sim.suppressed = true;
+        }
+        Ok(())
+    }
+
+    /// Whether a task asking for GPUs waits in the queue of a present framework.
+    pub fn gpu_task_waiting(&self, master: &Master<'_>) -> bool {
+        self.frameworks.iter().any(|(fw, s)| {
+            master.framework_info(*fw).is_some()
+                && s.queue.iter().any(|t| t.resources.scalar("gpus").is_positive())
+        })
+    }
+
+    /// Queued tasks per first role of present frameworks that ever had a task submitted.
+    pub fn waiting_by_role(&self, master: &Master<'_>) -> BTreeMap<String, f64> {
+        let mut waiting = BTreeMap::new();
+        for (fw, sim) in &self.frameworks {
+            if let Some(role) = master.framework_info(*fw).and_then(|f| f.roles.first())
+                && sim.submitted > 0
+            {
+                *waiting.entry(role.to_string()).or_default() += sim.queue.len() as f64;
+            }
+        }
+        waiting
+    }
+
+    /// Whether any framework (present or removed) had a trace task submitted.
+    pub fn any_trace(&self) -> bool {
+        self.frameworks.values().any(|s| s.submitted > 0)
+    }
+
+    /// Trace statistics of the frameworks (present or removed) whose first role is `role`.
+    pub fn trace_stats(&self, role: &str, master: &Master<'_>) -> TraceStats {
+        let mut stats = TraceStats::default();
+        for (fw, sim) in &self.frameworks {
+            if master.first_role(*fw) != Some(role) {
+                continue;
+            }
+            stats.submitted += sim.submitted;
+            stats.pending += sim.queue.len() as u64;
+            stats.waits.extend(sim.waits.iter().copied());
+        }
+        stats.started = stats.waits.len() as u64;
+        stats
+    }
+
+    /// Queued tasks and whether it suppressed its offers, for a simulated framework.
+    pub fn queue_state(&self, fw: FrameworkId) -> Option<(usize, bool)> {
+        self.frameworks.get(&fw).map(|s| (s.queue.len(), s.suppressed))
+    }
+}
+
+/// Takes a task's resources from an offer: scalars by quantity (unreserved first, then
+/// reservations, in canonical order), other resources exactly. `None` when they do not fit.
+fn take(offer: &Resources, task: &Resources) -> Option<Resources> {
+    let want = task.scalar_quantities();
+    if !offer.scalar_quantities().contains(&want) {
+        return None;
+    }
+    let others = task.filter(|r| !r.is_scalar());
+    if !offer.contains(&others) {
+        return None;
+    }
+    let mut piece = offer.filter(|r| !r.is_shared()).shrink(&want, false);
+    if piece.scalar_quantities() != want {
+        return None;
+    }
+    piece.add(&others);
+    Some(piece)
+}

@@ -1,0 +1,195 @@
+//! Fault containment around the allocator: every call goes through [`Master::call`], which
+//! names the handles in a module's messages, and on a module fault applies
+//! `--on_module_failure`: falls back to the built-in (rebuilt from the host's records, so no
+//! allocation is lost or duplicated) and repeats the call there, or stops the master.
+
+use allocator_api::{Allocator, ModuleError};
+use allocator_host::fallback::{
+    AgentRecord, FrameworkRecord, Records, builtin_drf, rebuild_builtin,
+};
+use allocator_host::hierarchical::HierarchicalAllocator;
+use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER};
+
+use super::Master;
+
+/// The allocator being driven.
+pub enum Engine {
+    /// The built-in `hierarchical` allocator (supports `set_sorters`).
+    Builtin(Box<HierarchicalAllocator>),
+    /// An allocator module.
+    Module(Box<dyn Allocator>),
+}
+
+impl Engine {
+    pub(super) fn get(&mut self) -> &mut dyn Allocator {
+        match self {
+            Engine::Builtin(a) => a.as_mut(),
+            Engine::Module(a) => a.as_mut(),
+        }
+    }
+}
+
+/// What the host does when a module call fails (`--on_module_failure`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Stop using the module and continue with the built-in (`hierarchical` for an allocator,
+    /// `drf` for a sorter), rebuilt from the host's records. The default.
+    #[default]
+    Fallback,
+    /// Stop with the reason (exit code 2).
+    Stop,
+}
+
+impl Master<'_> {
+    /// Calls the allocator (`what` names the call in messages); on a module fault, applies the
+    /// failure policy. After a stop every call fails with the reason.
+    pub(super) fn call(
+        &mut self,
+        what: &str,
+        mut f: impl FnMut(&mut dyn Allocator) -> allocator_api::Result<()>,
+    ) -> Result<(), String> {
+        if let Some(reason) = &self.stopped {
+            return Err(reason.clone());
+        }
+        // Module calls run under the registry's budget and watchdog (allocator_host::watchdog).
+        let result = f(self.engine.get()).map_err(|mut e| {
+            e.message = self.name_handles(&e.message).into();
+            e
+        });
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_fault() && self.setup.on_module_failure == FailurePolicy::Fallback => {
+                self.fall_back(what, &e)?;
+                let r = f(self.engine.get());
+                check_call(&self.setup.allocator, what, r)
+            }
+            Err(e) => {
+                let message = check_call(&self.setup.allocator, what, Err(e.clone()));
+                if e.is_fault() {
+                    self.stopped = message.clone().err();
+                }
+                message
+            }
+        }
+    }
+
+    /// Replaces a failed module by the built-in: an allocator module by `hierarchical` with
+    /// `drf` sorters, a sorter module inside the built-in allocator by `drf`.
+    fn fall_back(&mut self, what: &str, e: &ModuleError) -> Result<(), String> {
+        let sorter_modules = [&self.setup.role_sorter, &self.setup.framework_sorter]
+            .iter()
+            .any(|n| self.registry.module(n).is_some());
+        match &mut self.engine {
+            Engine::Module(_) => {
+                log::error!(
+                    "allocator module '{}' failed in {what}: {e}; falling back to the built-in hierarchical allocator",
+                    self.setup.allocator
+                );
+                eprintln!(
+                    "allocator-master: allocator module '{}' failed in {what} ({e}); continuing with the built-in hierarchical allocator",
+                    self.setup.allocator
+                );
+                self.rebuild_builtin()?;
+            }
+            Engine::Builtin(alloc) if sorter_modules => {
+                log::error!(
+                    "a sorter module failed in {what}: {e}; falling back to the built-in drf sorter"
+                );
+                eprintln!(
+                    "allocator-master: a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
+                );
+                alloc.replace_sorters(builtin_drf(), builtin_drf())?;
+                self.setup.role_sorter = BUILTIN_SORTER.into();
+                self.setup.framework_sorter = BUILTIN_SORTER.into();
+            }
+            Engine::Builtin(_) => {
+                return Err(format!("the built-in allocator failed in {what}: {e}"));
+            }
+        }
+        self.fallbacks += 1;
+        Ok(())
+    }
+
+    /// A fresh built-in allocator holding the host's record of agents, frameworks, weights,
+    /// quotas, whitelist and allocations ([`allocator_host::fallback::rebuild_builtin`]).
+    fn rebuild_builtin(&mut self) -> Result<(), String> {
+        let records = Records {
+            now: self.now,
+            options: &self.setup.options,
+            weights: &self.weights,
+            quotas: &self.quotas,
+            whitelist: self.whitelist.as_deref(),
+            frameworks: (self.frameworks.iter().flatten().filter(|f| f.present))
+                .map(|f| FrameworkRecord { info: &f.info, active: f.active, options: &f.options })
+                .collect(),
+            agents: (self.agents.iter().filter(|a| a.present))
+                .map(|a| AgentRecord {
+                    info: &a.info,
+                    unavailability: a.unavailability.as_ref(),
+                    total: &a.total,
+                    activated: a.activated,
+                    allocations: self.ledger.on_agent(a.info.id),
+                })
+                .collect(),
+            paused: self.paused,
+        };
+        let builtin = rebuild_builtin(&records)?;
+        self.engine = Engine::Builtin(Box::new(builtin));
+        self.setup.allocator = BUILTIN_ALLOCATOR.into();
+        self.setup.role_sorter = BUILTIN_SORTER.into();
+        self.setup.framework_sorter = BUILTIN_SORTER.into();
+        Ok(())
+    }
+
+    /// A module's message with the names the host knows added to the handles it names
+    /// (`unknown framework#1` → `unknown framework 'f1' (#1)`).
+    fn name_handles(&self, message: &str) -> String {
+        allocator_host::names::name_handles(message, |kind, n| match kind {
+            "framework" => self.framework_names.get(n as usize).cloned(),
+            _ => self.agent_ids.iter().find(|(_, id)| id.0 == n).map(|(name, _)| name.clone()),
+        })
+    }
+}
+
+/// The user's line for a failed call: a fault names the allocator, a refusal the call.
+pub(super) fn check_call(
+    allocator: &str,
+    what: &str,
+    r: allocator_api::Result<()>,
+) -> Result<(), String> {
+    r.map_err(|e: ModuleError| {
+        // Allocators often start their messages with the call's name; say it once.
+        let call = what.split(' ').next().unwrap_or(what);
+        let text = e.to_string();
+        let reason = text.strip_prefix(call).and_then(|t| t.strip_prefix(": ")).unwrap_or(&text);
+        if e.is_fault() {
+            format!("allocator '{allocator}' failed in {what}: {reason}")
+        } else {
+            format!("the allocator refused {what}: {reason}")
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_call;
+    use allocator_api::ModuleError;
+
+    #[test]
+    fn a_refusal_names_the_call_once() {
+        let refused = Err(ModuleError::rejected("update_quota: quota on nested role 'a/x'"));
+        assert_eq!(
+            check_call("hierarchical", "update_quota", refused).unwrap_err(),
+            "the allocator refused update_quota: quota on nested role 'a/x'"
+        );
+    }
+
+    #[test]
+    fn a_refusal_without_the_call_name_is_kept_whole() {
+        let refused = Err(ModuleError::rejected("no such agent"));
+        assert_eq!(
+            check_call("hierarchical", "recover_resources (declined)", refused).unwrap_err(),
+            "the allocator refused recover_resources (declined): no such agent"
+        );
+    }
+}

@@ -1,0 +1,418 @@
+//! The master core: one type, [`Master`], that owns the allocator engine (the built-in or a
+//! module), the host's [ledger](ledger::Ledger) of offers and allocations, the virtual clock and
+//! the periodic allocation runs, the agents with their tasks, the offer guard and fault
+//! containment.
+//!
+//! Its surface is a small set of typed commands (add and remove agents and frameworks, answer
+//! offers, launch and end tasks, operator changes, advance the clock) and queries, and a stream
+//! of typed [`Event`]s. Everything that drives a master is a client of that surface: scenario
+//! events ([`crate::clients::scenario`]), simulated and trace-driven frameworks
+//! ([`crate::clients::simulated`]), the HTTP front end ([`crate::serve`]). Statistics, the
+//! summary and the SVG report are observers of its events ([`crate::observers`]). No client
+//! reaches into another's state; [`crate::simulation::Simulation`] wires them together.
+//!
+//! Files, one concept each: [`containment`] (calls, fallback, stop), [`ledger`], [`run`] (one
+//! allocation run and the offer guard), [`agents`], [`frameworks`], [`operator`] (quota,
+//! weights, whitelist, maintenance, pause, sorters), [`tasks`] (answering offers, the task
+//! timeline, the clock), [`state`] (the `GET /state` view), [`events`].
+
+pub mod agents;
+pub mod containment;
+pub mod events;
+pub mod frameworks;
+pub mod ledger;
+pub mod operator;
+pub mod run;
+pub mod state;
+pub mod tasks;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use allocator_api::{
+    AgentId, AgentInfo, Allocation, AllocatorOptions, FrameworkId, FrameworkInfo, FrameworkOptions,
+    OfferBatch, Quantities, RString, Resources,
+};
+use allocator_host::guard::GuardLog;
+use allocator_host::hierarchical::HierarchicalAllocator;
+use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
+
+pub use containment::{Engine, FailurePolicy};
+pub use events::{Event, TaskEnd};
+use ledger::Ledger;
+use tasks::Task;
+
+/// What the master was asked to run with (after scenario config and flags are merged).
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// `--allocator`.
+    pub allocator: String,
+    /// `--role_sorter`.
+    pub role_sorter: String,
+    /// `--framework_sorter`.
+    pub framework_sorter: String,
+    /// Options passed to the allocator.
+    pub options: AllocatorOptions,
+    /// What to do when a module fails (panics, returns a failure, or is poisoned).
+    pub on_module_failure: FailurePolicy,
+    /// Module calls slower than this are reported (a warning and the
+    /// `allocator/module_calls_over_budget` metric); `None` turns the check off.
+    pub call_budget_ms: Option<f64>,
+    /// A module call still running after this long is taken as hung: the master stops with
+    /// the reason (exit code 2), since a blocked call cannot be interrupted. `None`: no limit.
+    pub call_timeout_ms: Option<f64>,
+}
+
+/// The host's record of an agent.
+#[derive(Debug)]
+pub(crate) struct AgentRecord {
+    pub(crate) info: AgentInfo,
+    pub(crate) total: Resources,
+    pub(crate) present: bool,
+    pub(crate) activated: bool,
+    pub(crate) unavailability: Option<allocator_api::Unavailability>,
+}
+
+/// The host's record of a framework.
+#[derive(Debug)]
+pub(crate) struct FrameworkRecord {
+    pub(crate) info: FrameworkInfo,
+    pub(crate) options: FrameworkOptions,
+    pub(crate) present: bool,
+    pub(crate) active: bool,
+}
+
+/// Two instants closer than this are the same instant.
+pub(crate) const EPSILON: f64 = 1e-9;
+
+/// A virtual time as an integer key (microseconds) for the task timeline.
+pub(crate) fn time_key(t: f64) -> u64 {
+    (t.max(0.0) * 1e6).round() as u64
+}
+
+/// The master core. See the [module documentation](self).
+pub struct Master<'r> {
+    registry: &'r ModuleRegistry,
+    setup: Setup,
+    engine: Engine,
+    interval: f64,
+    now: f64,
+    next_periodic: f64,
+    runs: u64,
+    agent_ids: BTreeMap<String, AgentId>,
+    agents: Vec<AgentRecord>,
+    framework_ids: BTreeMap<String, FrameworkId>,
+    frameworks: Vec<Option<FrameworkRecord>>,
+    framework_names: Vec<String>,
+    ledger: Ledger,
+    /// Running tasks by (framework, task id): per framework in launch order.
+    tasks: BTreeMap<(FrameworkId, u64), Task>,
+    /// When tasks with a duration finish: (time key, task id) → framework.
+    finishes: BTreeMap<(u64, u64), FrameworkId>,
+    next_task: u64,
+    cluster: Quantities,
+    excluded: Vec<String>,
+    weights: BTreeMap<String, f64>,
+    quotas: BTreeMap<String, allocator_api::Quota>,
+    whitelist: Option<Vec<RString>>,
+    paused: bool,
+    fallbacks: u64,
+    guard: GuardLog,
+    batch: OfferBatch,
+    /// The registry watchdog's over-budget count when this master started.
+    over_budget_base: u64,
+    stopped: Option<String>,
+    /// Set (to a signal number) when the clock should stop at its next step.
+    interrupt: Option<Arc<AtomicUsize>>,
+    outbox: Vec<Event>,
+}
+
+impl<'r> Master<'r> {
+    /// Creates the allocator named in `setup` (built-in or module) and an empty cluster, and
+    /// applies the setup's call budget and timeout to the registry's watchdog.
+    pub fn new(registry: &'r ModuleRegistry, setup: Setup) -> Result<Master<'r>, String> {
+        let engine = create_engine(registry, &setup)?;
+        if setup.call_budget_ms.is_some() || setup.call_timeout_ms.is_some() {
+            registry.watchdog().set_limits(setup.call_budget_ms, setup.call_timeout_ms);
+        }
+        let interval = setup.options.allocation_interval;
+        let excluded =
+            setup.options.fairness_excluded_resource_names.iter().map(|s| s.to_string()).collect();
+        Ok(Master {
+            registry,
+            setup,
+            engine,
+            interval,
+            now: 0.0,
+            next_periodic: interval,
+            runs: 0,
+            agent_ids: BTreeMap::new(),
+            agents: Vec::new(),
+            framework_ids: BTreeMap::new(),
+            frameworks: Vec::new(),
+            framework_names: Vec::new(),
+            ledger: Ledger::default(),
+            tasks: BTreeMap::new(),
+            finishes: BTreeMap::new(),
+            next_task: 0,
+            cluster: Quantities::new(),
+            excluded,
+            weights: BTreeMap::new(),
+            quotas: BTreeMap::new(),
+            whitelist: None,
+            paused: false,
+            fallbacks: 0,
+            guard: GuardLog::default(),
+            batch: OfferBatch::default(),
+            over_budget_base: registry.watchdog().over_budget(),
+            stopped: None,
+            interrupt: None,
+            outbox: Vec::new(),
+        })
+    }
+
+    /// Applies the setup's call budget and timeout to the registry's watchdog, which every
+    /// module call (allocator and sorters, in every mode) runs under. Either left `None` keeps
+    /// what the registry has.
+    pub fn start_watchdog(&mut self) {
+        let (budget, timeout) = (self.setup.call_budget_ms, self.setup.call_timeout_ms);
+        if budget.is_some() || timeout.is_some() {
+            self.registry.watchdog().set_limits(budget, timeout);
+        }
+    }
+
+    /// Stops [`advance`](Self::advance) at its next step once `flag` is non-zero.
+    pub fn set_interrupt(&mut self, flag: Arc<AtomicUsize>) {
+        self.interrupt = Some(flag);
+    }
+
+    /// Whether the interrupt flag asks the master to stop.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed) != 0)
+    }
+
+    /// The events since the last call, oldest first.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Whether events are waiting in the outbox.
+    pub fn has_events(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    // ----- queries -----
+
+    /// The allocator and sorters in use (after any fallback).
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    /// The registry modules come from.
+    pub fn registry(&self) -> &'r ModuleRegistry {
+        self.registry
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// The number of allocation runs so far.
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    /// The batch allocation interval, seconds.
+    pub fn allocation_interval(&self) -> f64 {
+        self.interval
+    }
+
+    /// The virtual time of the next periodic allocation run.
+    pub fn next_periodic(&self) -> f64 {
+        self.next_periodic
+    }
+
+    /// Whether a module fault under `--on_module_failure stop` has stopped the master: every
+    /// later command fails with the reason.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// How many times a failed module was replaced by the built-in.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
+    /// Offers (and parts of offers) the guard dropped.
+    pub fn dropped_offers(&self) -> u64 {
+        self.guard.dropped()
+    }
+
+    /// Module calls over the call budget since this master started.
+    pub fn calls_over_budget(&self) -> u64 {
+        self.registry.watchdog().over_budget().saturating_sub(self.over_budget_base)
+    }
+
+    /// The engine (for the built-in allocator's own figures, such as its refuse filters).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The id of a present agent.
+    pub fn agent_id(&self, name: &str) -> Result<AgentId, String> {
+        match self.agent_ids.get(name) {
+            Some(id) if self.agents[id.index()].present => Ok(*id),
+            _ => Err(format!("unknown agent '{name}'")),
+        }
+    }
+
+    /// The id of a present framework.
+    pub fn framework_id(&self, name: &str) -> Result<FrameworkId, String> {
+        match self.framework_ids.get(name) {
+            Some(id) if self.frameworks[id.index()].as_ref().is_some_and(|f| f.present) => Ok(*id),
+            _ => Err(format!("unknown framework '{name}'")),
+        }
+    }
+
+    /// The name of a framework the master has heard of (`?` for an unknown handle).
+    pub fn framework_name(&self, id: FrameworkId) -> &str {
+        self.framework_names.get(id.index()).map_or("?", String::as_str)
+    }
+
+    /// The name of an agent the master has heard of (`?` for an unknown handle).
+    pub fn agent_name(&self, id: AgentId) -> &str {
+        self.agents.get(id.index()).map_or("?", |a| a.info.name.as_str())
+    }
+
+    /// A present agent's description.
+    pub fn agent_info(&self, id: AgentId) -> Option<&AgentInfo> {
+        self.agents.get(id.index()).filter(|a| a.present).map(|a| &a.info)
+    }
+
+    /// A present framework's description.
+    pub fn framework_info(&self, id: FrameworkId) -> Option<&FrameworkInfo> {
+        self.framework(id).map(|f| &f.info)
+    }
+
+    /// Present frameworks, in id order.
+    pub fn framework_ids(&self) -> impl Iterator<Item = FrameworkId> + '_ {
+        self.frameworks.iter().flatten().filter(|f| f.present).map(|f| f.info.id)
+    }
+
+    /// The first role of a framework the master has heard of, present or removed.
+    pub fn first_role(&self, id: FrameworkId) -> Option<&str> {
+        self.frameworks.get(id.index())?.as_ref()?.info.roles.first().map(RString::as_str)
+    }
+
+    pub(crate) fn framework(&self, id: FrameworkId) -> Option<&FrameworkRecord> {
+        self.frameworks.get(id.index()).and_then(Option::as_ref).filter(|f| f.present)
+    }
+
+    /// Present agents, in name order.
+    pub fn all_agents(&self) -> Vec<AgentId> {
+        self.agent_ids.values().copied().filter(|id| self.agents[id.index()].present).collect()
+    }
+
+    /// The total of a present agent.
+    pub fn agent_total(&self, agent: AgentId) -> Option<&Resources> {
+        self.agents.get(agent.index()).filter(|a| a.present).map(|a| &a.total)
+    }
+
+    /// What the host's ledger records on `agent` (non-shared resources), kept incrementally as
+    /// offers are recorded and resources come back.
+    pub fn agent_used(&self, agent: AgentId) -> Resources {
+        self.ledger.used(agent)
+    }
+
+    /// The scalar totals of present agents.
+    pub fn cluster(&self) -> &Quantities {
+        &self.cluster
+    }
+
+    /// Resource names left out of fair shares (`fairness_excluded_resource_names`).
+    pub fn excluded(&self) -> &[String] {
+        &self.excluded
+    }
+
+    /// Scalar quantities held under each role (the ledger's).
+    pub fn role_alloc(&self) -> &BTreeMap<String, Quantities> {
+        self.ledger.role_alloc()
+    }
+
+    /// Quotas set so far, by role.
+    pub fn quotas(&self) -> &BTreeMap<String, allocator_api::Quota> {
+        &self.quotas
+    }
+
+    /// The unweighted dominant share of a role from the host's ledger.
+    pub fn role_share(&self, role: &str) -> f64 {
+        self.ledger.role_alloc().get(role).map_or(0.0, |q| {
+            allocator_host::metrics::dominant_share(q, &self.cluster, &self.excluded)
+        })
+    }
+
+    /// Agents whose allocations (the ledger's, kept per agent) exceed their total. Only a
+    /// shrinking `update_agent` can make one (Mesos rule R14); allocation runs never do.
+    pub fn overcommitted_agents(&self) -> Vec<AgentId> {
+        self.agents
+            .iter()
+            .filter(|a| a.present && self.ledger.exceeds(a.info.id, &a.total))
+            .map(|a| a.info.id)
+            .collect()
+    }
+
+    /// Checks the host's ledger against every agent's total: nothing over-committed.
+    pub fn check_conservation(&self) -> Result<(), String> {
+        match self.overcommitted_agents().first() {
+            None => Ok(()),
+            Some(agent) => Err(format!(
+                "agent '{}' is over-committed: {} allocated of {}",
+                self.agent_name(*agent),
+                self.agent_used(*agent),
+                self.agents[agent.index()].total
+            )),
+        }
+    }
+
+    /// The allocations the built-in allocator records (empty for modules).
+    pub fn allocator_records(&self) -> Vec<Allocation> {
+        match &self.engine {
+            Engine::Builtin(a) => a.allocations(),
+            Engine::Module(_) => Vec::new(),
+        }
+    }
+
+    /// The host ledger as allocations.
+    pub fn ledger(&self) -> Vec<Allocation> {
+        self.ledger.allocations()
+    }
+}
+
+/// The allocator named by `setup`: the built-in with the named sorters, or a module.
+fn create_engine(registry: &ModuleRegistry, setup: &Setup) -> Result<Engine, String> {
+    if setup.allocator == BUILTIN_ALLOCATOR || setup.allocator == BUILTIN_ALLOCATOR_ALIAS {
+        let role = registry
+            .sorter_factory(&setup.role_sorter, "--role_sorter")
+            .map_err(|e| e.to_string())?;
+        let fw = registry
+            .sorter_factory(&setup.framework_sorter, "--framework_sorter")
+            .map_err(|e| e.to_string())?;
+        log::info!(
+            "allocator: built-in hierarchical; role sorter: {}; framework sorter: {}",
+            registry.describe_sorter(&setup.role_sorter),
+            registry.describe_sorter(&setup.framework_sorter)
+        );
+        Ok(Engine::Builtin(Box::new(HierarchicalAllocator::new(&setup.options, role, fw)?)))
+    } else {
+        log::info!("allocator: module '{}'", setup.allocator);
+        Ok(Engine::Module(
+            registry
+                .create_allocator_module(&setup.allocator, &setup.options)
+                .map_err(|e| e.to_string())?,
+        ))
+    }
+}

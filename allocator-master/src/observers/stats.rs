@@ -1,0 +1,341 @@
+//! Statistics from the master's events: offers and tasks per role, dominant shares and
+//! utilisation integrated over virtual time, GPU fragmentation while GPU tasks wait, the
+//! allocation run latencies, and the report's time series. From them: the metrics (flat,
+//! Mesos-named) and the summary (human table and JSON event).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use allocator_api::Quantities;
+use allocator_host::metrics::dominant_share;
+use serde_json::{Value, json};
+
+use crate::clients::simulated::SimulatedFrameworks;
+use crate::master::{Engine, Event, Master};
+
+/// Per-role counts and the integral of the dominant share over time.
+#[derive(Debug, Default, Clone)]
+struct RoleStats {
+    offers: u64,
+    tasks: u64,
+    share_time: f64,
+}
+
+/// What the statistics observer has gathered. See the [module documentation](self).
+#[derive(Debug, Default)]
+pub struct Stats {
+    roles: BTreeMap<String, RoleStats>,
+    util_time: BTreeMap<String, f64>,
+    run_micros: Vec<u64>,
+    series: crate::report::Series,
+    /// Seconds during which a GPU task was waiting, and the integral of the idle GPU fraction
+    /// over those seconds (fragmentation).
+    gpu_wait: (f64, f64),
+}
+
+/// Expectations checked so far, for the summary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExpectationCount {
+    /// Held.
+    pub passed: usize,
+    /// Failed.
+    pub failed: usize,
+}
+
+fn used_total(master: &Master<'_>) -> Quantities {
+    let mut used = Quantities::new();
+    for q in master.role_alloc().values() {
+        used.add(q);
+    }
+    used
+}
+
+impl Stats {
+    /// Takes one event into account.
+    pub fn observe(&mut self, event: &Event, master: &Master<'_>, sims: &SimulatedFrameworks) {
+        match event {
+            Event::Clock { from, to } => self.integrate(to - from, master, sims),
+            Event::Offer(offer) => {
+                self.roles.entry(offer.role.to_string()).or_default().offers += 1;
+            }
+            Event::TaskLaunched { role, .. } => {
+                self.roles.entry(role.clone()).or_default().tasks += 1;
+            }
+            Event::AllocationRun { micros, .. } => self.run_micros.push(*micros),
+            Event::InverseOffer { .. } | Event::TaskEnded { .. } | Event::AgentRemoved(_) => {}
+        }
+    }
+
+    /// Integrates shares and utilisation over `dt` seconds of the state now.
+    fn integrate(&mut self, dt: f64, master: &Master<'_>, sims: &SimulatedFrameworks) {
+        if dt <= 0.0 {
+            return;
+        }
+        let (cluster, excluded) = (master.cluster(), master.excluded());
+        for (role, q) in master.role_alloc() {
+            let share = dominant_share(q, cluster, excluded);
+            self.roles.entry(role.clone()).or_default().share_time += share * dt;
+        }
+        let used = used_total(master);
+        for total in cluster.iter() {
+            if total.value.is_positive() {
+                let frac = used.get(&total.name).as_f64() / total.value.as_f64();
+                *self.util_time.entry(total.name.to_string()).or_default() += frac * dt;
+            }
+        }
+        let gpus = cluster.get("gpus");
+        if gpus.is_positive() && sims.gpu_task_waiting(master) {
+            let idle = 1.0 - used.get("gpus").as_f64() / gpus.as_f64();
+            self.gpu_wait.0 += dt;
+            self.gpu_wait.1 += idle * dt;
+        }
+    }
+
+    /// Records one point of the report's time series (shares and utilisation now).
+    pub fn sample(&mut self, master: &Master<'_>, sims: &SimulatedFrameworks) {
+        let (cluster, excluded) = (master.cluster(), master.excluded());
+        let shares: BTreeMap<String, f64> = master
+            .role_alloc()
+            .iter()
+            .map(|(r, q)| (r.clone(), dominant_share(q, cluster, excluded)))
+            .collect();
+        let used = used_total(master);
+        let util: BTreeMap<String, f64> = cluster
+            .iter()
+            .filter(|t| t.value.is_positive())
+            .map(|t| (t.name.to_string(), used.get(&t.name).as_f64() / t.value.as_f64()))
+            .collect();
+        let now = master.now();
+        if self.series.times.last() == Some(&now) && !self.series.times.is_empty() {
+            // Keep one point per instant: the latest state wins.
+            self.series.times.pop();
+            for v in self
+                .series
+                .shares
+                .values_mut()
+                .chain(self.series.utilisation.values_mut())
+                .chain(self.series.waiting.values_mut())
+            {
+                v.pop();
+            }
+        }
+        let waiting = sims.waiting_by_role(master);
+        self.series.push_with_waiting(now, &shares, &util, &waiting);
+    }
+
+    /// Renders the report of the run so far as SVG.
+    pub fn report_svg(
+        &self,
+        title: &str,
+        master: &Master<'_>,
+    ) -> Result<String, crate::report::ReportError> {
+        let setup = master.setup();
+        let subtitle = format!(
+            "allocator {}, role sorter {}, framework sorter {}; {} allocation runs over {:.0} s",
+            setup.allocator,
+            setup.role_sorter,
+            setup.framework_sorter,
+            master.runs(),
+            master.now()
+        );
+        crate::report::render_svg(title, &subtitle, &self.series)
+    }
+
+    /// Every run's time so far, in milliseconds.
+    fn run_ms(&self) -> Vec<f64> {
+        self.run_micros.iter().map(|&u| u as f64 / 1000.0).collect()
+    }
+
+    /// The metrics, flat and named as Mesos names them (`allocator/mesos/…`), plus the host's
+    /// own (`allocator/guard/…`, `allocator/module_…`):
+    ///
+    /// * `allocator/mesos/allocation_runs`, `allocator/mesos/allocation_run_ms` (the last run)
+    ///   with `/count`, `/p50`, `/p90`, `/p99`, `/max`;
+    /// * `allocator/mesos/resources/<name>/total` and `/offered_or_allocated`;
+    /// * `allocator/mesos/roles/<role>/shares/dominant`;
+    /// * `allocator/mesos/offer_filters/roles/<role>/active` (the built-in allocator only: a
+    ///   module's filters are its own);
+    /// * `allocator/mesos/quota/roles/<role>/resources/<name>/guarantee`, `/limit` and
+    ///   `/offered_or_allocated` (the role and its subroles) for every role with a quota.
+    pub fn metrics(&self, master: &Master<'_>) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("allocator/mesos/allocation_runs".into(), json!(master.runs()));
+        allocator_host::metrics::write_timing(
+            &mut m,
+            "allocator/mesos/allocation_run_ms",
+            &self.run_ms(),
+        );
+        m.insert("allocator/guard/dropped_offers".into(), json!(master.dropped_offers()));
+        m.insert("allocator/module_fallbacks".into(), json!(master.fallbacks()));
+        m.insert("allocator/module_calls_over_budget".into(), json!(master.calls_over_budget()));
+        let mut roles: BTreeSet<&String> = self.roles.keys().collect();
+        roles.extend(master.role_alloc().keys());
+        allocator_host::metrics::write_role_metrics(
+            &mut m,
+            master.cluster(),
+            master.role_alloc(),
+            roles,
+            master.quotas(),
+            master.excluded(),
+        );
+        if let Engine::Builtin(alloc) = master.engine() {
+            for (role, n) in alloc.active_offer_filters() {
+                m.insert(format!("allocator/mesos/offer_filters/roles/{role}/active"), json!(n));
+            }
+        }
+        m
+    }
+
+    /// The human summary and the JSON summary event (SPEC section 5) of the run so far.
+    pub fn summary(
+        &self,
+        master: &Master<'_>,
+        sims: &SimulatedFrameworks,
+        expectations: ExpectationCount,
+    ) -> (String, Value) {
+        let metrics = self.metrics(master);
+        let setup = master.setup();
+        let now = master.now();
+        let mut text = format!(
+            "allocator '{}' (role sorter {}, framework sorter {}), {:.1}s simulated, {} allocation runs\n",
+            setup.allocator,
+            setup.role_sorter,
+            setup.framework_sorter,
+            now,
+            master.runs()
+        );
+        let roles_json = self.role_table(master, sims, &mut text);
+        let util = self.utilisation(master, &mut text);
+        let [p50, p99, max] =
+            allocator_host::metrics::percentiles(&self.run_ms(), [0.5, 0.99, 1.0]);
+        text.push_str(&format!(
+            "allocation run latency: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms\n"
+        ));
+        let fragmentation =
+            if self.gpu_wait.0 > 0.0 { Some(self.gpu_wait.1 / self.gpu_wait.0) } else { None };
+        if sims.any_trace() {
+            match fragmentation {
+                Some(f) => text.push_str(&format!(
+                    "GPU fragmentation: GPU tasks waited during {:.1}s; meanwhile {:.1}% of GPUs were unallocated on average\n",
+                    self.gpu_wait.0,
+                    f * 100.0
+                )),
+                None => text.push_str("GPU fragmentation: no GPU task ever waited\n"),
+            }
+        }
+        text.push_str(&format!(
+            "expectations: {} passed, {} failed\n",
+            expectations.passed, expectations.failed
+        ));
+        let json = json!({"event": "summary", "time": now, "allocator": setup.allocator,
+                          "role_sorter": setup.role_sorter, "framework_sorter": setup.framework_sorter,
+                          "metrics": metrics, "roles": roles_json, "utilisation": util,
+                          "gpu_fragmentation": {"gpu_task_wait_seconds": self.gpu_wait.0,
+                                                "unallocated_gpu_share_while_waiting": fragmentation},
+                          "expectations": {"passed": expectations.passed, "failed": expectations.failed}});
+        (text, json)
+    }
+
+    /// The per-role table of the summary (appended to `text`) and its JSON.
+    fn role_table(
+        &self,
+        master: &Master<'_>,
+        sims: &SimulatedFrameworks,
+        text: &mut String,
+    ) -> serde_json::Map<String, Value> {
+        let now = master.now();
+        let mut roles_json = serde_json::Map::new();
+        text.push_str(&format!(
+            "{:<24} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
+            "ROLE",
+            "SHARE",
+            "AVG SHARE",
+            "OFFERS",
+            "TASKS",
+            "SUBMITTED",
+            "STARTED",
+            "PENDING",
+            "WAIT MEAN",
+            "WAIT P99"
+        ));
+        let mut role_names: BTreeSet<&String> = self.roles.keys().collect();
+        role_names.extend(master.role_alloc().keys());
+        for role in role_names {
+            let stats = self.roles.get(role).cloned().unwrap_or_default();
+            let share = master.role_share(role);
+            let avg = if now > 0.0 { stats.share_time / now } else { share };
+            let trace = sims.trace_stats(role, master);
+            let submitted = trace.submitted;
+            let (mean, p99) = wait_stats(&trace.waits);
+            let mut r = json!({"dominant_share": share, "average_dominant_share": avg, "offers": stats.offers,
+                               "tasks_launched": stats.tasks, "tasks_running": master.tasks_in_role(role)});
+            if submitted > 0 {
+                r["tasks_submitted"] = json!(submitted);
+                r["tasks_started"] = json!(trace.started);
+                r["tasks_pending"] = json!(trace.pending);
+                r["wait_mean_seconds"] = json!(mean);
+                r["wait_p99_seconds"] = json!(p99);
+            }
+            roles_json.insert(role.clone(), r);
+            let count = |x: u64| if submitted > 0 { x.to_string() } else { "-".into() };
+            let secs = |x: f64| if submitted > 0 { format!("{x:.1}s") } else { "-".into() };
+            text.push_str(&format!(
+                "{:<24} {:>10.4} {:>10.4} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
+                role,
+                share,
+                avg,
+                stats.offers,
+                stats.tasks,
+                count(submitted),
+                count(trace.started),
+                count(trace.pending),
+                secs(mean),
+                secs(p99)
+            ));
+        }
+        roles_json
+    }
+
+    /// The utilisation line of the summary (appended to `text`) and its JSON.
+    fn utilisation(
+        &self,
+        master: &Master<'_>,
+        text: &mut String,
+    ) -> serde_json::Map<String, Value> {
+        let now = master.now();
+        let used = used_total(master);
+        let mut util = serde_json::Map::new();
+        text.push_str("utilisation:");
+        for total in master.cluster().iter().filter(|t| t.value.is_positive()) {
+            let frac = used.get(&total.name).as_f64() / total.value.as_f64();
+            let avg = if now > 0.0 {
+                self.util_time.get(total.name.as_str()).copied().unwrap_or(0.0) / now
+            } else {
+                frac
+            };
+            util.insert(
+                total.name.to_string(),
+                json!({"allocated": used.get(&total.name).as_f64(), "total": total.value.as_f64(),
+                       "final": frac, "average": avg}),
+            );
+            text.push_str(&format!(
+                " {} {:.1}% (avg {:.1}%)",
+                total.name,
+                frac * 100.0,
+                avg * 100.0
+            ));
+        }
+        text.push('\n');
+        util
+    }
+}
+
+fn wait_stats(waits: &[f64]) -> (f64, f64) {
+    if waits.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut w = waits.to_vec();
+    w.sort_by(f64::total_cmp);
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let p99 = w[((w.len() as f64 - 1.0) * 0.99).round() as usize];
+    (mean, p99)
+}
