@@ -277,6 +277,10 @@ pub struct ServeArgs {
     /// SIGINT or SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Write, as it happens, a scenario of everything the master applied; replaying it with
+    /// `--scenario FILE` and the same flags makes the same offers (SPEC 6.3).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -643,7 +647,18 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
                 .iter()
                 .any(|(_, op)| matches!(op, crate::allocator_scenario::Op::ExpectOffers(_))),
         );
-        crate::serve::serve(&mut sim, &scenario, &mut out, &options)?;
+        if let Some(path) = &serve.record {
+            let config = match doc.root.get("config") {
+                Some(serde_json::Value::Object(c)) => c.clone(),
+                _ => serde_json::Map::new(),
+            };
+            let recorder = crate::recording::Recorder::create(path, &config)
+                .map_err(|e| format!("cannot record to '{}': {e}", path.display()))?;
+            sim.record_to(recorder);
+        }
+        let served = crate::serve::serve(&mut sim, &scenario, &mut out, &options);
+        sim.finish_recording().map_err(|e| format!("cannot finish the recording: {e}"))?;
+        served?;
         if let Some(signal) = crate::interrupt::requested() {
             eprintln!(
                 "allocator-master: serve stopped by {} at virtual time {:.3} s",

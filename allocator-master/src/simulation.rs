@@ -19,6 +19,7 @@ use crate::clients::simulated::SimulatedFrameworks;
 use crate::master::{Event, Master};
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
+use crate::recording::Recorder;
 
 pub use crate::master::{Engine, FailurePolicy, Setup};
 pub use allocator_host::metrics::dominant_share;
@@ -58,6 +59,8 @@ pub struct Simulation<'r> {
     expectations: Expectations,
     /// Where a long run reports how far it got.
     progress: Option<Arc<crate::progress::Counters>>,
+    /// Where `serve --record` writes what was applied.
+    recorder: Option<Recorder>,
 }
 
 /// The observers and the framework client, borrowed together to deliver the master's events.
@@ -116,6 +119,7 @@ impl<'r> Simulation<'r> {
             stats: Stats::default(),
             expectations: Expectations::new(file),
             progress: None,
+            recorder: None,
         })
     }
 
@@ -205,7 +209,38 @@ impl<'r> Simulation<'r> {
         let mut deliverer =
             Deliverer { sims, stats, expectations, progress: progress.as_deref(), out };
         scenario::apply(op, master, &mut deliverer)?;
-        deliverer.deliver(master)
+        deliverer.deliver(master)?;
+        if !matches!(op, Op::Advance(_) | Op::Tick) {
+            self.record(op);
+        }
+        Ok(())
+    }
+
+    /// Writes every event applied from now on to `recorder` (`serve --record`); the clock
+    /// between them becomes `advance` events.
+    pub fn record_to(&mut self, recorder: Recorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// Records `op` as applied now, when recording. A write error stops the recording with a
+    /// warning; the master goes on.
+    pub fn record(&mut self, op: &Op) {
+        let now = self.master.now();
+        if let Some(r) = &mut self.recorder
+            && let Err(e) = r.record(now, op)
+        {
+            log::warn!("recording stopped: {e}");
+            eprintln!("allocator-master: the recording stopped: {e}");
+            self.recorder = None;
+        }
+    }
+
+    /// Ends the recording (if any) at the current virtual time.
+    pub fn finish_recording(&mut self) -> std::io::Result<()> {
+        match self.recorder.take() {
+            Some(r) => r.finish(self.master.now()),
+            None => Ok(()),
+        }
     }
 
     /// The metrics, flat and named as Mesos names them; see [`Stats::metrics`].
