@@ -262,6 +262,37 @@ pub enum Command {
     /// Run the scenario (or the embedded default workload) live, in real time, with an HTTP
     /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters.
     Serve(ServeArgs),
+    /// What-if: the offers and shares the next allocation run would make after a change at a
+    /// time of the scenario, against without it (nothing is changed).
+    Plan(PlanArgs),
+}
+
+/// `allocator-master plan` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// The virtual time (seconds) of the scenario at which the change is applied.
+    #[arg(long, value_name = "SECONDS")]
+    pub at: f64,
+    /// The change: one scenario event as JSON, e.g. '{"op": "update_weights", "weights":
+    /// {"ml": 3}}' (update_quota, update_weights, set_sorters, update_unavailability,
+    /// remove_agent, (de)activate_agent, suppress_offers, revive_offers, update_whitelist).
+    #[arg(long, value_name = "JSON")]
+    pub change: String,
+    /// Print the plan as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
+    /// The allocator and its sorters.
+    #[command(flatten)]
+    pub engine: EngineFlags,
+    /// Allocator options and fault containment.
+    #[command(flatten)]
+    pub allocator: AllocatorFlags,
+    /// The scenario (default: the embedded default workload).
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 /// `allocator-master serve` arguments.
@@ -490,7 +521,55 @@ pub fn run(args: &Args) -> Result<u8, String> {
             };
             run_allocation(&registry, &setup)
         }
+        Command::Plan(plan) => {
+            refuse_outer_flags(args, "plan", Applies::RUN)?;
+            let registry = load_modules(
+                &plan.modules.clone().or(&args.modules),
+                &plan.allocator.limits.clone().or(&args.allocator.limits),
+            )?;
+            run_plan(
+                &registry,
+                plan,
+                &plan.engine.clone().or(&args.engine),
+                &plan.allocator.clone().or(&args.allocator),
+                &plan.run.clone().or(&args.run),
+            )
+        }
     }
+}
+
+/// `allocator-master plan`: forks the scenario at `--at` with and without `--change`.
+fn run_plan(
+    registry: &ModuleRegistry,
+    plan: &PlanArgs,
+    engine: &EngineFlags,
+    flags: &AllocatorFlags,
+    run: &RunFlags,
+) -> Result<u8, String> {
+    if !(plan.at.is_finite() && plan.at >= 0.0) {
+        return Err(format!("--at must be a non-negative number of seconds, got {}", plan.at));
+    }
+    let change = crate::plan::parse_change(&plan.change).map_err(|e| format!("--change: {e}"))?;
+    let doc = match &run.scenario {
+        Some(path) => Document::read(path).map_err(|e| e.to_string())?,
+        None => crate::workload::default_document(flags.seed.unwrap_or(0)),
+    };
+    if doc.is_sorter_scenario() {
+        return Err(format!(
+            "plan needs an allocator scenario; '{}' is a sorter scenario",
+            doc.file
+        ));
+    }
+    let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
+    let setup = setup(engine, flags, &scenario.config)?;
+    let history = crate::plan::history_until(&scenario, plan.at);
+    let result = crate::plan::plan(registry, &setup, &history, &change)?;
+    if plan.json {
+        println!("{}", result.to_json());
+    } else {
+        print!("{}", result.to_text());
+    }
+    Ok(0)
 }
 
 /// Which of the flags given before a subcommand the subcommand uses.
@@ -647,6 +726,8 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
                 .iter()
                 .any(|(_, op)| matches!(op, crate::allocator_scenario::Op::ExpectOffers(_))),
         );
+        // POST /plan forks the master by replaying what it applied.
+        sim.keep_history();
         if let Some(path) = &serve.record {
             let config = match doc.root.get("config") {
                 Some(serde_json::Value::Object(c)) => c.clone(),

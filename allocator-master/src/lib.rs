@@ -12,7 +12,8 @@
 //! * [`simulation`]: the core wired to its clients and observers; [`workload`]: the embedded
 //!   default workload.
 //! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves;
-//!   [`recording`]: what a live master applied, as a replayable scenario (SPEC section 6.3).
+//!   [`recording`]: what a live master applied, as a replayable scenario (SPEC section 6.3);
+//!   [`plan`]: what a change would do to the next allocation run (what-if).
 //! * [`serve`]: the simulated master live over HTTP; [`http`]: its HTTP/1.1 server (keep-alive,
 //!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
 //!   operator APIs, resource conversion and RecordIO.
@@ -34,6 +35,7 @@ pub mod master;
 pub mod mesos;
 pub mod observers;
 pub mod output;
+pub mod plan;
 pub mod progress;
 pub mod recording;
 pub mod report;

@@ -17,6 +17,7 @@
 //! | `POST /quota` | the `update_quota` event's fields: `role`, [`guarantees`, `limits`] |
 //! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
+//! | `POST /plan` | one scenario event (a change); answers [`crate::plan::Plan::to_json`], changes nothing |
 //!
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
 //! by [`Simulation::apply`]; bad input gets `400 {"error": …}` and changes nothing.
@@ -255,6 +256,15 @@ impl<'s, 'r> Live<'s, 'r> {
         let (status, answer) = match (method.as_str(), path.as_str(), event) {
             ("GET", "/metrics/snapshot", _) => (200, Value::Object(self.metrics())),
             ("GET", "/state", _) => (200, self.sim.state()),
+            ("POST", "/plan", _) => {
+                match body
+                    .and_then(|b| crate::plan::parse_change(&b))
+                    .and_then(|c| self.sim.plan(&c))
+                {
+                    Ok(plan) => (200, plan.to_json()),
+                    Err(message) => (400, json!({"error": message})),
+                }
+            }
             ("POST", _, Some(event)) => match body.and_then(|b| parse_request(event, &b)) {
                 Err(message) => (400, json!({"error": message})),
                 Ok(op) => match self.sim.apply(usize::MAX, &op, out) {
@@ -271,7 +281,7 @@ impl<'s, 'r> Live<'s, 'r> {
                     }
                 },
             },
-            (_, "/metrics/snapshot" | "/state", _) | (_, _, Some(_)) => {
+            (_, "/metrics/snapshot" | "/state" | "/plan", _) | (_, _, Some(_)) => {
                 (405, json!({"error": format!("{method} is not allowed on {path}")}))
             }
             _ => (404, json!({"error": format!("no endpoint {path}")})),

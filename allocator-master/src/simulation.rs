@@ -61,6 +61,10 @@ pub struct Simulation<'r> {
     progress: Option<Arc<crate::progress::Counters>>,
     /// Where `serve --record` writes what was applied.
     recorder: Option<Recorder>,
+    /// Every event applied, in order, when kept (for plans).
+    history: Option<Vec<Op>>,
+    /// The set-up the master started with (a fork for a plan starts from it).
+    initial_setup: Setup,
 }
 
 /// The observers and the framework client, borrowed together to deliver the master's events.
@@ -113,6 +117,8 @@ impl<'r> Simulation<'r> {
         file: &str,
     ) -> Result<Simulation<'r>, String> {
         Ok(Simulation {
+            initial_setup: setup.clone(),
+            history: None,
             master: Master::new(registry, setup)?,
             file: file.to_owned(),
             sims: SimulatedFrameworks::default(),
@@ -210,10 +216,26 @@ impl<'r> Simulation<'r> {
             Deliverer { sims, stats, expectations, progress: progress.as_deref(), out };
         scenario::apply(op, master, &mut deliverer)?;
         deliverer.deliver(master)?;
+        if let Some(history) = &mut self.history {
+            history.push(op.clone());
+        }
         if !matches!(op, Op::Advance(_) | Op::Tick) {
             self.record(op);
         }
         Ok(())
+    }
+
+    /// Keeps every event applied from now on (call it before the first), so that
+    /// [`plan`](Self::plan) can fork the master.
+    pub fn keep_history(&mut self) {
+        self.history.get_or_insert_with(Vec::new);
+    }
+
+    /// What `change` would do to the next allocation run, against not applying it
+    /// ([`crate::plan`]); changes nothing here. Needs [`keep_history`](Self::keep_history).
+    pub fn plan(&self, change: &Op) -> Result<crate::plan::Plan, String> {
+        let history = self.history.as_deref().ok_or("this master keeps no history to plan from")?;
+        crate::plan::plan(self.master.registry(), &self.initial_setup, history, change)
     }
 
     /// Writes every event applied from now on to `recorder` (`serve --record`); the clock
@@ -269,6 +291,12 @@ impl<'r> Simulation<'r> {
     /// Renders the report of the run so far as SVG.
     pub fn report_svg(&self, title: &str) -> Result<String, crate::report::ReportError> {
         self.stats.report_svg(title, &self.master)
+    }
+
+    /// The offers made since the last call (or since tracking began), by framework, role and
+    /// agent; needs [`set_offer_tracking`](Self::set_offer_tracking).
+    pub fn take_offers(&mut self) -> crate::plan::Offers {
+        self.expectations.take_offers()
     }
 
     /// Keeps offers for `expect_offers` when events are applied one by one with

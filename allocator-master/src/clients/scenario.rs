@@ -334,6 +334,11 @@ impl Expectations {
         }
     }
 
+    /// The offers tracked since the last `expect_offers` (or the last call).
+    pub fn take_offers(&mut self) -> BTreeMap<(String, String, String), Resources> {
+        std::mem::take(&mut self.pending_offers)
+    }
+
     /// Expectations that held.
     pub fn passed(&self) -> usize {
         self.passed
