@@ -51,9 +51,9 @@ fn applied_for_real(at: f64, change: &Value, next_run: f64, expected: &Value) ->
     let text = std::fs::read_to_string(&stream).unwrap();
     let last = text
         .lines()
+        .rev()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v["event"] == "expectation")
-        .last()
+        .find(|v| v["event"] == "expectation")
         .expect("the expectation after the change");
     std::fs::remove_dir_all(&dir).unwrap();
     last["ok"] == true
