@@ -237,6 +237,10 @@ pub struct RunFlags {
     /// stderr); without it no event stream is written.
     #[arg(long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Explain, after every allocation run, why this role or framework got what it got: an
+    /// `explanation` event in the stream and a paragraph in the summary.
+    #[arg(long = "explain", value_name = "ROLE_OR_FRAMEWORK")]
+    pub explain: Option<String>,
 }
 
 impl RunFlags {
@@ -244,6 +248,7 @@ impl RunFlags {
         RunFlags {
             scenario: self.scenario.or_else(|| outer.scenario.clone()),
             output: self.output.or_else(|| outer.output.clone()),
+            explain: self.explain.or_else(|| outer.explain.clone()),
         }
     }
 }
@@ -713,6 +718,9 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
     let setup = setup(&s.engine, &s.allocator, &scenario.config)?;
     let mut sim = Simulation::new(registry, setup, &doc.file)?;
     sim.set_interrupt(crate::interrupt::install());
+    if let Some(subject) = &s.run.explain {
+        sim.explain_each_run(subject);
+    }
     if let Some(serve) = s.serve {
         let options = crate::serve::ServeOptions {
             listen: serve.listen.clone(),
@@ -726,8 +734,9 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
                 .iter()
                 .any(|(_, op)| matches!(op, crate::allocator_scenario::Op::ExpectOffers(_))),
         );
-        // POST /plan forks the master by replaying what it applied.
+        // POST /plan forks the master by replaying what it applied; GET /explain counts offers.
         sim.keep_history();
+        sim.enable_explanations();
         if let Some(path) = &serve.record {
             let config = match doc.root.get("config") {
                 Some(serde_json::Value::Object(c)) => c.clone(),

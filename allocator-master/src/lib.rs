@@ -13,7 +13,8 @@
 //!   default workload.
 //! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves;
 //!   [`recording`]: what a live master applied, as a replayable scenario (SPEC section 6.3);
-//!   [`plan`]: what a change would do to the next allocation run (what-if).
+//!   [`plan`]: what a change would do to the next allocation run (what-if); [`explain`]: why
+//!   a role or framework got what it got.
 //! * [`serve`]: the simulated master live over HTTP; [`http`]: its HTTP/1.1 server (keep-alive,
 //!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
 //!   operator APIs, resource conversion and RecordIO.
@@ -28,6 +29,7 @@ pub mod bench_cli;
 pub mod cli;
 pub mod clients;
 pub mod conformance;
+pub mod explain;
 pub mod http;
 pub mod import;
 pub mod interrupt;

@@ -17,6 +17,7 @@
 //! | `POST /quota` | the `update_quota` event's fields: `role`, [`guarantees`, `limits`] |
 //! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
+//! | `GET /explain?role=R`, `?framework=F` | why it got what it got at the last run ([`crate::explain`]) |
 //! | `POST /plan` | one scenario event (a change); answers [`crate::plan::Plan::to_json`], changes nothing |
 //!
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
@@ -256,6 +257,7 @@ impl<'s, 'r> Live<'s, 'r> {
         let (status, answer) = match (method.as_str(), path.as_str(), event) {
             ("GET", "/metrics/snapshot", _) => (200, Value::Object(self.metrics())),
             ("GET", "/state", _) => (200, self.sim.state()),
+            ("GET", "/explain", _) => explain(self.sim, &request.query),
             ("POST", "/plan", _) => {
                 match body
                     .and_then(|b| crate::plan::parse_change(&b))
@@ -281,7 +283,7 @@ impl<'s, 'r> Live<'s, 'r> {
                     }
                 },
             },
-            (_, "/metrics/snapshot" | "/state" | "/plan", _) | (_, _, Some(_)) => {
+            (_, "/metrics/snapshot" | "/state" | "/plan" | "/explain", _) | (_, _, Some(_)) => {
                 (405, json!({"error": format!("{method} is not allowed on {path}")}))
             }
             _ => (404, json!({"error": format!("no endpoint {path}")})),
@@ -292,6 +294,40 @@ impl<'s, 'r> Live<'s, 'r> {
         respond(request, status, &answer);
         Ok(())
     }
+}
+
+/// `GET /explain?role=R` or `?framework=F`: why it got what it got at the last run.
+fn explain(sim: &Simulation<'_>, query: &str) -> (u16, Value) {
+    let mut pairs = query.split('&').filter_map(|p| p.split_once('='));
+    match pairs.next() {
+        Some(("role", r)) if !r.is_empty() => (200, sim.explain_role(&percent_decode(r))),
+        Some(("framework", f)) if !f.is_empty() => (200, sim.explain_framework(&percent_decode(f))),
+        _ => (400, json!({"error": "give ?role=ROLE or ?framework=FRAMEWORK"})),
+    }
+}
+
+/// `%2F` and the like, and `+` for a space, as a query string encodes them.
+fn percent_decode(text: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
+            .then(|| Some(hex(bytes[i + 1])? * 16 + hex(bytes[i + 2])?))
+            .flatten();
+        match (escaped, bytes[i]) {
+            (Some(b), _) => {
+                out.push(b as u8);
+                i += 3;
+                continue;
+            }
+            (None, b'+') => out.push(b' '),
+            (None, b) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn respond(request: Incoming, status: u16, body: &Value) {

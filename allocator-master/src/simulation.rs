@@ -63,6 +63,9 @@ pub struct Simulation<'r> {
     recorder: Option<Recorder>,
     /// Every event applied, in order, when kept (for plans).
     history: Option<Vec<Op>>,
+    /// The role or framework `--explain` names, and the last run's offers it is told from.
+    explain: Option<String>,
+    last_run: crate::explain::LastRun,
     /// The set-up the master started with (a fork for a plan starts from it).
     initial_setup: Setup,
 }
@@ -70,6 +73,8 @@ pub struct Simulation<'r> {
 /// The observers and the framework client, borrowed together to deliver the master's events.
 struct Deliverer<'a> {
     sims: &'a mut SimulatedFrameworks,
+    last_run: &'a mut crate::explain::LastRun,
+    explain: Option<&'a str>,
     stats: &'a mut Stats,
     expectations: &'a mut Expectations,
     progress: Option<&'a crate::progress::Counters>,
@@ -89,6 +94,7 @@ impl<'r> Recipients<'r> for Deliverer<'_> {
                 crate::observers::stream::write(event, master, self.out);
                 self.stats.observe(event, master, self.sims);
                 self.expectations.observe(event, master);
+                self.last_run.observe(event, master);
                 if let (Event::Clock { .. }, Some(p)) = (event, self.progress) {
                     p.set_clock(master.now(), master.runs());
                 }
@@ -100,6 +106,9 @@ impl<'r> Recipients<'r> for Deliverer<'_> {
         }
         if ran {
             self.stats.sample(master, self.sims);
+            if let Some(subject) = self.explain {
+                self.out.emit(&crate::explain::explain(master, self.last_run, subject));
+            }
         }
         Ok(())
     }
@@ -119,6 +128,8 @@ impl<'r> Simulation<'r> {
         Ok(Simulation {
             initial_setup: setup.clone(),
             history: None,
+            explain: None,
+            last_run: crate::explain::LastRun::default(),
             master: Master::new(registry, setup)?,
             file: file.to_owned(),
             sims: SimulatedFrameworks::default(),
@@ -211,9 +222,17 @@ impl<'r> Simulation<'r> {
         if self.expectations.check(index, op, &self.master, out)? {
             return Ok(());
         }
-        let Simulation { master, sims, stats, expectations, progress, .. } = self;
-        let mut deliverer =
-            Deliverer { sims, stats, expectations, progress: progress.as_deref(), out };
+        let Simulation { master, sims, stats, expectations, progress, last_run, explain, .. } =
+            self;
+        let mut deliverer = Deliverer {
+            sims,
+            last_run,
+            explain: explain.as_deref(),
+            stats,
+            expectations,
+            progress: progress.as_deref(),
+            out,
+        };
         scenario::apply(op, master, &mut deliverer)?;
         deliverer.deliver(master)?;
         if let Some(history) = &mut self.history {
@@ -285,7 +304,41 @@ impl<'r> Simulation<'r> {
             passed: self.expectations.passed(),
             failed: self.expectations.failures().len(),
         };
-        self.stats.summary(&self.master, &self.sims, count)
+        let (mut text, mut json) = self.stats.summary(&self.master, &self.sims, count);
+        if let Some(subject) = &self.explain {
+            let explanation = self.explanation(subject);
+            text.push_str(&crate::explain::to_text(&explanation));
+            json["explanation"] = explanation;
+        }
+        (text, json)
+    }
+
+    /// Adds an `explanation` event for `subject` (a role or a framework) after every
+    /// allocation run, and its account to the summary (`--explain`).
+    pub fn explain_each_run(&mut self, subject: &str) {
+        self.explain = Some(subject.to_owned());
+        self.enable_explanations();
+    }
+
+    /// Counts each run's offers per role and framework for explanations (off by default: then
+    /// an offer costs one branch).
+    pub fn enable_explanations(&mut self) {
+        self.last_run.enable();
+    }
+
+    /// Why `subject` (a framework, or else a role) got what it got at the last run.
+    pub fn explanation(&self, subject: &str) -> Value {
+        crate::explain::explain(&self.master, &self.last_run, subject)
+    }
+
+    /// Why role `role` got what it got at the last run.
+    pub fn explain_role(&self, role: &str) -> Value {
+        crate::explain::explain_role(&self.master, &self.last_run, role)
+    }
+
+    /// Why framework `name` got what it got at the last run.
+    pub fn explain_framework(&self, name: &str) -> Value {
+        crate::explain::explain_framework(&self.master, &self.last_run, name)
     }
 
     /// Renders the report of the run so far as SVG.

@@ -1,4 +1,5 @@
-//! `POST /plan` on a live master (issue 24): a prediction, and nothing changed.
+//! `POST /plan` and `GET /explain` on a live master (issue 24): a prediction that changes
+//! nothing, and an account with numbers.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -81,4 +82,20 @@ fn post_plan_with_a_bad_change_is_answered_400() {
     assert!(answer["error"].as_str().unwrap().contains("a change is one scenario event"));
     let (status, _) = request(&live, "GET", "/plan", "");
     assert_eq!(status, 405);
+}
+
+#[test]
+fn get_explain_accounts_for_a_role_and_a_framework() {
+    let live = start();
+    let (status, role) = request(&live, "GET", "/explain?role=services", "");
+    assert_eq!(status, 200, "{role}");
+    assert_eq!(role["role"], "services");
+    let order = role["reasons"].as_array().unwrap().iter().find(|r| r["reason"] == "role_order");
+    assert!(order.is_some_and(|o| o["rank"].as_u64() >= Some(1)), "{role}");
+    let (status, fw) = request(&live, "GET", "/explain?framework=service-0", "");
+    assert_eq!(status, 200, "{fw}");
+    assert_eq!(fw["framework"], "service-0");
+    assert!(fw["roles"][0]["rank"].as_u64() >= Some(1), "{fw}");
+    let (status, _) = request(&live, "GET", "/explain", "");
+    assert_eq!(status, 400);
 }

@@ -317,6 +317,16 @@ impl<'r> Master<'r> {
         self.agent_ids.values().copied().filter(|id| self.agents[id.index()].present).collect()
     }
 
+    /// Present agents as the host records them.
+    pub(crate) fn agent_records(&self) -> impl Iterator<Item = &AgentRecord> + '_ {
+        self.agents.iter().filter(|a| a.present)
+    }
+
+    /// The whitelist of hostnames, if any.
+    pub fn whitelist(&self) -> Option<&[RString]> {
+        self.whitelist.as_deref()
+    }
+
     /// The total of a present agent.
     pub fn agent_total(&self, agent: AgentId) -> Option<&Resources> {
         self.agents.get(agent.index()).filter(|a| a.present).map(|a| &a.total)

@@ -1,0 +1,602 @@
+//! Explanations (issue 24): why a role or a framework got what it got at the last allocation
+//! run, with the numbers.
+//!
+//! The account is the host's: it is drawn from the master's records (the ledger, agents,
+//! frameworks, weights, quotas, the whitelist) and, for the built-in allocator, its refuse
+//! filters. It names every reason an offer can be withheld that the host can see: the order
+//! of roles by weighted dominant share (and of frameworks within a role), quota limits and the
+//! headroom held for other roles' guarantees, refuse filters, suppression, an inactive
+//! framework, the GPU capability gate, `min_allocatable_resources`, reservations to other
+//! roles, agents deactivated, under maintenance or off the whitelist, a paused allocator, and
+//! no free resources at all. It costs nothing unless asked for.
+
+use std::collections::BTreeMap;
+
+use allocator_api::{FrameworkCapabilities, FrameworkId, Quantities, Resources};
+use allocator_host::metrics::dominant_share;
+use serde_json::{Value, json};
+
+use crate::master::{Engine, Event, Master};
+
+/// Offers of the last allocation run, counted per role and per framework.
+#[derive(Debug, Default)]
+pub struct LastRun {
+    /// Off unless explanations are asked for: then an offer costs one branch.
+    enabled: bool,
+    run: u64,
+    by_role: BTreeMap<String, u64>,
+    by_framework: BTreeMap<FrameworkId, u64>,
+}
+
+impl LastRun {
+    /// Starts counting (explanations are asked for).
+    pub fn enable(&mut self) {
+        self.enabled = true;
+    }
+
+    /// Counts an offer into the run it belongs to (when enabled).
+    pub fn observe(&mut self, event: &Event, master: &Master<'_>) {
+        if !self.enabled {
+            return;
+        }
+        if let Event::Offer(offer) = event {
+            if master.runs() != self.run {
+                *self = LastRun { enabled: true, run: master.runs(), ..LastRun::default() };
+            }
+            *self.by_role.entry(offer.role.to_string()).or_default() += 1;
+            *self.by_framework.entry(offer.framework).or_default() += 1;
+        }
+    }
+}
+
+/// One reason, machine-readable (`reason` and numbers) and in words (`text`).
+fn reason(code: &str, text: String, numbers: Value) -> Value {
+    let mut v = json!({"reason": code, "text": text});
+    if let Value::Object(m) = numbers {
+        for (k, x) in m {
+            v[k] = x;
+        }
+    }
+    v
+}
+
+/// The role's consumption (itself and its subroles), as quota counts it.
+fn consumed(master: &Master<'_>, role: &str) -> Quantities {
+    let mut q = Quantities::new();
+    let prefix = format!("{role}/");
+    for (r, alloc) in master.role_alloc() {
+        if r == role || r.starts_with(&prefix) {
+            q.add(alloc);
+        }
+    }
+    q
+}
+
+fn weighted_share(master: &Master<'_>, role: &str) -> (f64, f64, f64) {
+    let share = master.role_share(role);
+    let weight = master.weights().get(role).copied().unwrap_or(1.0);
+    (share, weight, share / weight)
+}
+
+/// Roles with at least one present framework, in the order a DRF role sorter puts them
+/// (weighted dominant share, then name).
+fn role_order(master: &Master<'_>) -> Vec<(String, f64)> {
+    let mut roles: Vec<String> = master
+        .framework_ids()
+        .filter_map(|f| master.framework_info(f))
+        .flat_map(|f| f.roles.iter().map(|r| r.to_string()).collect::<Vec<_>>())
+        .collect();
+    roles.sort();
+    roles.dedup();
+    let mut order: Vec<(String, f64)> =
+        roles.into_iter().map(|r| (r.clone(), weighted_share(master, &r).2)).collect();
+    order.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    order
+}
+
+/// Unallocated resources of activated agents, and the agents withheld by state.
+struct Free {
+    /// Free on agents that can be offered at all.
+    free: Resources,
+    deactivated: usize,
+    maintenance: usize,
+    off_whitelist: usize,
+    /// Free resources reserved to roles other than the subject (and its ancestors).
+    reserved_elsewhere: Resources,
+    /// Agents with free GPUs.
+    gpu_agents: usize,
+    /// The largest free scalar amounts on one agent (for min_allocatable).
+    largest: Vec<Quantities>,
+}
+
+fn free_for(master: &Master<'_>, role: &str) -> Free {
+    let mut f = Free {
+        free: Resources::new(),
+        deactivated: 0,
+        maintenance: 0,
+        off_whitelist: 0,
+        reserved_elsewhere: Resources::new(),
+        gpu_agents: 0,
+        largest: Vec::new(),
+    };
+    let now = master.now();
+    for a in master.agent_records() {
+        if !a.activated {
+            f.deactivated += 1;
+            continue;
+        }
+        if a.unavailability.is_some_and(|u| u.start <= now) {
+            f.maintenance += 1;
+        }
+        if master
+            .whitelist()
+            .is_some_and(|w| !w.iter().any(|h| h.as_str() == a.info.hostname.as_str()))
+        {
+            f.off_whitelist += 1;
+            continue;
+        }
+        let free = a.total.clone() - &master.agent_used(a.info.id);
+        let usable = free.filter(|r| r.is_allocatable_to(role));
+        f.reserved_elsewhere.add(&free.filter(|r| !r.is_allocatable_to(role)));
+        if usable.scalar("gpus").is_positive() {
+            f.gpu_agents += 1;
+        }
+        f.largest.push(usable.scalar_quantities());
+        f.free.add(&usable);
+    }
+    f
+}
+
+/// Why `role` got what it got at the last run.
+pub fn explain_role(master: &Master<'_>, last: &LastRun, role: &str) -> Value {
+    let (share, weight, weighted) = weighted_share(master, role);
+    let order = role_order(master);
+    let rank = order.iter().position(|(r, _)| r == role).map(|i| i + 1);
+    let allocated = master.role_alloc().get(role).cloned().unwrap_or_default();
+    let mut reasons = Vec::new();
+    let frameworks: Vec<FrameworkId> = master
+        .framework_ids()
+        .filter(|f| master.framework_info(*f).is_some_and(|i| i.has_role(role)))
+        .collect();
+    if frameworks.is_empty() {
+        reasons.push(reason(
+            "no_frameworks",
+            format!("no framework is subscribed to role '{role}'"),
+            json!({}),
+        ));
+    }
+    let receiving: Vec<FrameworkId> = frameworks
+        .iter()
+        .copied()
+        .filter(|f| {
+            master.framework(*f).is_some_and(|r| {
+                r.active && !r.options.suppressed_roles.iter().any(|s| s.as_str() == role)
+            })
+        })
+        .collect();
+    if !frameworks.is_empty() && receiving.is_empty() {
+        reasons.push(reason(
+            "no_receiving_framework",
+            format!(
+                "none of the {} framework(s) of role '{role}' can receive: each is inactive or suppressed in it",
+                frameworks.len()
+            ),
+            json!({"frameworks": frameworks.len()}),
+        ));
+    }
+    if let Some(rank) = rank {
+        reasons.push(reason(
+            "role_order",
+            format!(
+                "role '{role}' is {rank} of {} in the role order: weighted dominant share {weighted:.4} (share {share:.4} / weight {weight})",
+                order.len()
+            ),
+            json!({"rank": rank, "of": order.len(), "weighted_share": weighted, "share": share, "weight": weight,
+                   "ahead": order.iter().take(rank - 1).map(|(r, s)| json!({"role": r, "weighted_share": s})).collect::<Vec<_>>()}),
+        ));
+    }
+    quota_reasons(master, role, &mut reasons);
+    gate_reasons(master, role, &mut reasons);
+    json!({"event": "explanation", "time": master.now(), "run": master.runs(), "role": role,
+           "allocated": allocated.to_string(), "dominant_share": share, "weight": weight,
+           "offers_last_run": last.by_role.get(role).copied().unwrap_or(0),
+           "reasons": reasons})
+}
+
+/// Quota: the role's limit, and the headroom held for other roles' unmet guarantees.
+fn quota_reasons(master: &Master<'_>, role: &str, reasons: &mut Vec<Value>) {
+    let used = consumed(master, role);
+    if let Some(q) = master.quotas().get(role) {
+        for limit in q.limits.iter() {
+            let have = used.get(&limit.name);
+            if have >= limit.value {
+                reasons.push(reason(
+                    "quota_limit",
+                    format!(
+                        "role '{role}' is at its quota limit for {}: {} of {}",
+                        limit.name, have, limit.value
+                    ),
+                    json!({"resource": limit.name.as_str(), "consumed": have.as_f64(), "limit": limit.value.as_f64()}),
+                ));
+            }
+        }
+    }
+    // Guarantees of other roles not yet met are held back from everyone else.
+    let mut held = Quantities::new();
+    for (other, q) in master.quotas() {
+        if other == role || role.starts_with(&format!("{other}/")) {
+            continue;
+        }
+        let mut unmet = q.guarantees.clone();
+        unmet.subtract(&consumed(master, other));
+        held.add(&unmet);
+    }
+    if held.iter().any(|x| x.value.is_positive()) {
+        reasons.push(reason(
+            "quota_headroom",
+            format!("other roles' quota guarantees not yet met ({held}) are held back from role '{role}'"),
+            json!({"held": held.to_string()}),
+        ));
+    }
+}
+
+/// Agents and resources the role cannot be offered, and the allocator's own gates.
+fn gate_reasons(master: &Master<'_>, role: &str, reasons: &mut Vec<Value>) {
+    let free = free_for(master, role);
+    if master.paused() {
+        reasons.push(reason("paused", "allocation is paused".into(), json!({})));
+    }
+    if free.free.is_empty() {
+        reasons.push(reason(
+            "no_free_resources",
+            format!("nothing usable by role '{role}' is free on any offerable agent"),
+            json!({}),
+        ));
+    }
+    for (code, n, what) in [
+        ("agents_deactivated", free.deactivated, "deactivated"),
+        ("agents_in_maintenance", free.maintenance, "in a maintenance window"),
+        ("agents_off_whitelist", free.off_whitelist, "not on the whitelist"),
+    ] {
+        if n > 0 {
+            reasons.push(reason(code, format!("{n} agent(s) are {what}"), json!({"agents": n})));
+        }
+    }
+    if !free.reserved_elsewhere.is_empty() {
+        reasons.push(reason(
+            "reserved_to_other_roles",
+            format!("{} free on agents is reserved to other roles", free.reserved_elsewhere),
+            json!({"resources": free.reserved_elsewhere.to_string()}),
+        ));
+    }
+    if let Engine::Builtin(alloc) = master.engine()
+        && let Some(n) = alloc.active_offer_filters().get(role).copied().filter(|n| *n > 0)
+    {
+        reasons.push(reason(
+            "refuse_filters",
+            format!("{n} refuse filter(s) of role '{role}' are active (declined offers, until they expire)"),
+            json!({"filters": n}),
+        ));
+    }
+}
+
+/// Why framework `name` got what it got at the last run.
+pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Value {
+    let Ok(fw) = master.framework_id(name) else {
+        return json!({"event": "explanation", "time": master.now(), "framework": name,
+                      "reasons": [reason("unknown_framework", format!("no framework '{name}' is added"), json!({}))]});
+    };
+    let rec = master.framework(fw).expect("present");
+    let mut reasons = Vec::new();
+    if !rec.active {
+        reasons.push(reason(
+            "inactive",
+            format!("framework '{name}' is inactive: it gets no offers until activated"),
+            json!({}),
+        ));
+    }
+    let gpu_gate = master.setup().options.filter_gpu_resources
+        && !rec.info.capabilities.has(FrameworkCapabilities::GPU_RESOURCES);
+    let mut per_role = Vec::new();
+    for role in rec.info.roles.iter().map(|r| r.as_str()) {
+        if rec.options.suppressed_roles.iter().any(|s| s.as_str() == role) {
+            reasons.push(reason(
+                "suppressed",
+                format!("framework '{name}' suppressed its offers in role '{role}'"),
+                json!({"role": role}),
+            ));
+        }
+        let free = free_for(master, role);
+        if gpu_gate && free.gpu_agents > 0 {
+            reasons.push(reason(
+                "gpu_capability",
+                format!("{} agent(s) with free GPUs are not offered to '{name}': it lacks the GPU_RESOURCES capability", free.gpu_agents),
+                json!({"role": role, "agents": free.gpu_agents}),
+            ));
+        }
+        let sets: Vec<&Quantities> = rec
+            .options
+            .min_allocatable_resources
+            .iter()
+            .filter(|m| m.role.as_str() == role)
+            .flat_map(|m| m.sets.iter())
+            .collect();
+        if !sets.is_empty() && !free.largest.iter().any(|f| sets.iter().any(|s| f.contains(s))) {
+            let wanted: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            reasons.push(reason(
+                "min_allocatable",
+                format!("no agent has free resources that meet '{name}''s min_allocatable_resources in role '{role}' ({})", wanted.join(" or ")),
+                json!({"role": role, "min_allocatable_resources": wanted}),
+            ));
+        }
+        per_role.push(framework_rank(master, fw, role));
+        let role_account = explain_role(master, last, role);
+        for r in role_account["reasons"].as_array().into_iter().flatten() {
+            if !matches!(r["reason"].as_str(), Some("no_frameworks" | "no_receiving_framework")) {
+                let mut r = r.clone();
+                r["role"] = json!(role);
+                reasons.push(r);
+            }
+        }
+    }
+    let tasks = master.tasks_of(fw).count();
+    json!({"event": "explanation", "time": master.now(), "run": master.runs(), "framework": name,
+           "roles": per_role, "tasks_running": tasks,
+           "offers_last_run": last.by_framework.get(&fw).copied().unwrap_or(0), "reasons": reasons})
+}
+
+/// The framework's place among its role's frameworks by dominant share of what it holds.
+fn framework_rank(master: &Master<'_>, fw: FrameworkId, role: &str) -> Value {
+    let held = |f: FrameworkId| -> Quantities {
+        let mut q = Quantities::new();
+        for a in master.ledger().into_iter().filter(|a| a.framework == f && a.role.as_str() == role)
+        {
+            q.add(&a.resources.scalar_quantities());
+        }
+        q
+    };
+    let mut order: Vec<(String, f64)> = master
+        .framework_ids()
+        .filter(|f| master.framework_info(*f).is_some_and(|i| i.has_role(role)))
+        .map(|f| {
+            let share = dominant_share(&held(f), master.cluster(), master.excluded());
+            (master.framework_name(f).to_owned(), share)
+        })
+        .collect();
+    order.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    let name = master.framework_name(fw);
+    let rank = order.iter().position(|(n, _)| n == name).map_or(0, |i| i + 1);
+    let share = order.get(rank.saturating_sub(1)).map_or(0.0, |x| x.1);
+    json!({"role": role, "rank": rank, "of": order.len(), "dominant_share": share})
+}
+
+/// Explains `subject`: a framework when one has that name, otherwise a role.
+pub fn explain(master: &Master<'_>, last: &LastRun, subject: &str) -> Value {
+    if master.framework_id(subject).is_ok() {
+        explain_framework(master, last, subject)
+    } else {
+        explain_role(master, last, subject)
+    }
+}
+
+/// The explanation as a paragraph for the summary.
+pub fn to_text(explanation: &Value) -> String {
+    let subject = explanation["role"]
+        .as_str()
+        .map(|r| format!("role '{r}'"))
+        .or_else(|| explanation["framework"].as_str().map(|f| format!("framework '{f}'")))
+        .unwrap_or_default();
+    let mut text = format!(
+        "why {subject} got what it got (at {:.1} s, run {}; {} offer(s) in the last run):\n",
+        explanation["time"].as_f64().unwrap_or(0.0),
+        explanation["run"],
+        explanation["offers_last_run"]
+    );
+    for r in explanation["reasons"].as_array().into_iter().flatten() {
+        text.push_str(&format!("  - {}\n", r["text"].as_str().unwrap_or_default()));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use allocator_api::AllocatorOptions;
+    use allocator_host::registry::ModuleRegistry;
+    use serde_json::{Value, json};
+
+    use crate::allocator_scenario::AllocatorScenario;
+    use crate::output::EventStream;
+    use crate::scenario::Document;
+    use crate::simulation::{FailurePolicy, Setup, Simulation};
+
+    /// Runs `events` (scenario JSON) and explains `subject`; the reasons by code.
+    fn explain(events: Value, subject: &str) -> Vec<Value> {
+        let registry = ModuleRegistry::new();
+        let setup = Setup {
+            allocator: "hierarchical".into(),
+            role_sorter: "drf".into(),
+            framework_sorter: "drf".into(),
+            options: AllocatorOptions::default(),
+            on_module_failure: FailurePolicy::Stop,
+            call_budget_ms: None,
+            call_timeout_ms: None,
+        };
+        let root = json!({"events": events}).as_object().unwrap().clone();
+        let scenario = AllocatorScenario::parse(&Document { file: "t".into(), root }).unwrap();
+        let mut sim = Simulation::new(&registry, setup, "t").unwrap();
+        sim.enable_explanations();
+        let mut out = EventStream::sink();
+        for (i, (_, op)) in scenario.events.iter().enumerate() {
+            sim.apply(i, op, &mut out).unwrap();
+        }
+        sim.explanation(subject)["reasons"].as_array().unwrap().clone()
+    }
+
+    fn find<'a>(reasons: &'a [Value], code: &str) -> &'a Value {
+        reasons
+            .iter()
+            .find(|r| r["reason"] == code)
+            .unwrap_or_else(|| panic!("no reason '{code}' in {reasons:#?}"))
+    }
+
+    fn agent(name: &str, resources: &str) -> Value {
+        json!({"op": "add_agent", "agent": name, "resources": resources})
+    }
+
+    fn framework(name: &str, role: &str) -> Value {
+        json!({"op": "add_framework", "framework": name, "roles": [role]})
+    }
+
+    #[test]
+    fn a_role_without_frameworks_is_named() {
+        let r = explain(json!([agent("a1", "cpus:4;mem:1024")]), "idle");
+        assert!(find(&r, "no_frameworks")["text"].as_str().unwrap().contains("'idle'"));
+    }
+
+    #[test]
+    fn a_role_whose_frameworks_all_suppressed_cannot_receive() {
+        let r = explain(
+            json!([agent("a1", "cpus:4;mem:1024"), framework("f1", "r"),
+                   {"op": "suppress_offers", "framework": "f1", "roles": []}]),
+            "r",
+        );
+        assert_eq!(find(&r, "no_receiving_framework")["frameworks"], 1);
+    }
+
+    #[test]
+    fn the_role_order_gives_rank_and_weighted_share() {
+        let r = explain(
+            json!([{"op": "update_weights", "weights": {"b": 2}},
+                   framework("fa", "a"), framework("fb", "b"),
+                   agent("a1", "cpus:4;mem:1024"), agent("a2", "cpus:4;mem:1024")]),
+            "b",
+        );
+        let order = find(&r, "role_order");
+        assert_eq!((order["rank"].clone(), order["of"].clone()), (json!(1), json!(2)));
+        assert_eq!(order["weight"], 2.0);
+        assert_eq!(order["weighted_share"], 0.25, "share 0.5 over weight 2: {order}");
+    }
+
+    #[test]
+    fn a_role_at_its_quota_limit_says_which_resource_and_how_much() {
+        let r = explain(
+            json!([{"op": "update_quota", "role": "r", "limits": "cpus:2"},
+                   agent("a1", "cpus:2;mem:1024"), agent("a2", "cpus:4;mem:1024"), framework("f1", "r")]),
+            "r",
+        );
+        let q = find(&r, "quota_limit");
+        assert_eq!(
+            (q["resource"].clone(), q["consumed"].clone(), q["limit"].clone()),
+            (json!("cpus"), json!(2.0), json!(2.0))
+        );
+    }
+
+    #[test]
+    fn headroom_held_for_another_roles_guarantee_is_named_with_its_amount() {
+        let r = explain(
+            json!([{"op": "update_quota", "role": "q", "guarantees": "cpus:3"},
+                   agent("a1", "cpus:4;mem:1024"), framework("f1", "r")]),
+            "r",
+        );
+        assert_eq!(find(&r, "quota_headroom")["held"], "cpus:3");
+    }
+
+    #[test]
+    fn a_paused_allocator_is_named() {
+        let r = explain(json!([{"op": "pause"}, agent("a1", "cpus:4"), framework("f1", "r")]), "r");
+        find(&r, "paused");
+    }
+
+    #[test]
+    fn nothing_free_is_named() {
+        let r = explain(json!([agent("a1", "cpus:4;mem:1024"), framework("f1", "r")]), "r");
+        find(&r, "no_free_resources");
+    }
+
+    #[test]
+    fn deactivated_agents_are_counted() {
+        let r = explain(
+            json!([agent("a1", "cpus:4"), agent("a2", "cpus:4"),
+                   {"op": "deactivate_agent", "agent": "a2"}, framework("f1", "r"),
+                   {"op": "recover_resources", "framework": "f1", "agent": "a1", "resources": "all"}]),
+            "r",
+        );
+        assert_eq!(find(&r, "agents_deactivated")["agents"], 1);
+    }
+
+    #[test]
+    fn agents_in_maintenance_are_counted() {
+        let r = explain(
+            json!([{"op": "add_agent", "agent": "a1", "resources": "cpus:4", "unavailability": {"start": 0}},
+                   framework("f1", "r")]),
+            "r",
+        );
+        assert_eq!(find(&r, "agents_in_maintenance")["agents"], 1);
+    }
+
+    #[test]
+    fn agents_off_the_whitelist_are_counted() {
+        let r = explain(
+            json!([{"op": "update_whitelist", "hostnames": ["h1"]},
+                   {"op": "add_agent", "agent": "a1", "hostname": "h1", "resources": "cpus:1"},
+                   {"op": "add_agent", "agent": "a2", "hostname": "h2", "resources": "cpus:4"},
+                   framework("f1", "r")]),
+            "r",
+        );
+        assert_eq!(find(&r, "agents_off_whitelist")["agents"], 1);
+    }
+
+    #[test]
+    fn resources_reserved_to_other_roles_are_named_with_their_amount() {
+        let r = explain(json!([agent("a1", "cpus:2;cpus(other):3"), framework("f1", "r")]), "r");
+        assert_eq!(find(&r, "reserved_to_other_roles")["resources"], "cpus(other):3");
+    }
+
+    #[test]
+    fn refuse_filters_of_the_role_are_counted() {
+        let r = explain(
+            json!([agent("a1", "cpus:4"), agent("a2", "cpus:4"), framework("f1", "r"),
+                   {"op": "recover_resources", "framework": "f1", "agent": "a1", "resources": "all", "refuse_seconds": 100},
+                   {"op": "recover_resources", "framework": "f1", "agent": "a2", "resources": "all", "refuse_seconds": 100}]),
+            "r",
+        );
+        assert_eq!(find(&r, "refuse_filters")["filters"], 2);
+    }
+
+    #[test]
+    fn an_inactive_framework_is_named() {
+        let r = explain(
+            json!([agent("a1", "cpus:4"), framework("f1", "r"),
+                   {"op": "deactivate_framework", "framework": "f1"}]),
+            "f1",
+        );
+        find(&r, "inactive");
+    }
+
+    #[test]
+    fn a_suppressed_framework_names_the_role() {
+        let r = explain(
+            json!([agent("a1", "cpus:4"), framework("f1", "r"),
+                   {"op": "suppress_offers", "framework": "f1", "roles": ["r"]}]),
+            "f1",
+        );
+        assert_eq!(find(&r, "suppressed")["role"], "r");
+    }
+
+    #[test]
+    fn gpu_agents_withheld_from_a_framework_without_the_capability_are_counted() {
+        let r = explain(json!([agent("a1", "cpus:4;gpus:2"), framework("f1", "r")]), "f1");
+        assert_eq!(find(&r, "gpu_capability")["agents"], 1);
+    }
+
+    #[test]
+    fn min_allocatable_resources_no_agent_meets_are_named() {
+        let r = explain(
+            json!([agent("a1", "cpus:1;mem:100"),
+                   {"op": "add_framework", "framework": "f1", "roles": ["r"],
+                    "min_allocatable_resources": {"r": ["cpus:2"]}}]),
+            "f1",
+        );
+        assert_eq!(find(&r, "min_allocatable")["min_allocatable_resources"], json!(["cpus:2"]));
+    }
+}
