@@ -117,6 +117,19 @@ impl Held {
         }
     }
 
+    /// Removes `resources` when it is a grant kept whole or, with no such grant, everything
+    /// held; `false` (nothing changed) otherwise.
+    fn take_whole(&mut self, resources: &Resources) -> bool {
+        if self.take_grant(resources) {
+            return true;
+        }
+        if self.grants.is_empty() && self.merged == *resources {
+            self.merged.clear();
+            return true;
+        }
+        false
+    }
+
     /// Everything held.
     fn total(&self) -> Resources {
         let mut out = self.merged.clone();
@@ -630,11 +643,25 @@ impl Tree {
         resources: &Resources,
     ) -> Result<()> {
         let leaf = self.client_node(client, "unallocated")?;
-        // A grant given back whole is held (and found again, cheaply, below).
-        let has = self.nodes[leaf].per_agent.get_mut(&agent).is_some_and(|h| {
-            h.grants.iter().any(|g| g == resources) || h.merge().contains(resources)
-        });
-        if !has {
+        let shared = resources.iter().any(Resource::is_shared);
+        // A grant, or everything held, given back whole (a declined offer) leaves the leaf's
+        // record here with one comparison; anything else is checked by containment and
+        // subtracted below.
+        let n = &mut self.nodes[leaf];
+        let (taken, held) = match n.per_agent.get_mut(&agent) {
+            None => (false, false),
+            Some(h) => {
+                if !shared && h.take_whole(resources) {
+                    if h.is_empty() {
+                        n.per_agent.remove(&agent);
+                    }
+                    (true, true)
+                } else {
+                    (false, h.merge().contains(resources))
+                }
+            }
+        };
+        if !held {
             return Err(ModuleError::rejected(format!(
                 "unallocated: client {client} does not hold {resources} on {agent}"
             )));
@@ -642,7 +669,14 @@ impl Tree {
         let ids = self.scalar_ids(resources);
         let mut cur = Some(leaf);
         while let Some(i) = cur {
-            self.subtract_at(i, agent, resources, &ids);
+            if i == leaf && taken {
+                let totals = &mut self.nodes[i].totals;
+                for &(id, v) in &ids {
+                    totals[id] = (totals[id] - v).max(0);
+                }
+            } else {
+                self.subtract_at(i, agent, resources, &ids);
+            }
             cur = self.nodes[i].parent;
         }
         self.ids_scratch = ids;
