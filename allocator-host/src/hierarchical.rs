@@ -51,7 +51,7 @@ use quota::{is_quota_resource, quota_resources, remaining, saturating_sub};
 use run::RunState;
 use state::{framework_path, info_roles, sorter_error};
 
-use offer_filters::{OfferFilter, RefusedResources};
+use offer_filters::{Blocked, OfferFilter, RefusedResources};
 
 const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
@@ -68,10 +68,14 @@ struct Agent {
     activated: bool,
     has_gpu: bool,
     maintenance: Option<Unavailability>,
+    /// Roles whose every candidate framework was found blocked here (see [`Blocked`]);
+    /// cleared whenever what the agent may offer changes.
+    blocked: Vec<Blocked>,
 }
 
 impl Agent {
     fn recompute_free(&mut self) {
+        self.blocked.clear();
         let mut free = self.total.filter(|r| !r.is_shared());
         for roles in self.allocated.values() {
             for res in roles.values() {
@@ -150,6 +154,11 @@ pub struct HierarchicalAllocator {
     next_role_client: u32,
     /// No filter expires before this time (a lower bound; `expire_filters` scans from then).
     earliest_expiry: f64,
+    /// Bumped by every change that can unblock a framework on an agent other than the agent's
+    /// own resources changing or a filter expiring (frameworks, their roles, activity,
+    /// capabilities and options, removed filters): a [`Blocked`] record of an older generation
+    /// is void.
+    blocked_generation: u64,
     /// The one shared copy of each value refuse filters refer to.
     refused: RefusedResources,
     weights: HashMap<String, f64>,
@@ -192,6 +201,7 @@ impl HierarchicalAllocator {
             role_by_client: IdMap::default(),
             next_role_client: 0,
             earliest_expiry: f64::INFINITY,
+            blocked_generation: 0,
             refused: RefusedResources::default(),
             weights: HashMap::new(),
             quotas: BTreeMap::new(),
@@ -271,6 +281,7 @@ impl HierarchicalAllocator {
                 }
             }
         }
+        self.unblock();
         self.role_sorter = role_sorter;
         for (role, sorter) in fresh {
             self.roles.get_mut(&role).expect("role tracked").sorter = sorter;

@@ -156,6 +156,60 @@ pub fn decline_offers(
     Ok(DeclineRuns { setup, runs, rss_before_kib, peak_rss_kib: peak_rss_kib() })
 }
 
+/// What [`nothing_to_offer`] measured.
+#[derive(Clone, Debug)]
+pub struct FilteredRuns {
+    /// The `DeclineOffers` rounds it took until a run made no offer (every agent filtered by
+    /// every framework).
+    pub rounds_to_filter: u32,
+    /// Each timed run after that, in order (none of them made an offer).
+    pub runs: Vec<Duration>,
+}
+
+/// A run with nothing to offer: the `DeclineOffers` cluster, whose offers are declined with
+/// the longest refuse filter until a run makes no offer at all (every framework has filtered
+/// every agent; at most `10 × frameworks + 10` rounds), then `runs` periodic runs timed. An
+/// error if the cluster never gets there or a timed run makes an offer.
+pub fn nothing_to_offer(
+    allocator: &mut dyn Allocator,
+    agents: u32,
+    frameworks: u32,
+    runs: u32,
+) -> Result<FilteredRuns, String> {
+    let err = |e: allocator_api::ModuleError| e.to_string();
+    let ids = decline_offers_cluster(allocator, agents, frameworks)?;
+    let mut batch = OfferBatch::default();
+    let mut now = 0.0;
+    let mut rounds_to_filter = 0;
+    loop {
+        if rounds_to_filter > 10 * frameworks + 10 {
+            return Err(format!("offers still made after {rounds_to_filter} declining rounds"));
+        }
+        now += 1.0;
+        allocator.set_time(now).map_err(err)?;
+        batch.clear();
+        allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+        if batch.offers.is_empty() {
+            break;
+        }
+        give_back(allocator, &batch, Some(f64::from(i32::MAX)))?;
+        rounds_to_filter += 1;
+    }
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        now += 1.0;
+        allocator.set_time(now).map_err(err)?;
+        batch.clear();
+        let start = Instant::now();
+        allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+        times.push(start.elapsed());
+        if !batch.offers.is_empty() {
+            return Err(format!("a run after {rounds_to_filter} declining rounds made offers"));
+        }
+    }
+    Ok(FilteredRuns { rounds_to_filter, runs: times })
+}
+
 fn framework(id: u32, role: &str) -> FrameworkInfo {
     FrameworkInfo {
         id: FrameworkId(id),
@@ -446,6 +500,18 @@ mod tests {
         let m = runs(&[4, 1, 9]);
         assert_eq!(m.first(5), Duration::from_millis(4));
         assert_eq!(m.last(5), Duration::from_millis(4));
+    }
+
+    #[test]
+    fn nothing_to_offer_times_runs_after_every_agent_is_filtered() {
+        let mut a = builtin_allocator(
+            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
+            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
+        )
+        .unwrap();
+        let m = nothing_to_offer(&mut a, 20, 3, 4).unwrap();
+        assert_eq!(m.runs.len(), 4);
+        assert!(m.rounds_to_filter >= 3, "each framework declines each agent once");
     }
 
     #[test]

@@ -233,6 +233,30 @@ fn run_benchmarks(
             write_curve(path, agent_counts, &curves, &last)?;
         }
     }
+    if all || b.benchmark == "nothing-to-offer" {
+        let rounds = b.rounds.unwrap_or(20).max(1);
+        header(
+            &format!(
+                "Nothing to offer: offers declined until a run makes none, then the median of \
+                 {rounds} runs"
+            ),
+            &subjects,
+        );
+        for &agents in or(&b.agents, &[10_000]) {
+            for &frameworks in or(&b.clients, &[50]) {
+                let mut values = Vec::new();
+                for s in &subjects {
+                    let mut a = s.allocator()?;
+                    let m = bench::nothing_to_offer(a.as_mut(), agents, frameworks, rounds)?;
+                    values.push(ms(bench::median(&m.runs)));
+                }
+                row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+                if step() {
+                    return Ok(0);
+                }
+            }
+        }
+    }
     if all || b.benchmark == "suppress-offers" {
         header("SuppressOffers: median of 5 runs, a fifth more suppressed each", &subjects);
         for &agents in or(&b.agents, &[1000, 10_000]) {

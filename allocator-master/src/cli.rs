@@ -393,10 +393,11 @@ pub struct ImportArgs {
 pub struct BenchArgs {
     /// Which benchmark (Mesos's names): `full-sort` (sorter), `decline-offers`,
     /// `suppress-offers`, `large-and-small-quota`, `add-and-update-agent`, `memory` (peak
-    /// resident memory of the decline-offers cluster and its growth over `--rounds` runs), or
-    /// `all` (the matrix recorded in BENCHMARKS.md).
+    /// resident memory of the decline-offers cluster and its growth over `--rounds` runs),
+    /// `nothing-to-offer` (runs after every framework has filtered every agent), or `all` (the
+    /// matrix recorded in BENCHMARKS.md).
     #[arg(value_parser = ["full-sort", "decline-offers", "suppress-offers", "large-and-small-quota",
-                          "add-and-update-agent", "memory", "all"])]
+                          "add-and-update-agent", "memory", "nothing-to-offer", "all"])]
     pub benchmark: String,
     /// Agent counts (comma-separated); for large-and-small-quota, the small-role counts.
     #[arg(long, value_delimiter = ',')]

@@ -46,6 +46,7 @@ impl Allocator for HierarchicalAllocator {
         active: bool,
         options: &FrameworkOptions,
     ) -> Result<()> {
+        self.unblock();
         if self.frameworks.contains_key(&info.id) {
             return Err(ModuleError::rejected(format!(
                 "add_framework: {} ({}) already added",
@@ -112,6 +113,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        self.unblock();
         self.framework(framework, "remove_framework")?;
         let holdings: Vec<(AgentId, String, Resources)> =
             self.agents
@@ -141,6 +143,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn activate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        self.unblock();
         let fw = self.framework(framework, "activate_framework")?;
         let roles: Vec<String> =
             fw.roles().filter(|r| !fw.suppressed.contains(*r)).map(str::to_owned).collect();
@@ -152,6 +155,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        self.unblock();
         let tracked: Vec<String> = self
             .roles
             .iter()
@@ -171,6 +175,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()> {
+        self.unblock();
         let old = self.framework(info.id, "update_framework")?;
         let old_roles: BTreeSet<String> = old.roles().map(str::to_owned).collect();
         let new_roles: BTreeSet<String> = info_roles(info).into_iter().collect();
@@ -235,6 +240,7 @@ impl Allocator for HierarchicalAllocator {
             activated: true,
             has_gpu: total.scalar("gpus").is_positive(),
             maintenance: unavailability.copied(),
+            blocked: Vec::new(),
         };
         for u in used {
             agent
@@ -298,6 +304,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()> {
+        self.unblock();
         let old = self.agent(info.id, "update_agent")?;
         let attributes_changed = old.info.attributes != info.attributes;
         let total_changed = total.is_some_and(|t| *t != old.total);
@@ -540,6 +547,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        self.unblock();
         let fw = self.framework(framework, "suppress_offers")?;
         let roles: Vec<String> = if roles.is_empty() {
             fw.roles().map(str::to_owned).collect()
@@ -554,6 +562,7 @@ impl Allocator for HierarchicalAllocator {
     }
 
     fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        self.unblock();
         let fw = self.framework(framework, "revive_offers")?;
         let roles: Vec<String> = if roles.is_empty() {
             fw.roles().map(str::to_owned).collect()

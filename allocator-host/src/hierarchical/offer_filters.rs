@@ -1,7 +1,9 @@
 //! Refuse filters (Mesos rules R5/R6), all in one place: the compact records (a filter names
 //! its role and its expiry and points at one shared copy of what was refused, so that the same
 //! resources refused on many agents, or by many frameworks, are stored once), the check an
-//! offer passes in the run, expiry, and the refuse-seconds rule.
+//! offer passes in the run, expiry, and the refuse-seconds rule; and the [`Blocked`] records
+//! that let a run skip, in constant time, a role every candidate framework of which is blocked
+//! on an agent.
 
 use std::hash::Hasher;
 use std::sync::Arc;
@@ -39,6 +41,31 @@ impl OfferFilter {
     pub fn ends(&self) -> f64 {
         self.expires.max(self.first_periodic)
     }
+}
+
+/// A role every candidate framework of which was blocked on an agent, before any quota rule
+/// applied: not allocatable (R17 on everything available), filtered (capabilities, or a refuse
+/// filter covering everything available, R6), the GPU gate (R24) or nothing left after the
+/// incapable-resource strip. Each of those depends only on the agent's resources and info, the
+/// frameworks' info, options, activity and roles, and the filters; so the same walk blocks
+/// every candidate again while the agent's resources are unchanged (the record is dropped when
+/// they change), `generation` is the allocator's current one (every other change bumps it;
+/// filters added since only block more) and the run's time is before `until` (the earliest
+/// expiry among the refuse filters the walk relied on). A run then skips the role's walk,
+/// still asking the sorters for their order as before (a random sorter draws per sort).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Blocked {
+    /// The role's client in the role sorter.
+    pub role: ClientId,
+    /// The allocator's blocked generation when the walk was made.
+    pub generation: u64,
+    /// Valid for runs before this time.
+    pub until: f64,
+}
+
+/// Whether `blocked` records `role` as blocked for a run at `now` in `generation`.
+pub(super) fn is_blocked(blocked: &[Blocked], role: ClientId, generation: u64, now: f64) -> bool {
+    blocked.iter().any(|b| b.role == role && b.generation == generation && now < b.until)
 }
 
 /// The shared copies of refused resources: one per distinct value still referred to by a
@@ -155,6 +182,37 @@ impl HierarchicalAllocator {
                 *f.role == *role && f.active(self.now, periodic) && f.resources.contains(offer)
             })
         })
+    }
+
+    /// Rule 3.3g, with how long its answer holds: `None` when the offer is not filtered;
+    /// `Some(t)` when it is, and stays filtered for every run before time `t` (infinite for a
+    /// capability; the latest expiry among the refuse filters that cover it; `now` when only a
+    /// filter's first-periodic-run rule blocks it, so for this run only).
+    pub(super) fn filtered_until(
+        &self,
+        fw: &Framework,
+        role: &str,
+        agent_id: AgentId,
+        agent: &Agent,
+        offer: &Resources,
+        periodic: bool,
+    ) -> Option<f64> {
+        let caps = agent.info.capabilities;
+        if fw.has(FrameworkCapabilities::MULTI_ROLE) && !caps.has(AgentCapabilities::MULTI_ROLE) {
+            return Some(f64::INFINITY);
+        }
+        if role.contains('/') && !caps.has(AgentCapabilities::HIERARCHICAL_ROLE) {
+            return Some(f64::INFINITY);
+        }
+        let mut until = None;
+        for f in fw.offer_filters.get(&agent_id).into_iter().flatten() {
+            if *f.role == *role && f.active(self.now, periodic) && f.resources.contains(offer) {
+                let holds =
+                    if self.now < f.expires - EPSILON { f.expires - EPSILON } else { self.now };
+                until = Some(until.map_or(holds, |u: f64| u.max(holds)));
+            }
+        }
+        until
     }
 
     /// Drops expired offer and inverse-offer filters. Skipped (no scan) until the earliest

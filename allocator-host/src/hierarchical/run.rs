@@ -213,6 +213,17 @@ impl HierarchicalAllocator {
                 self.fw_buf = fw_order;
                 continue; // no active, unsuppressed framework in this role
             }
+            // Every candidate of the role was blocked here before, and nothing that could
+            // unblock one has happened since (offer_filters::Blocked).
+            if offer_filters::is_blocked(
+                &self.agents[&agent_id].blocked,
+                role_client,
+                self.blocked_generation,
+                self.now,
+            ) {
+                self.fw_buf = fw_order;
+                continue;
+            }
             // (b) what the role may get here; recomputed only after a grant.
             let mut available =
                 self.agents[&agent_id].available_to(role, run.shared_offered.get(&agent_id));
@@ -220,9 +231,14 @@ impl HierarchicalAllocator {
                 self.fw_buf = fw_order;
                 continue;
             }
+            // Whether every candidate so far was blocked before any quota rule, and until when
+            // that holds (offer_filters::Blocked); a walk cut short records nothing.
+            let mut blocked_until = Some(f64::INFINITY);
+            let mut walked = true;
             self.fw_walk.begin();
             for &fw_client in fw_order.iter() {
                 if available.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()) {
+                    walked = false;
                     break;
                 }
                 let fw_id = FrameworkId(fw_client.0);
@@ -244,7 +260,10 @@ impl HierarchicalAllocator {
                 }
                 // A refuse filter covering everything available covers any offer made from it
                 // (R6): skip the work below.
-                if self.is_filtered(fw, role, agent_id, agent, &available, periodic) {
+                if let Some(t) =
+                    self.filtered_until(fw, role, agent_id, agent, &available, periodic)
+                {
+                    blocked_until = blocked_until.map(|u: f64| u.min(t));
                     continue;
                 }
                 // (d) GPU gate (R24)
@@ -259,6 +278,8 @@ impl HierarchicalAllocator {
                 if stripped.is_empty() {
                     continue;
                 }
+                // This candidate reaches the quota rules: the role is not blocked here.
+                blocked_until = None;
                 // In stage 1, also the part of the offer within the guarantee.
                 let mut within_guarantee = Quantities::new();
                 let to_offer = match stage {
@@ -296,9 +317,25 @@ impl HierarchicalAllocator {
                 available = self.grant(agent_id, fw_id, role_client, &role_name, to_offer, run)?;
             }
             self.fw_buf = fw_order;
+            if let (true, Some(until)) = (walked, blocked_until) {
+                self.record_blocked(agent_id, role_client, until);
+            }
         }
         self.role_buf = role_order;
         Ok(())
+    }
+
+    /// Records that every candidate of `role` is blocked on `agent_id` for runs before `until`
+    /// (offer_filters::Blocked). Not for an agent with shared resources: what a role may get
+    /// there also depends on what the run offered before.
+    fn record_blocked(&mut self, agent_id: AgentId, role: ClientId, until: f64) {
+        let generation = self.blocked_generation;
+        let agent = self.agents.get_mut(&agent_id).expect("candidate");
+        if until <= self.now || agent.total.iter().any(|r| r.is_shared()) {
+            return;
+        }
+        agent.blocked.retain(|b| b.role != role);
+        agent.blocked.push(Blocked { role, generation, until });
     }
 
     /// Charges an offer to quota (R18–R20): the role's consumption, and the headroom; in stage
@@ -343,6 +380,7 @@ impl HierarchicalAllocator {
         let role: &str = role_name;
         let has_shared = to_offer.iter().any(|r| r.is_shared());
         let agent = self.agents.get_mut(&agent_id).expect("candidate");
+        agent.blocked.clear();
         if has_shared {
             agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
             run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
@@ -371,6 +409,10 @@ impl HierarchicalAllocator {
     /// R23: one inverse offer per run to each active framework holding resources on an agent
     /// under maintenance, unless one is outstanding or filtered.
     pub(super) fn generate_inverse_offers(&mut self, agents: &[AgentId], out: &mut OfferBatch) {
+        // Most runs have no agent under maintenance: no sorted copy then.
+        if !agents.iter().any(|id| self.agents.get(id).is_some_and(|a| a.maintenance.is_some())) {
+            return;
+        }
         let mut sorted = agents.to_vec();
         sorted.sort();
         for agent_id in sorted {

@@ -27,6 +27,13 @@ impl HierarchicalAllocator {
         Ok(())
     }
 
+    /// Voids every [`Blocked`] record: something other than an agent's resources or a filter's
+    /// expiry changed what a framework may be offered (a framework, its roles, activity,
+    /// capabilities or options, or a removed filter).
+    pub(super) fn unblock(&mut self) {
+        self.blocked_generation += 1;
+    }
+
     /// Tells every sorter that `agent`'s total is now `q` (sorters take a change as remove + add).
     pub(super) fn resize_agent_in_sorters(&mut self, agent: AgentId, q: &Quantities) -> Result<()> {
         self.role_sorter
@@ -52,6 +59,7 @@ impl HierarchicalAllocator {
     /// sorter on first use.
     pub(super) fn track_framework_under_role(&mut self, fw: FrameworkId, role: &str) -> Result<()> {
         if !self.roles.contains_key(role) {
+            self.unblock();
             let client = ClientId(self.next_role_client);
             self.next_role_client += 1;
             self.role_sorter.add(client, role).map_err(|e| sorter_error("role sorter add", e))?;
@@ -71,6 +79,7 @@ impl HierarchicalAllocator {
         }
         let state = self.roles.get_mut(role).expect("just ensured");
         if state.frameworks.insert(fw) {
+            self.blocked_generation += 1; // unblock(), with `state` borrowed
             state
                 .sorter
                 .add(ClientId(fw.0), &framework_path(fw))
@@ -106,6 +115,7 @@ impl HierarchicalAllocator {
         if holds {
             return Ok(());
         }
+        self.unblock();
         let Some(state) = self.roles.get_mut(role) else { return Ok(()) };
         if state.frameworks.remove(&fw) {
             state
@@ -174,6 +184,7 @@ impl HierarchicalAllocator {
         role: &str,
         active: bool,
     ) -> Result<()> {
+        self.unblock();
         if let Some(state) = self.roles.get_mut(role)
             && state.frameworks.contains(&fw)
         {

@@ -312,3 +312,78 @@ fn a_guarantee_above_its_limit_is_refused() {
     assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED);
     assert!(e.message.contains("above its limit"), "{e}");
 }
+
+/// One run at `now` over every agent: the offers as (framework, agent) pairs.
+fn run_at(a: &mut HierarchicalAllocator, now: f64) -> Vec<(u32, u32)> {
+    a.set_time(now).unwrap();
+    let agents: Vec<AgentId> = a.agents.keys().copied().collect();
+    let mut out = OfferBatch::default();
+    a.allocate(&agents, true, &mut out).unwrap();
+    out.offers.iter().map(|o| (o.framework.0, o.agent.0)).collect()
+}
+
+/// Declines every offer of a run at `now` with a refuse filter of `seconds`.
+fn decline_all(a: &mut HierarchicalAllocator, now: f64, seconds: f64) -> usize {
+    a.set_time(now).unwrap();
+    let agents: Vec<AgentId> = a.agents.keys().copied().collect();
+    let mut out = OfferBatch::default();
+    a.allocate(&agents, true, &mut out).unwrap();
+    for o in out.offers.iter() {
+        a.recover_resources(o.framework, o.agent, &o.role, &o.resources, Some(seconds)).unwrap();
+    }
+    out.offers.len()
+}
+
+/// Two frameworks in `r1`, one agent of `cpus:4;mem:64`, both frameworks' offers declined with
+/// a filter of `seconds` (runs at times 1 and 2), and a run at 3 that offers nothing: the agent
+/// is then recorded as blocked for `r1`.
+fn fully_filtered(seconds: f64) -> HierarchicalAllocator {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap();
+    a.add_framework(&framework_info(1, "r1"), &[], true, &Default::default()).unwrap();
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[]).unwrap();
+    assert_eq!(decline_all(&mut a, 1.0, seconds), 1);
+    assert_eq!(decline_all(&mut a, 2.0, seconds), 1);
+    assert!(run_at(&mut a, 3.0).is_empty());
+    assert!(!a.agents[&AgentId(0)].blocked.is_empty(), "the run recorded the agent as blocked");
+    a
+}
+
+#[test]
+fn a_fully_filtered_agent_is_offered_again_when_a_filter_expires() {
+    let mut a = fully_filtered(10.0);
+    assert!(run_at(&mut a, 4.0).is_empty());
+    assert_eq!(run_at(&mut a, 11.5).len(), 1, "the first filter (made at 1) is over at 11");
+}
+
+#[test]
+fn a_fully_filtered_agent_is_offered_to_a_framework_added_later() {
+    let mut a = fully_filtered(100.0);
+    a.add_framework(&framework_info(2, "r1"), &[], true, &Default::default()).unwrap();
+    assert_eq!(run_at(&mut a, 4.0), vec![(2, 0)]);
+}
+
+#[test]
+fn a_fully_filtered_agent_is_offered_again_after_a_revive() {
+    let mut a = fully_filtered(100.0);
+    a.revive_offers(FrameworkId(1), &[]).unwrap();
+    assert_eq!(run_at(&mut a, 4.0), vec![(1, 0)]);
+}
+
+#[test]
+fn a_fully_filtered_agent_is_offered_again_when_it_has_more_than_was_refused() {
+    let mut a = fully_filtered(100.0);
+    a.update_agent(&agent_info(0), Some(&"cpus:8;mem:64".parse().unwrap())).unwrap();
+    assert_eq!(run_at(&mut a, 4.0).len(), 1, "cpus:8 is not within the refused cpus:4 (R6)");
+}
+
+#[test]
+fn a_fully_filtered_agent_stays_skipped_while_nothing_changes() {
+    let mut a = fully_filtered(100.0);
+    let recorded = a.agents[&AgentId(0)].blocked.clone();
+    assert!(run_at(&mut a, 4.0).is_empty());
+    assert!(run_at(&mut a, 50.0).is_empty());
+    let after = &a.agents[&AgentId(0)].blocked;
+    assert_eq!(after.len(), 1);
+    assert_eq!((after[0].generation, after[0].until), (recorded[0].generation, recorded[0].until));
+}

@@ -64,7 +64,80 @@ pub struct Node {
     totals: Vec<i64>,
     /// Per-agent resources: every resource for leaves, only shared ones for inner nodes (they
     /// are needed to count each shared resource once).
-    per_agent: IdMap<AgentId, Resources>,
+    per_agent: IdMap<AgentId, Held>,
+}
+
+/// The most whole grants a [`Held`] keeps apart before merging them.
+const MAX_GRANTS: usize = 8;
+
+/// What a node holds on one agent: `merged`, plus up to [`MAX_GRANTS`] grants kept whole, as
+/// `allocated` passed them (never with a shared resource), so that giving one back whole, the
+/// common case (a declined offer), removes it with one comparison instead of range and set
+/// arithmetic on the merged value. Anything else merges them first.
+#[derive(Clone, Debug, Default)]
+struct Held {
+    merged: Resources,
+    grants: Vec<Resources>,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.merged.is_empty() && self.grants.is_empty()
+    }
+
+    /// Adds `resources` (a grant kept whole when it has no shared resource).
+    fn add(&mut self, resources: &Resources) {
+        if self.is_empty() || resources.iter().any(Resource::is_shared) {
+            self.merge();
+            self.merged.add(resources);
+        } else {
+            if self.grants.len() >= MAX_GRANTS {
+                self.merge();
+            }
+            self.grants.push(resources.clone());
+        }
+    }
+
+    /// Merges the grants kept whole into `merged`.
+    fn merge(&mut self) -> &mut Resources {
+        for g in self.grants.drain(..) {
+            self.merged.add(&g);
+        }
+        &mut self.merged
+    }
+
+    /// Removes a grant equal to `resources` kept whole; `false` when there is none.
+    fn take_grant(&mut self, resources: &Resources) -> bool {
+        match self.grants.iter().rposition(|g| g == resources) {
+            Some(k) => {
+                self.grants.swap_remove(k);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes `resources` when it is a grant kept whole or, with no such grant, everything
+    /// held; `false` (nothing changed) otherwise.
+    fn take_whole(&mut self, resources: &Resources) -> bool {
+        if self.take_grant(resources) {
+            return true;
+        }
+        if self.grants.is_empty() && self.merged == *resources {
+            self.merged.clear();
+            return true;
+        }
+        false
+    }
+
+    /// Everything held.
+    fn total(&self) -> Resources {
+        let mut out = self.merged.clone();
+        for g in &self.grants {
+            out.add(g);
+        }
+        out
+    }
 }
 
 impl Node {
@@ -89,6 +162,9 @@ pub struct Tree {
     nodes: Vec<Node>,
     free: Vec<NodeIndex>,
     clients: IdMap<ClientId, NodeIndex>,
+    /// Every node but the root by its full path (`a/b`, `a/.`): finding a child is one probe,
+    /// not a scan of its siblings.
+    by_path: HashMap<String, NodeIndex>,
     weights: HashMap<String, f64>,
     /// Interned resource names; a name's id is its index (a handful of names: a linear scan
     /// comparing pointers first beats hashing the text).
@@ -129,6 +205,7 @@ impl Tree {
             nodes: vec![root],
             free: Vec::new(),
             clients: IdMap::default(),
+            by_path: HashMap::new(),
             weights: HashMap::new(),
             names: Vec::new(),
             pool: Vec::new(),
@@ -203,7 +280,7 @@ impl Tree {
             totals: vec![0; self.names.len()],
             per_agent: IdMap::default(),
         };
-        match self.free.pop() {
+        let i = match self.free.pop() {
             Some(i) => {
                 self.nodes[i] = node;
                 i
@@ -212,7 +289,17 @@ impl Tree {
                 self.nodes.push(node);
                 self.nodes.len() - 1
             }
+        };
+        self.by_path.insert(self.nodes[i].path.clone(), i);
+        i
+    }
+
+    /// Returns node `i` to the free list.
+    fn free_node(&mut self, i: NodeIndex) {
+        if self.by_path.get(&self.nodes[i].path) == Some(&i) {
+            self.by_path.remove(&self.nodes[i].path);
         }
+        self.free.push(i);
     }
 
     fn has_active_leaf(&self, node: &Node) -> bool {
@@ -256,11 +343,8 @@ impl Tree {
                 prefix.push('/');
             }
             prefix.push_str(segment);
-            let existing = self.nodes[current]
-                .children
-                .iter()
-                .copied()
-                .find(|&c| self.nodes[c].name == segment);
+            let existing = self.by_path.get(&prefix).copied();
+            debug_assert!(existing.is_none_or(|c| self.nodes[c].parent == Some(current)));
             let next = match existing {
                 Some(c) => c,
                 None => {
@@ -310,6 +394,7 @@ impl Tree {
             let n = &mut self.nodes[i];
             (n.kind, n.client.take(), n.count, n.per_agent.clone(), n.totals.clone())
         };
+        // (Grants kept whole hold no shared resource: the inner node keeps `merged`'s.)
         {
             let vn = &mut self.nodes[v];
             vn.kind = kind;
@@ -320,10 +405,10 @@ impl Tree {
         }
         self.nodes[i].kind = NodeKind::Internal;
         // Inner nodes keep only shared resources per agent.
-        for res in self.nodes[i].per_agent.values_mut() {
-            *res = res.shared();
+        for held in self.nodes[i].per_agent.values_mut() {
+            *held = Held { merged: held.merged.shared(), grants: Vec::new() };
         }
-        self.nodes[i].per_agent.retain(|_, r| !r.is_empty());
+        self.nodes[i].per_agent.retain(|_, h| !h.is_empty());
         if let Some(c) = client {
             self.clients.insert(c, v);
         }
@@ -340,7 +425,8 @@ impl Tree {
         self.flat_order = None;
         let p = self.nodes[i].parent.expect("non-root");
         let children = &mut self.nodes[p].children;
-        if let Some(pos) = children.iter().position(|&c| c == i) {
+        // From the end: a node just added is the last child.
+        if let Some(pos) = children.iter().rposition(|&c| c == i) {
             children.remove(pos);
         }
         children.push(i);
@@ -353,7 +439,7 @@ impl Tree {
         self.flat_order = None;
         self.clients.remove(&client);
         let allocations: Vec<(AgentId, Resources)> =
-            self.nodes[leaf].per_agent.iter().map(|(a, r)| (*a, r.clone())).collect();
+            self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
         let mut up = self.nodes[leaf].parent;
         while let Some(p) = up {
             for (agent, res) in &allocations {
@@ -368,7 +454,7 @@ impl Tree {
             self.nodes[parent].children.retain(|&c| c != current);
             self.nodes[current].children.clear();
             self.nodes[current].per_agent.clear();
-            self.free.push(current);
+            self.free_node(current);
             if parent == ROOT {
                 break;
             }
@@ -396,7 +482,7 @@ impl Tree {
             (vn.kind, vn.client.take(), std::mem::take(&mut vn.per_agent))
         };
         self.nodes[p].children.clear();
-        self.free.push(v);
+        self.free_node(v);
         let n = &mut self.nodes[p];
         n.kind = kind;
         n.client = client;
@@ -481,7 +567,7 @@ impl Tree {
                 // A shared resource already held here is not counted again (Mesos counts it
                 // once).
                 discounted = delta.to_vec();
-                discount_held_shared(&mut discounted, resources, entry, &self.names);
+                discount_held_shared(&mut discounted, resources, entry.merge(), &self.names);
                 delta = &discounted;
             }
             if leaf {
@@ -510,13 +596,15 @@ impl Tree {
         let mut delta = delta;
         if let Some(entry) = n.per_agent.get_mut(&agent) {
             if leaf {
-                entry.subtract(resources);
+                if has_shared || !entry.take_grant(resources) {
+                    entry.merge().subtract(resources);
+                }
             } else if has_shared {
-                entry.subtract(&resources.shared());
+                entry.merge().subtract(&resources.shared());
             }
             if has_shared {
                 discounted = delta.to_vec();
-                discount_held_shared(&mut discounted, resources, entry, &self.names);
+                discount_held_shared(&mut discounted, resources, entry.merge(), &self.names);
                 delta = &discounted;
             }
             if entry.is_empty() {
@@ -555,8 +643,25 @@ impl Tree {
         resources: &Resources,
     ) -> Result<()> {
         let leaf = self.client_node(client, "unallocated")?;
-        let has = self.nodes[leaf].per_agent.get(&agent).is_some_and(|r| r.contains(resources));
-        if !has {
+        let shared = resources.iter().any(Resource::is_shared);
+        // A grant, or everything held, given back whole (a declined offer) leaves the leaf's
+        // record here with one comparison; anything else is checked by containment and
+        // subtracted below.
+        let n = &mut self.nodes[leaf];
+        let (taken, held) = match n.per_agent.get_mut(&agent) {
+            None => (false, false),
+            Some(h) => {
+                if !shared && h.take_whole(resources) {
+                    if h.is_empty() {
+                        n.per_agent.remove(&agent);
+                    }
+                    (true, true)
+                } else {
+                    (false, h.merge().contains(resources))
+                }
+            }
+        };
+        if !held {
             return Err(ModuleError::rejected(format!(
                 "unallocated: client {client} does not hold {resources} on {agent}"
             )));
@@ -564,7 +669,14 @@ impl Tree {
         let ids = self.scalar_ids(resources);
         let mut cur = Some(leaf);
         while let Some(i) = cur {
-            self.subtract_at(i, agent, resources, &ids);
+            if i == leaf && taken {
+                let totals = &mut self.nodes[i].totals;
+                for &(id, v) in &ids {
+                    totals[id] = (totals[id] - v).max(0);
+                }
+            } else {
+                self.subtract_at(i, agent, resources, &ids);
+            }
             cur = self.nodes[i].parent;
         }
         self.ids_scratch = ids;
@@ -577,8 +689,8 @@ impl Tree {
         out.clear();
         let mut entries: Vec<_> = self.nodes[leaf].per_agent.iter().collect();
         entries.sort_by_key(|(a, _)| **a);
-        for (agent, res) in entries {
-            out.push(AgentAllocation { agent: *agent, resources: res.clone() });
+        for (agent, held) in entries {
+            out.push(AgentAllocation { agent: *agent, resources: held.total() });
         }
         Ok(())
     }
@@ -592,8 +704,11 @@ impl Tree {
     ) -> Result<()> {
         let leaf = self.client_node(client, "allocation_on")?;
         out.clear();
-        if let Some(r) = self.nodes[leaf].per_agent.get(&agent) {
-            out.add(r);
+        if let Some(held) = self.nodes[leaf].per_agent.get(&agent) {
+            out.add(&held.merged);
+            for g in &held.grants {
+                out.add(g);
+            }
         }
         Ok(())
     }
@@ -689,34 +804,39 @@ impl Tree {
 
     /// After an allocation on a clean tree: refreshes the shares on the path from `leaf` up and
     /// moves each node to its place among its siblings.
+    ///
+    /// Each node on the path had its count raised by one ([`allocated`](Self::allocated)) and
+    /// its share not yet refreshed, and the siblings were sorted with the old values: so a node's
+    /// old place is found by binary search with its count lowered back by one, and its new place
+    /// by another; only the entries between the two move. O(log n) comparisons per level; no
+    /// scan of the siblings.
     pub fn reposition_path<O: Order>(&mut self, leaf: NodeIndex) {
         let mut cur = leaf;
         while let Some(p) = self.nodes[cur].parent {
-            self.nodes[cur].share = self.compute_share(cur);
+            let share = self.compute_share(cur);
             if self.nodes[cur].kind != NodeKind::InactiveLeaf {
                 let mut children = std::mem::take(&mut self.nodes[p].children);
+                // Active siblings first, inactive leaves after (both kept so by every change
+                // that does not mark the tree dirty).
+                let active_len =
+                    children.partition_point(|&c| self.nodes[c].kind != NodeKind::InactiveLeaf);
+                // The old place, under the values the siblings were sorted with.
+                self.nodes[cur].count -= 1;
                 let nodes = &self.nodes;
-                // In a flat tree the cached order gives the active prefix and the position
-                // without touching every sibling's node.
-                let flat = if p == ROOT { self.flat_order.as_mut() } else { None };
-                let (active_len, pos) = match (&flat, nodes[cur].client) {
-                    (Some(order), Some(client)) => {
-                        (order.len(), order.iter().position(|&c| c == client))
-                    }
-                    _ => {
-                        let active_len = children
-                            .iter()
-                            .position(|&c| nodes[c].kind == NodeKind::InactiveLeaf)
-                            .unwrap_or(children.len());
-                        (active_len, children[..active_len].iter().position(|&c| c == cur))
-                    }
-                };
-                if let Some(pos) = pos {
-                    // Binary search for the new place among the other active siblings (they
-                    // are sorted), then one rotation of the entries between the old and the
-                    // new place: O(log n) comparisons and no shifting of the rest.
+                let less = |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
+                let mut pos = children[..active_len].partition_point(less);
+                if children.get(pos) != Some(&cur) {
+                    // Not where the order says (it cannot be, short of a sorter bug): find it.
+                    pos = children[..active_len].iter().position(|&c| c == cur).unwrap_or(pos);
+                }
+                self.nodes[cur].count += 1;
+                self.nodes[cur].share = share;
+                if children.get(pos) == Some(&cur) {
+                    let nodes = &self.nodes;
                     let less =
                         |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
+                    // The new place among the other active siblings (they are sorted), then one
+                    // rotation of the entries between the old and the new place.
                     let before = children[..pos].partition_point(less);
                     let at = if before < pos {
                         before
@@ -724,11 +844,17 @@ impl Tree {
                         pos + children[pos + 1..active_len].partition_point(less)
                     };
                     move_entry(&mut children, pos, at);
-                    if let Some(order) = flat {
+                    // In a flat tree the cached order is the active prefix of the root's
+                    // children: it moves the same way.
+                    if p == ROOT
+                        && let Some(order) = self.flat_order.as_mut()
+                    {
                         move_entry(order, pos, at);
                     }
                 }
                 self.nodes[p].children = children;
+            } else {
+                self.nodes[cur].share = share;
             }
             cur = p;
         }
@@ -739,7 +865,7 @@ impl Tree {
     pub fn emit_active(&mut self, out: &mut RVec<ClientId>) {
         out.clear();
         if let Some(order) = &self.flat_order {
-            out.extend_from_copy_slice(order);
+            copy_order(order, out);
             return;
         }
         // A flat tree (every framework sorter, most role sorters): the root's children in
@@ -756,7 +882,7 @@ impl Tree {
                     order.push(client);
                 }
             }
-            out.extend_from_copy_slice(&order);
+            copy_order(&order, out);
             self.flat_order = Some(order);
             return;
         }
@@ -778,12 +904,29 @@ impl Tree {
     }
 }
 
-/// Moves the entry at `from` to index `to`, shifting only the entries in between.
-fn move_entry<T>(v: &mut [T], from: usize, to: usize) {
+/// Moves the entry at `from` to index `to`, shifting only the entries in between (one
+/// `memmove`; a slice rotation by one is an element-by-element loop).
+fn move_entry<T: Copy>(v: &mut [T], from: usize, to: usize) {
+    let x = v[from];
     if from < to {
-        v[from..=to].rotate_left(1);
+        v.copy_within(from + 1..=to, from);
     } else if to < from {
-        v[to..=from].rotate_right(1);
+        v.copy_within(to..from, to + 1);
+    }
+    v[to] = x;
+}
+
+/// Writes `order` into `out` with one `memcpy` (extending or resizing an `RVec` goes element
+/// by element, several instructions per client).
+fn copy_order(order: &[ClientId], out: &mut RVec<ClientId>) {
+    out.clear();
+    out.reserve(order.len());
+    // SAFETY: `out` has room for `order.len()` elements (reserved above) and does not overlap
+    // `order` (a distinct buffer); `ClientId` is `Copy`, so the copied elements are valid and
+    // the new length covers exactly the initialized prefix.
+    unsafe {
+        std::ptr::copy_nonoverlapping(order.as_ptr(), out.as_mut_ptr(), order.len());
+        out.set_len(order.len());
     }
 }
 
@@ -1000,6 +1143,100 @@ impl<P: Policy> Sorter for TreeSorter<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DRF's order (share, count, path), for the tests.
+    struct ShareOrder;
+
+    impl Order for ShareOrder {
+        fn compare(a: &Node, b: &Node) -> Ordering {
+            (a.share / a.weight)
+                .total_cmp(&(b.share / b.weight))
+                .then(a.count.cmp(&b.count))
+                .then_with(|| a.path.as_bytes().cmp(b.path.as_bytes()))
+        }
+    }
+
+    fn res(text: &str) -> Resources {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_incremental_order_after_allocations_is_the_full_sort_order() {
+        let mut s = TreeSorter::new(&SorterConfig::default(), Ordered::<ShareOrder>::default());
+        s.add_agent(AgentId(0), &Quantities::parse("cpus:1000;mem:100000").unwrap()).unwrap();
+        for c in 0..40 {
+            s.add(ClientId(c), &format!("c{c:02}")).unwrap();
+            s.activate(ClientId(c)).unwrap();
+        }
+        // A nested client too, so that repositioning also moves an inner node.
+        s.add(ClientId(40), "c07/x").unwrap();
+        s.activate(ClientId(40)).unwrap();
+        let mut incremental = RVec::new();
+        s.sort(&mut incremental).unwrap();
+        for step in 0u32..300 {
+            let client = ClientId((step * 7 + step / 3) % 41);
+            let amount = 1 + (step * 13) % 5;
+            s.allocated(client, AgentId(0), &res(&format!("cpus:{amount}"))).unwrap();
+            s.sort(&mut incremental).unwrap();
+        }
+        let mut full = RVec::new();
+        s.dirty = true;
+        s.sort(&mut full).unwrap();
+        assert_eq!(incremental, full);
+    }
+
+    #[test]
+    fn a_grant_given_back_whole_leaves_what_was_held_before() {
+        let mut t = Tree::new(&SorterConfig::default());
+        t.add_agent(AgentId(0), &Quantities::parse("cpus:8;mem:512").unwrap()).unwrap();
+        t.add(ClientId(0), "a").unwrap();
+        let held = res("cpus:2;mem:64;ports:[31000-31010]");
+        let offer = res("cpus:4;mem:128;ports:[31020-31030]");
+        t.allocated(ClientId(0), AgentId(0), &held).unwrap();
+        t.allocated(ClientId(0), AgentId(0), &offer).unwrap();
+        let mut out = Resources::new();
+        t.allocation_on(ClientId(0), AgentId(0), &mut out).unwrap();
+        assert_eq!(out, held.clone() + &offer);
+        t.unallocated(ClientId(0), AgentId(0), &offer).unwrap();
+        t.allocation_on(ClientId(0), AgentId(0), &mut out).unwrap();
+        assert_eq!(out, held);
+        let mut q = Quantities::new();
+        t.scalar_quantities(Some(ClientId(0)), &mut q).unwrap();
+        assert_eq!(q, Quantities::parse("cpus:2;mem:64").unwrap());
+    }
+
+    #[test]
+    fn part_of_two_grants_can_be_given_back() {
+        let mut t = Tree::new(&SorterConfig::default());
+        t.add_agent(AgentId(0), &Quantities::parse("cpus:8").unwrap()).unwrap();
+        t.add(ClientId(0), "a").unwrap();
+        t.allocated(ClientId(0), AgentId(0), &res("cpus:2;ports:[1-10]")).unwrap();
+        t.allocated(ClientId(0), AgentId(0), &res("cpus:3;ports:[20-30]")).unwrap();
+        t.unallocated(ClientId(0), AgentId(0), &res("cpus:4;ports:[5-10,20-25]")).unwrap();
+        let mut out = RVec::new();
+        t.allocation(ClientId(0), &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].resources, res("cpus:1;ports:[1-4,26-30]"));
+        let e = t.unallocated(ClientId(0), AgentId(0), &res("cpus:2")).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED, "more than is held");
+    }
+
+    #[test]
+    fn a_client_that_gains_a_child_keeps_its_grants() {
+        let mut t = Tree::new(&SorterConfig::default());
+        t.add_agent(AgentId(0), &Quantities::parse("cpus:8").unwrap()).unwrap();
+        t.add(ClientId(0), "a").unwrap();
+        t.allocated(ClientId(0), AgentId(0), &res("cpus:1")).unwrap();
+        t.allocated(ClientId(0), AgentId(0), &res("cpus:2")).unwrap();
+        t.add(ClientId(1), "a/b").unwrap();
+        t.unallocated(ClientId(0), AgentId(0), &res("cpus:2")).unwrap();
+        let mut out = Resources::new();
+        t.allocation_on(ClientId(0), AgentId(0), &mut out).unwrap();
+        assert_eq!(out, res("cpus:1"));
+        let mut q = Quantities::new();
+        t.scalar_quantities(None, &mut q).unwrap();
+        assert_eq!(q, Quantities::parse("cpus:1").unwrap(), "the root counts what is left");
+    }
 
     #[test]
     fn a_collapsed_parent_keeps_its_own_allocation_count() {
