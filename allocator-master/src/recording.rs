@@ -111,7 +111,13 @@ fn offers_json(list: &[ExpectedOffer]) -> Value {
 
 /// One scenario event as the scenario file writes it.
 pub fn op_to_json(op: &Op) -> Value {
-    match op {
+    let groups = [agent_op_json, framework_op_json, operator_op_json, clock_op_json];
+    groups.iter().find_map(|write| write(op)).expect("every op belongs to one group")
+}
+
+/// Events on agents and what they have; `None` for any other.
+fn agent_op_json(op: &Op) -> Option<Value> {
+    Some(match op {
         Op::AddAgent {
             agent,
             resources,
@@ -168,6 +174,23 @@ pub fn op_to_json(op: &Op) -> Value {
             }
             v
         }
+        Op::UpdateUnavailability(a, u) => {
+            json!({"op": "update_unavailability", "agent": a, "unavailability": unavailability_json(u)})
+        }
+        Op::UpdateAllocation { framework, agent, role, operations } => {
+            json!({"op": "update_allocation", "framework": framework, "agent": agent, "role": role,
+                   "operations": operations_json(operations)})
+        }
+        Op::UpdateAvailable { agent, operations } => {
+            json!({"op": "update_available", "agent": agent, "operations": operations_json(operations)})
+        }
+        _ => return None,
+    })
+}
+
+/// Events on frameworks and what they hold; `None` for any other.
+fn framework_op_json(op: &Op) -> Option<Value> {
+    Some(match op {
         Op::AddFramework {
             framework,
             roles,
@@ -238,20 +261,6 @@ pub fn op_to_json(op: &Op) -> Value {
         Op::ReviveOffers(f, roles) => {
             json!({"op": "revive_offers", "framework": f, "roles": roles})
         }
-        Op::UpdateQuota(role, q) => {
-            let mut v = Value::Object(quota_json(q));
-            v["op"] = json!("update_quota");
-            v["role"] = json!(role);
-            v
-        }
-        Op::UpdateWeights(w) => {
-            let m: Map<String, Value> = w.iter().map(|(r, w)| (r.clone(), json!(w))).collect();
-            json!({"op": "update_weights", "weights": m})
-        }
-        Op::UpdateWhitelist(h) => json!({"op": "update_whitelist", "hostnames": h}),
-        Op::UpdateUnavailability(a, u) => {
-            json!({"op": "update_unavailability", "agent": a, "unavailability": unavailability_json(u)})
-        }
         Op::UpdateInverseOffer { agent, framework, status, refuse_seconds } => {
             let status = match *status {
                 None => Value::Null,
@@ -265,13 +274,24 @@ pub fn op_to_json(op: &Op) -> Value {
             }
             v
         }
-        Op::UpdateAllocation { framework, agent, role, operations } => {
-            json!({"op": "update_allocation", "framework": framework, "agent": agent, "role": role,
-                   "operations": operations_json(operations)})
+        _ => return None,
+    })
+}
+
+/// Events on operator changes; `None` for any other.
+fn operator_op_json(op: &Op) -> Option<Value> {
+    Some(match op {
+        Op::UpdateQuota(role, q) => {
+            let mut v = Value::Object(quota_json(q));
+            v["op"] = json!("update_quota");
+            v["role"] = json!(role);
+            v
         }
-        Op::UpdateAvailable { agent, operations } => {
-            json!({"op": "update_available", "agent": agent, "operations": operations_json(operations)})
+        Op::UpdateWeights(w) => {
+            let m: Map<String, Value> = w.iter().map(|(r, w)| (r.clone(), json!(w))).collect();
+            json!({"op": "update_weights", "weights": m})
         }
+        Op::UpdateWhitelist(h) => json!({"op": "update_whitelist", "hostnames": h}),
         Op::Recover { expected_agents, quotas } => {
             let m: Map<String, Value> = quotas
                 .iter()
@@ -291,6 +311,13 @@ pub fn op_to_json(op: &Op) -> Value {
             }
             v
         }
+        _ => return None,
+    })
+}
+
+/// Events on the clock, trace tasks and expectations; `None` for any other.
+fn clock_op_json(op: &Op) -> Option<Value> {
+    Some(match op {
         Op::Advance(s) => json!({"op": "advance", "seconds": s}),
         Op::Tick => json!({"op": "tick"}),
         Op::SubmitTask { framework, resources, duration, constraints } => {
@@ -326,7 +353,8 @@ pub fn op_to_json(op: &Op) -> Value {
         Op::ExpectTasks { framework, running } => {
             json!({"op": "expect_tasks", "framework": framework, "running": running})
         }
-    }
+        _ => return None,
+    })
 }
 
 /// Writes a scenario of what a live master applied (SPEC section 6.3), one event per line,
