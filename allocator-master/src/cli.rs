@@ -277,6 +277,9 @@ pub struct ServeArgs {
     /// SIGINT or SIGTERM).
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Wall-clock seconds between HEARTBEAT events on Mesos scheduler API streams.
+    #[arg(long, default_value_t = 15.0, value_name = "SECS")]
+    pub heartbeat_interval: f64,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -635,6 +638,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             listen: serve.listen.clone(),
             speed: serve.speed,
             duration: serve.duration,
+            heartbeat_interval: serve.heartbeat_interval,
         };
         sim.start_watchdog();
         sim.set_offer_tracking(

@@ -42,7 +42,13 @@ pub struct ServeOptions {
     pub speed: f64,
     /// Stop after this many wall-clock seconds (`None`: run until killed).
     pub duration: Option<f64>,
+    /// Wall-clock seconds between `HEARTBEAT` events on scheduler streams.
+    pub heartbeat_interval: f64,
 }
+
+/// The Mesos version `serve` speaks (`GET /version`, `SUBSCRIBED`): plain dotted integers,
+/// since clients (pymesos) parse every part as a number.
+pub const MESOS_VERSION: &str = "1.12.0";
 
 /// A request read in full by the HTTP server.
 type Incoming = crate::http::Request;
@@ -59,6 +65,15 @@ pub fn serve(
     if !(options.speed.is_finite() && options.speed > 0.0) {
         return Err(format!("--speed must be a positive number, not {}", options.speed));
     }
+    if !(options.heartbeat_interval.is_finite() && options.heartbeat_interval > 0.0) {
+        return Err(format!(
+            "--heartbeat_interval must be a positive number, not {}",
+            options.heartbeat_interval
+        ));
+    }
+    sim.attach_mesos(crate::clients::mesos::MesosFrameworks::new(Duration::from_secs_f64(
+        options.heartbeat_interval,
+    )));
     let (server, requests) =
         crate::http::Server::bind(&options.listen, crate::http::Limits::default())
             .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
@@ -147,6 +162,10 @@ impl<'s, 'r> Live<'s, 'r> {
         let mut pending: Option<Incoming> = None;
         loop {
             self.catch_up(out)?;
+            if let Err(e) = self.sim.with_mesos(out, |m, master| m.tick(master)) {
+                self.fatal()?;
+                log::error!("scheduler API: {e}");
+            }
             out.flush();
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
@@ -244,6 +263,27 @@ impl<'s, 'r> Live<'s, 'r> {
     /// Answers one request. `Err` stops the master.
     fn answer(&mut self, incoming: Incoming, out: &mut EventStream) -> Result<(), String> {
         let request = incoming;
+        match (request.method.as_str(), request.path.as_str()) {
+            ("POST", "/api/v1/scheduler") => {
+                if let Err(e) = self.sim.with_mesos(out, |m, master| m.call(request, master)) {
+                    self.fatal()?;
+                    log::error!("scheduler API: {e}");
+                }
+                return Ok(());
+            }
+            (_, "/api/v1/scheduler") => {
+                request.respond_with(crate::http::Response::text(
+                    405,
+                    "Expecting 'POST', received another method",
+                ));
+                return Ok(());
+            }
+            ("GET", "/version") => {
+                respond(request, 200, &json!({"version": MESOS_VERSION}));
+                return Ok(());
+            }
+            _ => {}
+        }
         let (method, path, body) =
             (request.method.clone(), request.path.clone(), Ok(request.body.clone()));
         let event = match path.as_str() {

@@ -14,6 +14,7 @@ use allocator_host::registry::ModuleRegistry;
 use serde_json::Value;
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::clients::mesos::MesosFrameworks;
 use crate::clients::scenario::{self, Expectations, Recipients};
 use crate::clients::simulated::SimulatedFrameworks;
 use crate::master::{Event, Master};
@@ -54,6 +55,8 @@ pub struct Simulation<'r> {
     master: Master<'r>,
     file: String,
     sims: SimulatedFrameworks,
+    /// Frameworks connected over the scheduler API (`serve` only).
+    mesos: Option<MesosFrameworks>,
     stats: Stats,
     expectations: Expectations,
     /// Where a long run reports how far it got.
@@ -63,6 +66,7 @@ pub struct Simulation<'r> {
 /// The observers and the framework client, borrowed together to deliver the master's events.
 struct Deliverer<'a> {
     sims: &'a mut SimulatedFrameworks,
+    mesos: Option<&'a mut MesosFrameworks>,
     stats: &'a mut Stats,
     expectations: &'a mut Expectations,
     progress: Option<&'a crate::progress::Counters>,
@@ -90,6 +94,9 @@ impl<'r> Recipients<'r> for Deliverer<'_> {
                 ran = true;
                 self.sims.suppress_idle(master)?;
             }
+            if let Some(mesos) = self.mesos.as_deref_mut() {
+                mesos.observe(&events, master)?;
+            }
         }
         if ran {
             self.stats.sample(master, self.sims);
@@ -113,6 +120,7 @@ impl<'r> Simulation<'r> {
             master: Master::new(registry, setup)?,
             file: file.to_owned(),
             sims: SimulatedFrameworks::default(),
+            mesos: None,
             stats: Stats::default(),
             expectations: Expectations::new(file),
             progress: None,
@@ -201,11 +209,46 @@ impl<'r> Simulation<'r> {
         if self.expectations.check(index, op, &self.master, out)? {
             return Ok(());
         }
-        let Simulation { master, sims, stats, expectations, progress, .. } = self;
-        let mut deliverer =
-            Deliverer { sims, stats, expectations, progress: progress.as_deref(), out };
+        let Simulation { master, sims, mesos, stats, expectations, progress, .. } = self;
+        let mut deliverer = Deliverer {
+            sims,
+            mesos: mesos.as_mut(),
+            stats,
+            expectations,
+            progress: progress.as_deref(),
+            out,
+        };
         scenario::apply(op, master, &mut deliverer)?;
         deliverer.deliver(master)
+    }
+
+    /// Connects frameworks over the scheduler API (`serve`): from now on they see the
+    /// master's events after the simulated frameworks.
+    pub fn attach_mesos(&mut self, mesos: MesosFrameworks) {
+        self.mesos = Some(mesos);
+    }
+
+    /// Runs `f` on the frameworks connected over the scheduler API (when
+    /// [attached](Self::attach_mesos)) and the master, then delivers the master's events as
+    /// [`apply`](Self::apply) does. `Ok(None)` when none are attached.
+    pub fn with_mesos<R>(
+        &mut self,
+        out: &mut EventStream,
+        f: impl FnOnce(&mut MesosFrameworks, &mut Master<'r>) -> Result<R, String>,
+    ) -> Result<Option<R>, String> {
+        let Simulation { master, sims, mesos, stats, expectations, progress, .. } = self;
+        let Some(mesos) = mesos.as_mut() else { return Ok(None) };
+        let result = f(mesos, master)?;
+        let mut deliverer = Deliverer {
+            sims,
+            mesos: Some(mesos),
+            stats,
+            expectations,
+            progress: progress.as_deref(),
+            out,
+        };
+        deliverer.deliver(master)?;
+        Ok(Some(result))
     }
 
     /// The metrics, flat and named as Mesos names them; see [`Stats::metrics`].
