@@ -286,7 +286,7 @@ impl<'r> Simulation<'r> {
     }
 
     /// The cluster as the host records it (`GET /state` of `serve`): the master's view, with
-    /// each simulated framework's queue and suppression.
+    /// each framework's running tasks and each simulated framework's queue and suppression.
     pub fn state(&self) -> Value {
         let mut state = self.master.state();
         if let Some(Value::Array(frameworks)) = state.get_mut("frameworks") {
@@ -296,8 +296,8 @@ impl<'r> Simulation<'r> {
                 else {
                     continue;
                 };
+                v["tasks_running"] = serde_json::json!(self.master.tasks_of(id).count());
                 if let Some((queued, suppressed)) = self.sims.queue_state(id) {
-                    v["tasks_running"] = serde_json::json!(self.master.tasks_of(id).count());
                     v["tasks_queued"] = serde_json::json!(queued);
                     v["suppressed"] = serde_json::json!(suppressed);
                 }
