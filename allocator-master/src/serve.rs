@@ -122,6 +122,7 @@ struct Live<'s, 'r> {
     hold: f64,
     queued: Arc<AtomicU64>,
     latency_ms: Vec<f64>,
+    operator: crate::clients::operator::Operator,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -144,6 +145,7 @@ impl<'s, 'r> Live<'s, 'r> {
             cursor: 0,
             queued,
             latency_ms: Vec::new(),
+            operator: Default::default(),
             sim,
         }
     }
@@ -277,6 +279,15 @@ impl<'s, 'r> Live<'s, 'r> {
                     "Expecting 'POST', received another method",
                 ));
                 return Ok(());
+            }
+            ("POST", "/api/v1") => {
+                let metrics = self.metrics();
+                let answer = self.operator.answer(self.sim, metrics, &request.body, out);
+                if answer.status >= 400 {
+                    log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
+                }
+                request.respond_with(answer);
+                return self.fatal();
             }
             ("GET", "/version") => {
                 respond(request, 200, &json!({"version": MESOS_VERSION}));

@@ -228,6 +228,11 @@ impl<'r> Simulation<'r> {
         self.mesos = Some(mesos);
     }
 
+    /// The frameworks connected over the scheduler API, when attached.
+    pub fn mesos(&self) -> Option<&MesosFrameworks> {
+        self.mesos.as_ref()
+    }
+
     /// Runs `f` on the frameworks connected over the scheduler API (when
     /// [attached](Self::attach_mesos)) and the master, then delivers the master's events as
     /// [`apply`](Self::apply) does. `Ok(None)` when none are attached.

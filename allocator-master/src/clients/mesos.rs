@@ -156,6 +156,19 @@ impl MesosFrameworks {
         Bytes(b.to_vec())
     }
 
+    /// The `FrameworkInfo` a framework subscribed with (its id filled in), when it is one of
+    /// these.
+    pub fn framework_info(&self, id: ApiFrameworkId) -> Option<&s::FrameworkInfo> {
+        self.frameworks.get(self.by_master.get(&id)?).map(|f| &f.info)
+    }
+
+    /// The Mesos task id of the master's task `task` of framework `id`, when it is one of
+    /// these frameworks' tasks.
+    pub fn task_name(&self, id: ApiFrameworkId, task: u64) -> Option<&str> {
+        let f = self.frameworks.get(self.by_master.get(&id)?)?;
+        f.tasks.iter().find(|(_, t)| t.master == Some(task)).map(|(n, _)| n.as_str())
+    }
+
     /// Connected (subscribed, stream open) frameworks.
     pub fn connected(&self) -> usize {
         self.frameworks.values().filter(|f| f.disconnected.is_none()).count()
