@@ -278,7 +278,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
     /// Wall-clock seconds between HEARTBEAT events on Mesos scheduler API streams.
-    #[arg(long, default_value_t = 15.0, value_name = "SECS")]
+    #[arg(
+        long = "heartbeat_interval",
+        alias = "heartbeat-interval",
+        default_value_t = 15.0,
+        value_name = "SECS"
+    )]
     pub heartbeat_interval: f64,
     /// Where modules come from.
     #[command(flatten)]

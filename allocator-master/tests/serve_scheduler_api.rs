@@ -213,3 +213,179 @@ fn two_frameworks_with_weights_1_and_3_settle_near_1_to_3_running_tasks() {
         "w1:w3 = {ratio:.3}, not within 20 % of 1:3: {seen}"
     );
 }
+
+#[test]
+fn removing_an_agent_rescinds_its_offers_and_loses_its_tasks() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "agent_gone", &[]);
+    assert_eq!(seen["rescinded"], json!([seen["kept"]]), "{seen}");
+    assert_eq!(
+        seen["updates"],
+        json!([
+            ["TASK_STARTING", null],
+            ["TASK_RUNNING", null],
+            ["TASK_LOST", "REASON_AGENT_REMOVED"]
+        ])
+    );
+}
+
+#[test]
+fn tasks_that_do_not_fit_or_name_another_agent_get_task_error() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "invalid_launches", &[]);
+    let updates = &seen["updates"];
+    assert_eq!(updates["too-big"], json!([["TASK_ERROR", "REASON_TASK_INVALID"]]));
+    assert_eq!(updates["elsewhere"], json!([["TASK_ERROR", "REASON_TASK_INVALID"]]));
+    assert_eq!(updates["fine"], json!([["TASK_STARTING", null], ["TASK_RUNNING", null]]));
+}
+
+#[test]
+fn tasks_on_an_offer_already_used_are_lost_with_reason_invalid_offers() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "invalid_launches", &[]);
+    assert_eq!(seen["updates"]["stale"], json!([["TASK_LOST", "REASON_INVALID_OFFERS"]]));
+}
+
+#[test]
+fn a_subscribed_stream_gets_heartbeats_at_the_interval_it_was_told() {
+    let Some(python) = python_or_skip() else { return };
+    let serve = Serve::start(CLUSTER, &["--heartbeat_interval", "0.5"]);
+    let seen = serve.check(&python, "heartbeats", &["2.2"]);
+    assert_eq!(seen["first"], "SUBSCRIBED");
+    assert_eq!(seen["interval"], 0.5);
+    assert!(seen["heartbeats"].as_u64().unwrap() >= 2, "{seen}");
+}
+
+/// POSTs `body` to `path` of the master at `addr`; the status and body.
+fn post(addr: &str, path: &str, body: &Value) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let body = body.to_string();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+    (status, body)
+}
+
+fn operator(addr: &str, call: Value) -> Value {
+    let (status, body) = post(addr, "/api/v1", &call);
+    assert_eq!(status, 200, "{call}: {body}");
+    serde_json::from_str(&body).unwrap_or(Value::Null)
+}
+
+#[test]
+fn the_operator_api_answers_health_version_and_flags_in_mesos_json() {
+    let serve = Serve::start(CLUSTER, &[]);
+    let health = operator(&serve.addr, json!({"type": "GET_HEALTH"}));
+    assert_eq!(health, json!({"type": "GET_HEALTH", "get_health": {"healthy": true}}));
+    let version = operator(&serve.addr, json!({"type": "GET_VERSION"}));
+    assert_eq!(version["get_version"]["version_info"]["version"], "1.12.0");
+    let flags = operator(&serve.addr, json!({"type": "GET_FLAGS"}));
+    let role_sorter = flags["get_flags"]["flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "role_sorter")
+        .cloned();
+    assert_eq!(role_sorter, Some(json!({"name": "role_sorter", "value": "drf"})));
+}
+
+#[test]
+fn operator_weight_updates_show_in_get_weights_and_get_roles() {
+    let serve = Serve::start(CLUSTER, &[]);
+    let update = json!({"type": "UPDATE_WEIGHTS",
+        "update_weights": {"weight_infos": [{"role": "r1", "weight": 2.5}]}});
+    operator(&serve.addr, update);
+    let weights = operator(&serve.addr, json!({"type": "GET_WEIGHTS"}));
+    assert_eq!(weights["get_weights"]["weight_infos"], json!([{"weight": 2.5, "role": "r1"}]));
+    let roles = operator(&serve.addr, json!({"type": "GET_ROLES"}));
+    assert_eq!(roles["get_roles"]["roles"][0]["name"], "r1");
+    assert_eq!(roles["get_roles"]["roles"][0]["weight"], 2.5);
+}
+
+#[test]
+fn operator_quota_updates_show_in_get_quota() {
+    let serve = Serve::start(CLUSTER, &[]);
+    operator(
+        &serve.addr,
+        json!({"type": "UPDATE_QUOTA", "update_quota": {"quota_configs": [
+            {"role": "r1", "guarantees": {"cpus": {"value": 2}}, "limits": {"cpus": {"value": 4}}}]}}),
+    );
+    let quota = operator(&serve.addr, json!({"type": "GET_QUOTA"}));
+    assert_eq!(
+        quota["get_quota"]["status"]["configs"],
+        json!([{"role": "r1", "guarantees": {"cpus": {"value": 2.0}}, "limits": {"cpus": {"value": 4.0}}}])
+    );
+}
+
+#[test]
+fn mark_agent_gone_removes_the_agent_from_get_agents() {
+    let serve = Serve::start(CLUSTER, &[]);
+    let gone = json!({"type": "MARK_AGENT_GONE", "mark_agent_gone": {"agent_id": {"value": "a1"}}});
+    operator(&serve.addr, gone.clone());
+    let agents = operator(&serve.addr, json!({"type": "GET_AGENTS"}));
+    let ids: Vec<&str> = agents["get_agents"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent_info"]["id"]["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a2", "a3", "a4"]);
+    assert_eq!(post(&serve.addr, "/api/v1", &gone).0, 404, "an agent already gone");
+}
+
+#[test]
+fn a_maintenance_schedule_sets_unavailability_and_start_stop_take_agents_down_and_back() {
+    let serve = Serve::start(CLUSTER, &[]);
+    let machines = json!([{"hostname": "a2"}]);
+    operator(
+        &serve.addr,
+        json!({"type": "UPDATE_MAINTENANCE_SCHEDULE", "update_maintenance_schedule": {"schedule":
+            {"windows": [{"machine_ids": machines, "unavailability": {"start": {"nanoseconds": 100000000000u64}}}]}}}),
+    );
+    let schedule = operator(&serve.addr, json!({"type": "GET_MAINTENANCE_SCHEDULE"}));
+    assert_eq!(
+        schedule["get_maintenance_schedule"]["schedule"]["windows"][0]["machine_ids"],
+        machines
+    );
+    let agent_ids = || -> Vec<String> {
+        let agents = operator(&serve.addr, json!({"type": "GET_AGENTS"}));
+        agents["get_agents"]["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["agent_info"]["id"]["value"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    operator(
+        &serve.addr,
+        json!({"type": "START_MAINTENANCE", "start_maintenance": {"machines": machines}}),
+    );
+    assert_eq!(agent_ids(), ["a1", "a3", "a4"]);
+    operator(
+        &serve.addr,
+        json!({"type": "STOP_MAINTENANCE", "stop_maintenance": {"machines": machines}}),
+    );
+    assert_eq!(agent_ids(), ["a1", "a2", "a3", "a4"]);
+}
+
+#[test]
+fn operator_calls_outside_the_spec_are_refused_and_bad_ones_get_400() {
+    let serve = Serve::start(CLUSTER, &[]);
+    assert_eq!(post(&serve.addr, "/api/v1", &json!({"type": "GET_EXECUTORS"})).0, 501);
+    let (status, body) = post(&serve.addr, "/api/v1", &json!({"type": "UPDATE_QUOTA"}));
+    assert_eq!((status, body.as_str()), (400, "Expecting 'update_quota' to be present"));
+    let bad_weight = json!({"type": "UPDATE_WEIGHTS",
+        "update_weights": {"weight_infos": [{"role": "r1", "weight": -1}]}});
+    assert_eq!(post(&serve.addr, "/api/v1", &bad_weight).0, 400);
+    let weights = operator(&serve.addr, json!({"type": "GET_WEIGHTS"}));
+    assert_eq!(weights["get_weights"]["weight_infos"], json!([]), "nothing changed");
+}

@@ -346,5 +346,96 @@ def check_weights():
     done()
 
 
+def check_agent_gone():
+    """MARK_AGENT_GONE on an agent with an outstanding offer rescinds it; on an agent running a
+    task, the task is TASK_LOST with REASON_AGENT_REMOVED."""
+    seen.update(rescinded=[], updates=[], kept=None)
+
+    class S(Scheduler):
+        started = False
+
+        def resourceOffers(self, driver, offers):
+            if self.started:
+                return
+            self.started = True
+            offers = sorted(offers, key=lambda o: o["agent_id"]["value"])
+            seen["kept"] = offers[1]["id"]["value"]
+            driver.launchTasks(offers[0]["id"], [task(offers[0], "g-1")])
+            self.agents = [o["agent_id"]["value"] for o in offers[:2]]
+
+        def offerRescinded(self, driver, offer_id):
+            seen["rescinded"].append(offer_id["value"])
+
+        def statusUpdate(self, driver, update):
+            seen["updates"].append([update["state"], update.get("reason")])
+            if update["state"] == "TASK_RUNNING":
+                for agent in reversed(self.agents):
+                    post("/api/v1", {"type": "MARK_AGENT_GONE",
+                                     "mark_agent_gone": {"agent_id": {"value": agent}}})
+            if update["state"] == "TASK_LOST":
+                time.sleep(0.3)
+                done()
+
+    run(S(), framework("gone"))
+
+
+def check_invalid_launches():
+    """Tasks that do not fit, or name another agent, get TASK_ERROR; tasks on an offer already
+    used get TASK_LOST with REASON_INVALID_OFFERS."""
+    seen.update(updates={})
+
+    class S(Scheduler):
+        started = False
+
+        def resourceOffers(self, driver, offers):
+            if self.started:
+                return
+            self.started = True
+            a, b = offers[0], offers[1]
+            big = task(a, "too-big", cpus=1000)
+            elsewhere = task(a, "elsewhere")
+            elsewhere["agent_id"] = b["agent_id"]
+            driver.launchTasks(a["id"], [big, elsewhere, task(a, "fine")])
+            driver.launchTasks(a["id"], [task(a, "stale")])
+
+        def statusUpdate(self, driver, update):
+            seen["updates"].setdefault(update["task_id"]["value"], []).append(
+                [update["state"], update.get("reason")])
+            if len(seen["updates"]) == 4 and len(seen["updates"]["fine"]) >= 2:
+                done()
+
+    run(S(), framework("invalid"))
+
+
+def check_heartbeats():
+    """SUBSCRIBED says the heartbeat interval; HEARTBEAT events follow at that pace."""
+    sub = {"type": "SUBSCRIBE", "subscribe": {"framework_info": framework("hb")}}
+    conn = http.client.HTTPConnection(*MASTER.split(":"), timeout=10)
+    conn.request("POST", "/api/v1/scheduler", body=json.dumps(sub),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    start = time.time()
+    # Read the raw RecordIO stream (http.client undoes the chunking).
+    buf = b""
+    kinds = []
+    interval = None
+    while time.time() - start < float(sys.argv[3]):
+        buf += r.read1(65536)
+        while b"\n" in buf:
+            size, rest = buf.split(b"\n", 1)
+            n = int(size)
+            if len(rest) < n:
+                break
+            event = json.loads(rest[:n])
+            buf = rest[n:]
+            kinds.append(event["type"])
+            if event["type"] == "SUBSCRIBED":
+                interval = event["subscribed"]["heartbeat_interval_seconds"]
+    seen["interval"] = interval
+    seen["heartbeats"] = kinds.count("HEARTBEAT")
+    seen["first"] = kinds[0]
+    done()
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()
