@@ -389,3 +389,28 @@ fn operator_calls_outside_the_spec_are_refused_and_bad_ones_get_400() {
     let weights = operator(&serve.addr, json!({"type": "GET_WEIGHTS"}));
     assert_eq!(weights["get_weights"]["weight_infos"], json!([]), "nothing changed");
 }
+
+#[test]
+fn an_unacknowledged_update_is_resent_and_the_next_waits_for_its_acknowledgement() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "resend", &[]);
+    let states: Vec<&str> =
+        seen["updates"].as_array().unwrap().iter().map(|u| u[0].as_str().unwrap()).collect();
+    assert_eq!(states, ["TASK_STARTING", "TASK_STARTING", "TASK_RUNNING"], "{seen}");
+}
+
+#[test]
+fn update_framework_moves_the_framework_and_its_offers_to_its_new_roles() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "update_framework", &[]);
+    assert_eq!(seen["state_roles"], json!(["r2"]));
+    assert!(seen["roles_after"].as_array().unwrap().iter().all(|r| r == "r2"), "{seen}");
+}
+
+#[test]
+fn maintenance_on_an_agent_sends_its_framework_an_inverse_offer_it_can_accept() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "inverse_offers", &[]);
+    assert_eq!(seen["inverse"], json!([[seen["agent"], 3_600_000_000_000u64]]), "{seen}");
+    assert_eq!(seen["accepted"], true);
+}

@@ -437,5 +437,89 @@ def check_heartbeats():
     done()
 
 
+def check_resend():
+    """An update not acknowledged is sent again (after 10 s); the next waits for the
+    acknowledgement, then follows."""
+    seen.update(updates=[])
+    start = time.time()
+
+    class S(Scheduler):
+        launched = False
+
+        def resourceOffers(self, driver, offers):
+            if not self.launched:
+                self.launched = True
+                driver.launchTasks(offers[0]["id"], [task(offers[0], "rs-1")])
+
+        def statusUpdate(self, driver, update):
+            seen["updates"].append([update["state"], round(time.time() - start)])
+            starting = [u for u in seen["updates"] if u[0] == "TASK_STARTING"]
+            if len(starting) == 2 and update["state"] == "TASK_STARTING":
+                driver.acknowledgeStatusUpdate(update)
+            if update["state"] == "TASK_RUNNING":
+                done()
+
+    run(S(), framework("resend"), implicit_acknowledgements=False)
+
+
+def check_update_framework():
+    """UPDATE_FRAMEWORK moves the framework to other roles: later offers are in the new role."""
+    seen.update(roles_after=[], state_roles=None)
+    phase = ["first"]
+
+    class S(Scheduler):
+        def resourceOffers(self, driver, offers):
+            if phase[0] == "after":
+                seen["roles_after"] += [o["allocation_info"]["role"] for o in offers]
+            driver.declineOffer([o["id"] for o in offers], filters={"refuse_seconds": 0})
+            if phase[0] == "first":
+                phase[0] = "updating"
+                info = framework("update", roles=("r2",), id={"value": driver.framework_id})
+                driver._send({"type": "UPDATE_FRAMEWORK", "framework_id": info["id"],
+                              "update_framework": {"framework_info": info}})
+                seen["state_roles"] = frameworks_state()[driver.framework_id]["roles"]
+                phase[0] = "after"
+            if len(seen["roles_after"]) >= 4:
+                done()
+
+    run(S(), framework("update"))
+
+
+def check_inverse_offers():
+    """Maintenance scheduled on an agent where a framework runs a task sends it an inverse
+    offer; the framework accepts it."""
+    seen.update(inverse=[], accepted=None)
+
+    class S(Scheduler):
+        launched = False
+
+        def resourceOffers(self, driver, offers):
+            if self.launched:
+                return
+            self.launched = True
+            o = sorted(offers, key=lambda o: o["agent_id"]["value"])[0]
+            self.agent = o["agent_id"]["value"]
+            driver.launchTasks(o["id"], [task(o, "io-1")])
+
+        def statusUpdate(self, driver, update):
+            if update["state"] == "TASK_RUNNING":
+                window = {"machine_ids": [{"hostname": self.agent}],
+                          "unavailability": {"start": {"nanoseconds": 3600 * 10**9}}}
+                post("/api/v1", {"type": "UPDATE_MAINTENANCE_SCHEDULE",
+                                 "update_maintenance_schedule": {"schedule": {"windows": [window]}}})
+
+        def inverseOffers(self, driver, offers):
+            for o in offers:
+                seen["inverse"].append([o["agent_id"]["value"],
+                                        o["unavailability"]["start"]["nanoseconds"]])
+            seen["agent"] = self.agent
+            driver.acceptInverseOffers([o["id"] for o in offers])
+            seen["accepted"] = True
+            time.sleep(0.3)
+            done()
+
+    run(S(), framework("inverse"))
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()

@@ -364,6 +364,16 @@ impl MesosFrameworks {
                     request.respond_with(Response::text(400, &e));
                     return Ok(());
                 }
+                // Offers made to the scheduler that failed over are withdrawn.
+                let outstanding: Vec<String> = self
+                    .offers
+                    .iter()
+                    .filter(|(_, (owner, _))| *owner == name)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for offer in outstanding {
+                    self.rescind(&offer, master)?;
+                }
                 let f = self.frameworks.get_mut(&name).expect("known");
                 if let Some(old) = f.stream.take() {
                     let _ = old.send(&s::Event::error("Framework failed over").to_record());
