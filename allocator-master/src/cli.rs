@@ -260,7 +260,8 @@ pub enum Command {
     /// A long run with agent and framework churn, checking invariants after every run.
     Soak(SoakArgs),
     /// Run the scenario (or the embedded default workload) live, in real time, with an HTTP
-    /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters.
+    /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters, and the
+    /// Mesos v1 scheduler (POST /api/v1/scheduler) and operator (POST /api/v1) APIs.
     Serve(ServeArgs),
 }
 

@@ -17,6 +17,14 @@
 //! | `POST /quota` | the `update_quota` event's fields: `role`, [`guarantees`, `limits`] |
 //! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
+//! | `POST /api/v1/scheduler` | the Mesos v1 scheduler API ([`crate::clients::mesos`]) |
+//! | `POST /api/v1` | the Mesos v1 operator API ([`crate::clients::operator`]) |
+//! | `GET /version` | `{"version": "1.12.0"}` (what Mesos clients read before subscribing) |
+//!
+//! Frameworks connected over the scheduler API are a client of the master beside the
+//! scenario's: their calls are answered on the master thread like any request, the master's
+//! events reach them after the simulated frameworks', and each pass of the loop (at least
+//! every 100 ms) ticks them on the wall clock (heartbeats, resends, failover timeouts).
 //!
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
 //! by [`Simulation::apply`]; bad input gets `400 {"error": …}` and changes nothing.

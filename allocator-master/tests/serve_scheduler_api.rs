@@ -414,3 +414,28 @@ fn maintenance_on_an_agent_sends_its_framework_an_inverse_offer_it_can_accept() 
     assert_eq!(seen["inverse"], json!([[seen["agent"], 3_600_000_000_000u64]]), "{seen}");
     assert_eq!(seen["accepted"], true);
 }
+
+#[test]
+fn the_example_framework_runs_its_tasks_to_completion() {
+    let Some(python) = python_or_skip() else { return };
+    let serve = Serve::start(CLUSTER, &["--speed", "5"]);
+    let mut child = Command::new(&python)
+        .current_dir(workspace())
+        .args(["examples/frameworks/sleeper.py", serve.addr.as_str(), "6"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    // The example has no time limit of its own: give up after a minute.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("all 6 tasks finished"), "{stdout}");
+}

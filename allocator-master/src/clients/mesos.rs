@@ -563,7 +563,7 @@ impl MesosFrameworks {
         if let Some(executor) = &task.executor {
             let extra = from_mesos(&executor.resources)
                 .map_err(|e| format!("Executor uses invalid resources: {e}"))?;
-            resources = resources + &extra;
+            resources += &extra;
         }
         if resources.is_empty() {
             return Err("Task uses no resources".into());
