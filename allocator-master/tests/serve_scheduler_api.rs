@@ -439,3 +439,13 @@ fn the_example_framework_runs_its_tasks_to_completion() {
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("all 6 tasks finished"), "{stdout}");
 }
+
+#[test]
+fn a_framework_torn_down_cannot_subscribe_again_with_its_id() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = Serve::start(CLUSTER, &[]).check(&python, "removed_cannot_resubscribe", &[]);
+    assert_eq!(seen["teardown"], 202);
+    assert_eq!(seen["events"], json!(["ERROR"]), "{seen}");
+    assert!(seen["message"].as_str().unwrap().ends_with("has been removed"), "{seen}");
+    assert_eq!(seen["present"], false);
+}

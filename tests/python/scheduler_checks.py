@@ -521,5 +521,38 @@ def check_inverse_offers():
     run(S(), framework("inverse"))
 
 
+def check_removed_cannot_resubscribe():
+    """A framework torn down cannot subscribe again with its id: ERROR, then the stream ends."""
+    sub = {"type": "SUBSCRIBE", "subscribe": {"framework_info": framework("gone")}}
+    conn = http.client.HTTPConnection(*MASTER.split(":"), timeout=10)
+    conn.request("POST", "/api/v1/scheduler", body=json.dumps(sub),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    size = int(r.fp.readline().split(b"\n")[0], 16)  # the chunk's size
+    record = r.fp.read(size)
+    event = json.loads(record.split(b"\n", 1)[1])
+    fid = event["subscribed"]["framework_id"]
+    stream_id = r.getheader("Mesos-Stream-Id")
+    status, _ = post("/api/v1/scheduler", {"type": "TEARDOWN", "framework_id": fid},
+                     {"Mesos-Stream-Id": stream_id})
+    seen["teardown"] = status
+    info = framework("gone", id=fid)
+    conn = http.client.HTTPConnection(*MASTER.split(":"), timeout=10)
+    conn.request("POST", "/api/v1/scheduler",
+                 body=json.dumps({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}),
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = r.read()
+    events = []
+    while body:
+        n, rest = body.split(b"\n", 1)
+        events.append(json.loads(rest[:int(n)]))
+        body = rest[int(n):]
+    seen["events"] = [e["type"] for e in events]
+    seen["message"] = events[0].get("error", {}).get("message")
+    seen["present"] = fid["value"] in frameworks_state()
+    done()
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()

@@ -22,7 +22,8 @@
 //!   most 10 min), as Mesos's agents do.
 //! * A framework whose stream ends is deactivated and its offers go back; re-subscribing with
 //!   its `framework_id` within `failover_timeout` (wall-clock seconds) keeps its tasks; after
-//!   it, the framework is removed. `TEARDOWN` removes it at once.
+//!   it, the framework is removed. `TEARDOWN` removes it at once. A removed framework that
+//!   subscribes again with its id gets an `ERROR` event and the stream ends, as in Mesos.
 //! * `offer_constraints` are accepted and ignored; `RESERVE`, `UNRESERVE`, `CREATE` and
 //!   `DESTROY` operations of an `ACCEPT` are not applied (their offers' resources go back to
 //!   the allocator like unused ones).
@@ -114,6 +115,8 @@ pub struct MesosFrameworks {
     offers: BTreeMap<String, (String, Allocation)>,
     /// Outstanding inverse offers: id → (framework id, agent).
     inverse: BTreeMap<String, (String, ApiAgentId)>,
+    /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
+    removed: std::collections::BTreeSet<String>,
     next: u64,
 }
 
@@ -130,6 +133,7 @@ impl MesosFrameworks {
             by_master: BTreeMap::new(),
             offers: BTreeMap::new(),
             inverse: BTreeMap::new(),
+            removed: Default::default(),
             next: 0,
         }
     }
@@ -342,6 +346,18 @@ impl MesosFrameworks {
         let roles = info.effective_roles();
         if roles.is_empty() {
             request.respond_with(Response::text(400, "A framework needs at least one role"));
+            return Ok(());
+        }
+        if let Some(id) = info.id.as_ref().filter(|i| self.removed.contains(&i.value)) {
+            // As Mesos: an ERROR event on the stream, which then ends.
+            let stream = request.stream(
+                200,
+                vec![("Content-Type".into(), "application/json".into())],
+                || {},
+            );
+            let message = format!("Framework {} has been removed", id.value);
+            let _ = stream.send(&s::Event::error(message).to_record());
+            stream.close();
             return Ok(());
         }
         let capabilities = capabilities(&info);
@@ -777,6 +793,7 @@ impl MesosFrameworks {
         self.offers.retain(|_, (owner, _)| owner != fw);
         self.inverse.retain(|_, (owner, _)| owner != fw);
         self.by_master.remove(&f.id);
+        self.removed.insert(fw.to_owned());
         if let Some(stream) = &f.stream {
             stream.close();
         }
@@ -917,7 +934,7 @@ impl MesosFrameworks {
                 f.disconnected = Some(now);
                 f.stream = None;
                 let id = f.id;
-                log::info!("framework {fw} disconnected");
+                log::info!("framework {fw} disconnected (its event stream ended)");
                 master.deactivate_framework(id)?;
                 let offers: Vec<String> = self
                     .offers
