@@ -265,7 +265,8 @@ pub enum Command {
     /// A long run with agent and framework churn, checking invariants after every run.
     Soak(SoakArgs),
     /// Run the scenario (or the embedded default workload) live, in real time, with an HTTP
-    /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters.
+    /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters, and the
+    /// Mesos v1 scheduler (POST /api/v1/scheduler) and operator (POST /api/v1) APIs.
     Serve(ServeArgs),
     /// What-if: the offers and shares the next allocation run would make after a change at a
     /// time of the scenario, against without it (nothing is changed).
@@ -317,6 +318,14 @@ pub struct ServeArgs {
     /// `--scenario FILE` and the same flags makes the same offers (SPEC 6.3).
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
+    /// Wall-clock seconds between HEARTBEAT events on Mesos scheduler API streams.
+    #[arg(
+        long = "heartbeat_interval",
+        alias = "heartbeat-interval",
+        default_value_t = 15.0,
+        value_name = "SECS"
+    )]
+    pub heartbeat_interval: f64,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -727,6 +736,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             listen: serve.listen.clone(),
             speed: serve.speed,
             duration: serve.duration,
+            heartbeat_interval: serve.heartbeat_interval,
         };
         sim.start_watchdog();
         sim.set_offer_tracking(

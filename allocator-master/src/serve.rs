@@ -19,6 +19,14 @@
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
 //! | `GET /explain?role=R`, `?framework=F` | why it got what it got at the last run ([`crate::explain`]) |
 //! | `POST /plan` | one scenario event (a change); answers [`crate::plan::Plan::to_json`], changes nothing |
+//! | `POST /api/v1/scheduler` | the Mesos v1 scheduler API ([`crate::clients::mesos`]) |
+//! | `POST /api/v1` | the Mesos v1 operator API ([`crate::clients::operator`]) |
+//! | `GET /version` | `{"version": "1.12.0"}` (what Mesos clients read before subscribing) |
+//!
+//! Frameworks connected over the scheduler API are a client of the master beside the
+//! scenario's: their calls are answered on the master thread like any request, the master's
+//! events reach them after the simulated frameworks', and each pass of the loop (at least
+//! every 100 ms) ticks them on the wall clock (heartbeats, resends, failover timeouts).
 //!
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
 //! by [`Simulation::apply`]; bad input gets `400 {"error": …}` and changes nothing.
@@ -44,7 +52,13 @@ pub struct ServeOptions {
     pub speed: f64,
     /// Stop after this many wall-clock seconds (`None`: run until killed).
     pub duration: Option<f64>,
+    /// Wall-clock seconds between `HEARTBEAT` events on scheduler streams.
+    pub heartbeat_interval: f64,
 }
+
+/// The Mesos version `serve` speaks (`GET /version`, `SUBSCRIBED`): plain dotted integers,
+/// since clients (pymesos) parse every part as a number.
+pub const MESOS_VERSION: &str = "1.12.0";
 
 /// A request read in full by the HTTP server.
 type Incoming = crate::http::Request;
@@ -61,6 +75,15 @@ pub fn serve(
     if !(options.speed.is_finite() && options.speed > 0.0) {
         return Err(format!("--speed must be a positive number, not {}", options.speed));
     }
+    if !(options.heartbeat_interval.is_finite() && options.heartbeat_interval > 0.0) {
+        return Err(format!(
+            "--heartbeat_interval must be a positive number, not {}",
+            options.heartbeat_interval
+        ));
+    }
+    sim.attach_mesos(crate::clients::mesos::MesosFrameworks::new(Duration::from_secs_f64(
+        options.heartbeat_interval,
+    )));
     let (server, requests) =
         crate::http::Server::bind(&options.listen, crate::http::Limits::default())
             .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
@@ -109,6 +132,7 @@ struct Live<'s, 'r> {
     hold: f64,
     queued: Arc<AtomicU64>,
     latency_ms: Vec<f64>,
+    operator: crate::clients::operator::Operator,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -131,6 +155,7 @@ impl<'s, 'r> Live<'s, 'r> {
             cursor: 0,
             queued,
             latency_ms: Vec::new(),
+            operator: Default::default(),
             sim,
         }
     }
@@ -149,6 +174,10 @@ impl<'s, 'r> Live<'s, 'r> {
         let mut pending: Option<Incoming> = None;
         loop {
             self.catch_up(out)?;
+            if let Err(e) = self.sim.with_mesos(out, |m, master| m.tick(master)) {
+                self.fatal()?;
+                log::error!("scheduler API: {e}");
+            }
             out.flush();
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
@@ -246,6 +275,36 @@ impl<'s, 'r> Live<'s, 'r> {
     /// Answers one request. `Err` stops the master.
     fn answer(&mut self, incoming: Incoming, out: &mut EventStream) -> Result<(), String> {
         let request = incoming;
+        match (request.method.as_str(), request.path.as_str()) {
+            ("POST", "/api/v1/scheduler") => {
+                if let Err(e) = self.sim.with_mesos(out, |m, master| m.call(request, master)) {
+                    self.fatal()?;
+                    log::error!("scheduler API: {e}");
+                }
+                return Ok(());
+            }
+            (_, "/api/v1/scheduler") => {
+                request.respond_with(crate::http::Response::text(
+                    405,
+                    "Expecting 'POST', received another method",
+                ));
+                return Ok(());
+            }
+            ("POST", "/api/v1") => {
+                let metrics = self.metrics();
+                let answer = self.operator.answer(self.sim, metrics, &request.body, out);
+                if answer.status >= 400 {
+                    log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
+                }
+                request.respond_with(answer);
+                return self.fatal();
+            }
+            ("GET", "/version") => {
+                respond(request, 200, &json!({"version": MESOS_VERSION}));
+                return Ok(());
+            }
+            _ => {}
+        }
         let (method, path, body) =
             (request.method.clone(), request.path.clone(), Ok(request.body.clone()));
         let event = match path.as_str() {

@@ -14,6 +14,7 @@ use allocator_host::registry::ModuleRegistry;
 use serde_json::Value;
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::clients::mesos::MesosFrameworks;
 use crate::clients::scenario::{self, Expectations, Recipients};
 use crate::clients::simulated::SimulatedFrameworks;
 use crate::master::{Event, Master};
@@ -55,6 +56,8 @@ pub struct Simulation<'r> {
     master: Master<'r>,
     file: String,
     sims: SimulatedFrameworks,
+    /// Frameworks connected over the scheduler API (`serve` only).
+    mesos: Option<MesosFrameworks>,
     stats: Stats,
     expectations: Expectations,
     /// Where a long run reports how far it got.
@@ -75,6 +78,7 @@ struct Deliverer<'a> {
     sims: &'a mut SimulatedFrameworks,
     last_run: &'a mut crate::explain::LastRun,
     explain: Option<&'a str>,
+    mesos: Option<&'a mut MesosFrameworks>,
     stats: &'a mut Stats,
     expectations: &'a mut Expectations,
     progress: Option<&'a crate::progress::Counters>,
@@ -102,6 +106,9 @@ impl<'r> Recipients<'r> for Deliverer<'_> {
             if self.sims.react(&events, master)? {
                 ran = true;
                 self.sims.suppress_idle(master)?;
+            }
+            if let Some(mesos) = self.mesos.as_deref_mut() {
+                mesos.observe(&events, master)?;
             }
         }
         if ran {
@@ -133,6 +140,7 @@ impl<'r> Simulation<'r> {
             master: Master::new(registry, setup)?,
             file: file.to_owned(),
             sims: SimulatedFrameworks::default(),
+            mesos: None,
             stats: Stats::default(),
             expectations: Expectations::new(file),
             progress: None,
@@ -222,10 +230,20 @@ impl<'r> Simulation<'r> {
         if self.expectations.check(index, op, &self.master, out)? {
             return Ok(());
         }
-        let Simulation { master, sims, stats, expectations, progress, last_run, explain, .. } =
-            self;
+        let Simulation {
+            master,
+            sims,
+            mesos,
+            stats,
+            expectations,
+            progress,
+            last_run,
+            explain,
+            ..
+        } = self;
         let mut deliverer = Deliverer {
             sims,
+            mesos: mesos.as_mut(),
             last_run,
             explain: explain.as_deref(),
             stats,
@@ -282,6 +300,52 @@ impl<'r> Simulation<'r> {
             Some(r) => r.finish(self.master.now()),
             None => Ok(()),
         }
+    }
+
+    /// Connects frameworks over the scheduler API (`serve`): from now on they see the
+    /// master's events after the simulated frameworks.
+    pub fn attach_mesos(&mut self, mesos: MesosFrameworks) {
+        self.mesos = Some(mesos);
+    }
+
+    /// The frameworks connected over the scheduler API, when attached.
+    pub fn mesos(&self) -> Option<&MesosFrameworks> {
+        self.mesos.as_ref()
+    }
+
+    /// Runs `f` on the frameworks connected over the scheduler API (when
+    /// [attached](Self::attach_mesos)) and the master, then delivers the master's events as
+    /// [`apply`](Self::apply) does. `Ok(None)` when none are attached.
+    pub fn with_mesos<R>(
+        &mut self,
+        out: &mut EventStream,
+        f: impl FnOnce(&mut MesosFrameworks, &mut Master<'r>) -> Result<R, String>,
+    ) -> Result<Option<R>, String> {
+        let Simulation {
+            master,
+            sims,
+            mesos,
+            stats,
+            expectations,
+            progress,
+            last_run,
+            explain,
+            ..
+        } = self;
+        let Some(mesos) = mesos.as_mut() else { return Ok(None) };
+        let result = f(mesos, master)?;
+        let mut deliverer = Deliverer {
+            sims,
+            mesos: Some(mesos),
+            last_run,
+            explain: explain.as_deref(),
+            stats,
+            expectations,
+            progress: progress.as_deref(),
+            out,
+        };
+        deliverer.deliver(master)?;
+        Ok(Some(result))
     }
 
     /// The metrics, flat and named as Mesos names them; see [`Stats::metrics`].
@@ -359,7 +423,7 @@ impl<'r> Simulation<'r> {
     }
 
     /// The cluster as the host records it (`GET /state` of `serve`): the master's view, with
-    /// each simulated framework's queue and suppression.
+    /// each framework's running tasks and each simulated framework's queue and suppression.
     pub fn state(&self) -> Value {
         let mut state = self.master.state();
         if let Some(Value::Array(frameworks)) = state.get_mut("frameworks") {
@@ -369,8 +433,8 @@ impl<'r> Simulation<'r> {
                 else {
                     continue;
                 };
+                v["tasks_running"] = serde_json::json!(self.master.tasks_of(id).count());
                 if let Some((queued, suppressed)) = self.sims.queue_state(id) {
-                    v["tasks_running"] = serde_json::json!(self.master.tasks_of(id).count());
                     v["tasks_queued"] = serde_json::json!(queued);
                     v["suppressed"] = serde_json::json!(suppressed);
                 }

@@ -1,4 +1,4 @@
-//! Fault containment around the allocator: every call goes through [`Master::call`], which
+//! Fault containment around the allocator: every call goes through `Master::call`, which
 //! names the handles in a module's messages, and on a module fault applies
 //! `--on_module_failure`: falls back to the built-in (rebuilt from the host's records, so no
 //! allocation is lost or duplicated) and repeats the call there, or stops the master.

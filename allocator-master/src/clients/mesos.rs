@@ -1,0 +1,1028 @@
+//! Real frameworks over the Mesos v1 scheduler API (SPEC 6.1): the third client of the
+//! [master core](crate::master), beside scenario events and simulated frameworks.
+//!
+//! [`MesosFrameworks`] keeps, per subscribed framework, its event stream and `Mesos-Stream-Id`,
+//! its outstanding offers by offer id, its Mesos task ids and the master's, and the status
+//! updates its simulated agents still wait to have acknowledged. `serve` hands it every
+//! `POST /api/v1/scheduler` ([`MesosFrameworks::call`]), the master's events
+//! ([`MesosFrameworks::observe`], after the observers and the simulated frameworks), and a
+//! wall-clock tick ([`MesosFrameworks::tick`]) for heartbeats, update resends and failover.
+//!
+//! * An [`Event::Offer`] to one of its frameworks becomes an `OFFERS` event with a fresh offer
+//!   id; `ACCEPT` and `DECLINE` name offer ids and become [`Master::answer_offer`]. An offer
+//!   of a framework that is not connected goes straight back to the allocator.
+//! * A launched task goes `TASK_STARTING` → `TASK_RUNNING` at once; the master finishes it
+//!   after its duration ([`TaskInfo::duration`]), and its [`Event::TaskEnded`] becomes
+//!   `TASK_FINISHED` (`TASK_KILLED` after `KILL`, `TASK_LOST` when its agent goes). A task that
+//!   does not fit what is left of the offers, names another agent or reuses a live task id
+//!   gets `TASK_ERROR`; tasks of an `ACCEPT` naming an unknown offer get `TASK_LOST`
+//!   (`TASK_DROPPED` for `PARTITION_AWARE` frameworks) with `REASON_INVALID_OFFERS`.
+//! * Each task's updates carry a uuid and go out one at a time: the next only once the one
+//!   before is acknowledged; an unacknowledged update is resent after 10 s, then 20 s, … (at
+//!   most 10 min), as Mesos's agents do.
+//! * A framework whose stream ends is deactivated and its offers go back; re-subscribing with
+//!   its `framework_id` within `failover_timeout` (wall-clock seconds) keeps its tasks; after
+//!   it, the framework is removed. `TEARDOWN` removes it at once. A removed framework that
+//!   subscribes again with its id gets an `ERROR` event and the stream ends, as in Mesos.
+//! * `offer_constraints` are accepted and ignored; `RESERVE`, `UNRESERVE`, `CREATE` and
+//!   `DESTROY` operations of an `ACCEPT` are not applied (their offers' resources go back to
+//!   the allocator like unused ones).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use allocator_api::{
+    AgentId as ApiAgentId, Allocation, FrameworkCapabilities, FrameworkId as ApiFrameworkId,
+    InverseOfferStatus, RString, Resources, RoleMinAllocatable,
+};
+
+use crate::http::{Request, Response, Stream};
+use crate::master::frameworks::NewFramework;
+use crate::master::{Event, Master, TaskEnd};
+use crate::mesos::scheduler::{
+    self as s, Call, CallType, FrameworkCapabilityType, TaskInfo, TaskState, TaskStatus,
+    TaskStatusReason, TaskStatusSource,
+};
+use crate::mesos::{
+    AgentId, Attribute, Bytes, Filters, FrameworkId, OfferId, ResourceFormat, TaskId, from_mesos,
+    to_mesos,
+};
+
+/// The first resend of an unacknowledged update waits this long; each next one twice as long.
+const RESEND_FIRST: Duration = Duration::from_secs(10);
+/// The longest wait between resends.
+const RESEND_MAX: Duration = Duration::from_secs(600);
+
+/// An update waiting to be acknowledged.
+struct Pending {
+    status: TaskStatus,
+    sent: Option<Instant>,
+    backoff: Duration,
+}
+
+/// One task of a framework, by its Mesos task id.
+struct TaskRecord {
+    /// The master's id, while it runs.
+    master: Option<u64>,
+    agent: String,
+    state: TaskState,
+    /// Updates not yet acknowledged, oldest first (the head is the one sent).
+    pending: VecDeque<Pending>,
+}
+
+/// A framework that subscribed over HTTP.
+struct Connected {
+    id: ApiFrameworkId,
+    info: s::FrameworkInfo,
+    stream: Option<Stream>,
+    stream_id: String,
+    /// When its stream ended (wall clock), while it is disconnected.
+    disconnected: Option<Instant>,
+    tasks: BTreeMap<String, TaskRecord>,
+    last_heartbeat: Instant,
+}
+
+impl Connected {
+    fn send(&self, event: &s::Event) {
+        if let Some(stream) = &self.stream {
+            let _ = stream.send(&event.to_record());
+        }
+    }
+
+    fn partition_aware(&self) -> bool {
+        self.info.has_capability(FrameworkCapabilityType::PartitionAware)
+    }
+
+    fn resource_format(&self) -> ResourceFormat {
+        if self.info.has_capability(FrameworkCapabilityType::ReservationRefinement) {
+            ResourceFormat::Refined
+        } else {
+            ResourceFormat::Legacy
+        }
+    }
+}
+
+/// An answer to a call that refuses it: status and a one-line reason.
+type Refusal = (u16, String);
+
+/// The frameworks connected over the v1 scheduler API. See the [module documentation](self).
+pub struct MesosFrameworks {
+    heartbeat: Duration,
+    master_id: String,
+    frameworks: BTreeMap<String, Connected>,
+    by_master: BTreeMap<ApiFrameworkId, String>,
+    /// Outstanding offers: offer id → (framework id, the master's offer).
+    offers: BTreeMap<String, (String, Allocation)>,
+    /// Outstanding inverse offers: id → (framework id, agent).
+    inverse: BTreeMap<String, (String, ApiAgentId)>,
+    /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
+    removed: std::collections::BTreeSet<String>,
+    next: u64,
+}
+
+impl MesosFrameworks {
+    /// No framework yet; connected ones get a `HEARTBEAT` every `heartbeat` of wall-clock time.
+    pub fn new(heartbeat: Duration) -> MesosFrameworks {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        MesosFrameworks {
+            heartbeat,
+            master_id: format!("{:08x}-{:04x}", (seed >> 16) as u32, std::process::id() & 0xffff),
+            frameworks: BTreeMap::new(),
+            by_master: BTreeMap::new(),
+            offers: BTreeMap::new(),
+            inverse: BTreeMap::new(),
+            removed: Default::default(),
+            next: 0,
+        }
+    }
+
+    fn fresh(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// A fresh id: the master's id, `kind` and a number (`…-O12` for offers).
+    fn fresh_id(&mut self, kind: &str) -> String {
+        let n = self.fresh();
+        format!("{}-{kind}{n:04}", self.master_id)
+    }
+
+    /// A uuid (16 bytes, version 4 layout) for a status update.
+    fn uuid(&mut self) -> Bytes {
+        let n = self.fresh();
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&n.to_be_bytes());
+        b[8..16].copy_from_slice(&(self.master_id.len() as u64 ^ 0x5eed_5eed).to_be_bytes());
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        Bytes(b.to_vec())
+    }
+
+    /// The `FrameworkInfo` a framework subscribed with (its id filled in), when it is one of
+    /// these.
+    pub fn framework_info(&self, id: ApiFrameworkId) -> Option<&s::FrameworkInfo> {
+        self.frameworks.get(self.by_master.get(&id)?).map(|f| &f.info)
+    }
+
+    /// The Mesos task id of the master's task `task` of framework `id`, when it is one of
+    /// these frameworks' tasks.
+    pub fn task_name(&self, id: ApiFrameworkId, task: u64) -> Option<&str> {
+        let f = self.frameworks.get(self.by_master.get(&id)?)?;
+        f.tasks.iter().find(|(_, t)| t.master == Some(task)).map(|(n, _)| n.as_str())
+    }
+
+    /// Connected (subscribed, stream open) frameworks.
+    pub fn connected(&self) -> usize {
+        self.frameworks.values().filter(|f| f.disconnected.is_none()).count()
+    }
+
+    /// Answers one `POST /api/v1/scheduler` request: `SUBSCRIBE` with a stream, other calls
+    /// with `202`, bad calls with `400`/`403` and a one-line reason, changing nothing.
+    pub fn call(&mut self, request: Request, master: &mut Master<'_>) -> Result<(), String> {
+        let call = match Call::parse(&request.body).and_then(|c| c.validate().map(|()| c)) {
+            Ok(call) => call,
+            Err(reason) => {
+                request.respond_with(Response::text(400, &reason));
+                return Ok(());
+            }
+        };
+        if call.kind == CallType::Subscribe {
+            return self.subscribe(request, call, master);
+        }
+        let fw = call.framework_id.as_ref().map(|f| f.value.clone()).unwrap_or_default();
+        if let Err((status, reason)) = self.check_caller(&fw, request.header("Mesos-Stream-Id")) {
+            request.respond_with(Response::text(status, &reason));
+            return Ok(());
+        }
+        if let Err(reason) = self.check(&fw, &call) {
+            request.respond_with(Response::text(400, &reason));
+            return Ok(());
+        }
+        request.respond_with(Response::empty(202));
+        self.apply(&fw, call, master)
+    }
+
+    /// The caller must be subscribed, on its current stream.
+    fn check_caller(&self, fw: &str, stream_id: Option<&str>) -> Result<(), Refusal> {
+        let Some(f) = self.frameworks.get(fw) else {
+            return Err((403, format!("Framework '{fw}' is not subscribed")));
+        };
+        if f.disconnected.is_some() {
+            return Err((403, format!("Framework '{fw}' is not subscribed")));
+        }
+        match stream_id {
+            None => Err((
+                400,
+                "All non-subscribe calls should include the 'Mesos-Stream-Id' header".into(),
+            )),
+            Some(id) if id != f.stream_id => Err((
+                400,
+                format!(
+                    "The stream ID '{id}' included in this request didn't match the stream ID currently associated with framework ID {fw}"
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Checks that need the framework: roles it is subscribed in, acknowledgement uuids.
+    fn check(&self, fw: &str, call: &Call) -> Result<(), String> {
+        let f = &self.frameworks[fw];
+        let roles = f.info.effective_roles();
+        let named = match call.kind {
+            CallType::Revive => call.revive.as_ref().map(|r| r.roles.clone()),
+            CallType::Suppress => call.suppress.as_ref().map(|r| r.roles.clone()),
+            _ => None,
+        };
+        for role in named.unwrap_or_default() {
+            if !roles.contains(&role) {
+                return Err(format!("Role '{role}' is not one of the framework's roles"));
+            }
+        }
+        if let Some(ack) = &call.acknowledge
+            && ack.uuid.0.len() != 16
+        {
+            return Err("Failed to validate scheduler::Call: Not a valid UUID".into());
+        }
+        if let Some(u) = &call.update_framework {
+            let new_roles = u.framework_info.effective_roles();
+            if new_roles.is_empty() {
+                return Err("A framework needs at least one role".into());
+            }
+        }
+        if let Some(r) = &call.request {
+            for req in &r.requests {
+                from_mesos(&req.resources).map_err(|e| format!("Invalid request: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a call that passed every check (its `202` already sent).
+    fn apply(&mut self, fw: &str, call: Call, master: &mut Master<'_>) -> Result<(), String> {
+        let id = self.frameworks[fw].id;
+        match call.kind {
+            CallType::Accept => {
+                let accept = call.accept.expect("validated");
+                self.accept(fw, accept, master)
+            }
+            CallType::Decline => {
+                let decline = call.decline.expect("validated");
+                let refuse = Filters::refuse_seconds(decline.filters.as_ref());
+                for offer in &decline.offer_ids {
+                    if let Some(a) = self.take_offer(fw, &offer.value) {
+                        master.answer_offer(&a, &[], refuse)?;
+                    }
+                }
+                Ok(())
+            }
+            CallType::Revive => {
+                let roles = rstrings(&call.revive.map(|r| r.roles).unwrap_or_default());
+                master.revive_offers(id, &roles, true)
+            }
+            CallType::Suppress => {
+                let roles = rstrings(&call.suppress.map(|r| r.roles).unwrap_or_default());
+                master.suppress_offers(id, &roles)
+            }
+            CallType::Kill => self.kill(fw, &call.kill.expect("validated").task_id, master),
+            CallType::Acknowledge => {
+                let ack = call.acknowledge.expect("validated");
+                self.acknowledge(fw, &ack.task_id.value, &ack.uuid);
+                Ok(())
+            }
+            CallType::Reconcile => {
+                self.reconcile(fw, &call.reconcile.expect("validated").tasks);
+                Ok(())
+            }
+            CallType::Teardown => self.remove(fw, master),
+            CallType::UpdateFramework => {
+                self.update_framework(fw, call.update_framework.expect("validated"), master)
+            }
+            CallType::Request => {
+                let requests: Vec<Resources> = call
+                    .request
+                    .expect("validated")
+                    .requests
+                    .iter()
+                    .map(|r| from_mesos(&r.resources).expect("checked"))
+                    .collect();
+                master.request_resources(id, &requests)
+            }
+            CallType::AcceptInverseOffers | CallType::DeclineInverseOffers => {
+                let (reply, status) = match call.kind {
+                    CallType::AcceptInverseOffers => {
+                        (call.accept_inverse_offers, InverseOfferStatus::ACCEPT)
+                    }
+                    _ => (call.decline_inverse_offers, InverseOfferStatus::DECLINE),
+                };
+                let reply = reply.expect("validated");
+                let refuse = Filters::refuse_seconds(reply.filters.as_ref());
+                for io in &reply.inverse_offer_ids {
+                    if let Some((owner, agent)) = self.inverse.get(&io.value).cloned()
+                        && owner == fw
+                    {
+                        self.inverse.remove(&io.value);
+                        master.update_inverse_offer(agent, id, Some(status), Some(refuse))?;
+                    }
+                }
+                Ok(())
+            }
+            // MESSAGE, SHUTDOWN and the operation calls: accepted, nothing to do here.
+            _ => Ok(()),
+        }
+    }
+
+    /// `SUBSCRIBE`: a new framework, or one re-subscribing with its id (failover).
+    fn subscribe(
+        &mut self,
+        request: Request,
+        call: Call,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
+        let sub = call.subscribe.expect("validated");
+        let info = sub.framework_info;
+        let roles = info.effective_roles();
+        if roles.is_empty() {
+            request.respond_with(Response::text(400, "A framework needs at least one role"));
+            return Ok(());
+        }
+        if let Some(id) = info.id.as_ref().filter(|i| self.removed.contains(&i.value)) {
+            // As Mesos: an ERROR event on the stream, which then ends.
+            let stream = request.stream(
+                200,
+                vec![("Content-Type".into(), "application/json".into())],
+                || {},
+            );
+            let message = format!("Framework {} has been removed", id.value);
+            let _ = stream.send(&s::Event::error(message).to_record());
+            stream.close();
+            return Ok(());
+        }
+        let capabilities = capabilities(&info);
+        let min_allocatable = min_allocatable(&info);
+        let stream_id = self.fresh_id("stream-");
+        let known =
+            info.id.as_ref().map(|i| i.value.clone()).filter(|i| self.frameworks.contains_key(i));
+        let name = match known {
+            Some(name) => {
+                // Failover: a new stream replaces the old one; tasks are kept.
+                let id = self.frameworks[&name].id;
+                let update = master.update_framework(
+                    id,
+                    Some(&roles),
+                    Some(capabilities),
+                    Some(&sub.suppressed_roles),
+                    Some(&min_allocatable),
+                );
+                if let Err(e) = update {
+                    request.respond_with(Response::text(400, &e));
+                    return Ok(());
+                }
+                // Offers made to the scheduler that failed over are withdrawn.
+                let outstanding: Vec<String> = self
+                    .offers
+                    .iter()
+                    .filter(|(_, (owner, _))| *owner == name)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for offer in outstanding {
+                    self.rescind(&offer, master)?;
+                }
+                let f = self.frameworks.get_mut(&name).expect("known");
+                if let Some(old) = f.stream.take() {
+                    let _ = old.send(&s::Event::error("Framework failed over").to_record());
+                    old.close();
+                }
+                f.info = s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info };
+                name
+            }
+            None => {
+                let name =
+                    info.id.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| self.fresh_id(""));
+                let new = NewFramework {
+                    name: &name,
+                    roles: &roles,
+                    capabilities,
+                    active: false,
+                    used: &[],
+                    suppressed_roles: &sub.suppressed_roles,
+                    min_allocatable: &min_allocatable,
+                };
+                let id = match master.add_framework(new) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        request.respond_with(Response::text(400, &e));
+                        return Ok(());
+                    }
+                };
+                self.by_master.insert(id, name.clone());
+                self.frameworks.insert(
+                    name.clone(),
+                    Connected {
+                        id,
+                        info: s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info },
+                        stream: None,
+                        stream_id: String::new(),
+                        disconnected: Some(Instant::now()),
+                        tasks: BTreeMap::new(),
+                        last_heartbeat: Instant::now(),
+                    },
+                );
+                name
+            }
+        };
+        let stream = request.stream(
+            200,
+            vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("Mesos-Stream-Id".into(), stream_id.clone()),
+            ],
+            || {},
+        );
+        let subscribed = s::Event::subscribed(s::Subscribed {
+            framework_id: FrameworkId::new(&name),
+            heartbeat_interval_seconds: Some(self.heartbeat.as_secs_f64()),
+            master_info: Some(s::MasterInfo {
+                id: self.master_id.clone(),
+                version: Some(crate::serve::MESOS_VERSION.into()),
+                ..s::MasterInfo::default()
+            }),
+        });
+        let _ = stream.send(&subscribed.to_record());
+        let f = self.frameworks.get_mut(&name).expect("added");
+        f.stream = Some(stream);
+        f.stream_id = stream_id;
+        f.last_heartbeat = Instant::now();
+        let was_disconnected = f.disconnected.take().is_some();
+        let id = f.id;
+        log::info!("framework {name} subscribed");
+        // Updates not yet acknowledged go out again on the new stream.
+        self.resend_all(&name);
+        if was_disconnected {
+            master.activate_framework(id)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the head update of every task of `fw` again, now.
+    fn resend_all(&mut self, fw: &str) {
+        let Some(f) = self.frameworks.get_mut(fw) else { return };
+        let now = Instant::now();
+        let mut events = Vec::new();
+        for task in f.tasks.values_mut() {
+            if let Some(p) = task.pending.front_mut() {
+                p.sent = Some(now);
+                events.push(s::Event::update(p.status.clone()));
+            }
+        }
+        for e in &events {
+            f.send(e);
+        }
+    }
+
+    fn take_offer(&mut self, fw: &str, offer: &str) -> Option<Allocation> {
+        match self.offers.get(offer) {
+            Some((owner, _)) if owner == fw => self.offers.remove(offer).map(|(_, a)| a),
+            _ => None,
+        }
+    }
+
+    /// `ACCEPT`: launches the tasks of its `LAUNCH` and `LAUNCH_GROUP` operations on the
+    /// offers named, each on the first offer it fits in; the rest of the offers goes back with
+    /// the call's filter.
+    fn accept(
+        &mut self,
+        fw: &str,
+        accept: s::Accept,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
+        let refuse = Filters::refuse_seconds(accept.filters.as_ref());
+        let tasks: Vec<TaskInfo> = accept
+            .operations
+            .iter()
+            .flat_map(|op| {
+                let launch = op.launch.iter().flat_map(|l| l.task_infos.iter());
+                let group = op.launch_group.iter().flat_map(|g| g.task_group.tasks.iter());
+                launch.chain(group).cloned().collect::<Vec<_>>()
+            })
+            .collect();
+        let known: Vec<bool> = accept
+            .offer_ids
+            .iter()
+            .map(|o| self.offers.get(&o.value).is_some_and(|(owner, _)| owner == fw))
+            .collect();
+        let offers: Vec<Allocation> =
+            accept.offer_ids.iter().filter_map(|o| self.take_offer(fw, &o.value)).collect();
+        if known.iter().any(|k| !k) || offers.is_empty() {
+            for a in &offers {
+                master.answer_offer(a, &[], refuse)?;
+            }
+            let partition_aware = self.frameworks[fw].partition_aware();
+            let state = if partition_aware { TaskState::TaskDropped } else { TaskState::TaskLost };
+            for t in &tasks {
+                let mut st = TaskStatus::new(t.task_id.clone(), state);
+                st.reason = Some(TaskStatusReason::ReasonInvalidOffers);
+                st.source = Some(TaskStatusSource::SourceMaster);
+                st.message = Some("Offer is no longer valid".into());
+                st.agent_id = Some(t.agent_id.clone());
+                self.push_update(fw, &t.task_id.value, &t.agent_id.value, st, None);
+            }
+            return Ok(());
+        }
+        let mut remaining: Vec<Resources> = offers.iter().map(|a| a.resources.clone()).collect();
+        let mut placed: Vec<Vec<(Resources, Option<f64>)>> = vec![Vec::new(); offers.len()];
+        let mut names: Vec<Vec<&TaskInfo>> = vec![Vec::new(); offers.len()];
+        for t in &tasks {
+            match self.place(fw, t, &offers, &remaining, master) {
+                Ok((i, res)) => {
+                    remaining[i].subtract(&res);
+                    placed[i].push((res, t.duration()));
+                    names[i].push(t);
+                }
+                Err(message) => {
+                    let mut st = TaskStatus::new(t.task_id.clone(), TaskState::TaskError);
+                    st.reason = Some(TaskStatusReason::ReasonTaskInvalid);
+                    st.source = Some(TaskStatusSource::SourceMaster);
+                    st.message = Some(message);
+                    st.agent_id = Some(t.agent_id.clone());
+                    self.push_update(fw, &t.task_id.value, &t.agent_id.value, st, None);
+                }
+            }
+        }
+        for (i, offer) in offers.iter().enumerate() {
+            let ids = master.answer_offer(offer, &placed[i], refuse)?;
+            let agent = master.agent_name(offer.agent).to_owned();
+            for (task, id) in names[i].iter().zip(ids) {
+                self.launched(fw, task, &agent, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Which offer a task goes on, with its resources; `Err` is the `TASK_ERROR` message.
+    fn place(
+        &self,
+        fw: &str,
+        task: &TaskInfo,
+        offers: &[Allocation],
+        remaining: &[Resources],
+        master: &Master<'_>,
+    ) -> Result<(usize, Resources), String> {
+        let f = &self.frameworks[fw];
+        if f.tasks.get(&task.task_id.value).is_some_and(|t| !t.state.is_terminal()) {
+            return Err(format!("Task has duplicate ID: {}", task.task_id.value));
+        }
+        let mut resources =
+            from_mesos(&task.resources).map_err(|e| format!("Task uses invalid resources: {e}"))?;
+        if let Some(executor) = &task.executor {
+            let extra = from_mesos(&executor.resources)
+                .map_err(|e| format!("Executor uses invalid resources: {e}"))?;
+            resources += &extra;
+        }
+        if resources.is_empty() {
+            return Err("Task uses no resources".into());
+        }
+        let mut on_agent = false;
+        for (i, offer) in offers.iter().enumerate() {
+            if master.agent_name(offer.agent) != task.agent_id.value {
+                continue;
+            }
+            on_agent = true;
+            if remaining[i].contains(&resources) {
+                return Ok((i, resources));
+            }
+        }
+        if !on_agent {
+            return Err(format!(
+                "Agent {} is not the agent of any offer accepted",
+                task.agent_id.value
+            ));
+        }
+        Err(format!(
+            "Task uses more resources {resources} than available {}",
+            remaining.iter().fold(Resources::default(), |acc, r| acc + r)
+        ))
+    }
+
+    /// Records a launched task and sends `TASK_STARTING`, then `TASK_RUNNING`.
+    fn launched(&mut self, fw: &str, task: &TaskInfo, agent: &str, master_id: u64) {
+        let f = self.frameworks.get_mut(fw).expect("known");
+        f.tasks.insert(
+            task.task_id.value.clone(),
+            TaskRecord {
+                master: Some(master_id),
+                agent: agent.to_owned(),
+                state: TaskState::TaskStaging,
+                pending: VecDeque::new(),
+            },
+        );
+        for state in [TaskState::TaskStarting, TaskState::TaskRunning] {
+            let mut st = TaskStatus::new(task.task_id.clone(), state);
+            st.source = Some(TaskStatusSource::SourceExecutor);
+            st.agent_id = Some(AgentId::new(agent));
+            self.push_update(fw, &task.task_id.value, agent, st, None);
+        }
+    }
+
+    /// Queues an update of a task (sending it when nothing waits before it) and records its
+    /// state. A task unknown so far (an error at launch) is recorded with it.
+    fn push_update(
+        &mut self,
+        fw: &str,
+        task: &str,
+        agent: &str,
+        mut status: TaskStatus,
+        master_id: Option<u64>,
+    ) {
+        let uuid = self.uuid();
+        let Some(f) = self.frameworks.get_mut(fw) else { return };
+        status.uuid = Some(uuid);
+        status.timestamp = Some(wall_seconds());
+        let record = f.tasks.entry(task.to_owned()).or_insert_with(|| TaskRecord {
+            master: master_id,
+            agent: agent.to_owned(),
+            state: status.state,
+            pending: VecDeque::new(),
+        });
+        record.state = status.state;
+        if status.state.is_terminal() {
+            record.master = None;
+        }
+        let send_now = record.pending.is_empty();
+        record.pending.push_back(Pending {
+            status: status.clone(),
+            sent: send_now.then(Instant::now),
+            backoff: RESEND_FIRST,
+        });
+        if send_now {
+            f.send(&s::Event::update(status));
+        }
+    }
+
+    /// `ACKNOWLEDGE`: drops the update with that uuid (the one sent) and sends the next.
+    fn acknowledge(&mut self, fw: &str, task: &str, uuid: &Bytes) {
+        let Some(f) = self.frameworks.get_mut(fw) else { return };
+        let Some(record) = f.tasks.get_mut(task) else { return };
+        let matches = record.pending.front().is_some_and(|p| p.status.uuid.as_ref() == Some(uuid));
+        if !matches {
+            return;
+        }
+        record.pending.pop_front();
+        let next = record.pending.front_mut().map(|p| {
+            p.sent = Some(Instant::now());
+            s::Event::update(p.status.clone())
+        });
+        let done = record.pending.is_empty() && record.state.is_terminal();
+        if done {
+            f.tasks.remove(task);
+        }
+        if let Some(e) = next {
+            f.send(&e);
+        }
+    }
+
+    /// `KILL`: a running task is killed (its `TASK_KILLED` comes with the master's event); an
+    /// unknown one is answered as reconciliation answers it.
+    fn kill(&mut self, fw: &str, task: &TaskId, master: &mut Master<'_>) -> Result<(), String> {
+        let f = &self.frameworks[fw];
+        match f.tasks.get(&task.value).and_then(|t| t.master) {
+            Some(id) => {
+                master.kill_task(f.id, id)?;
+                Ok(())
+            }
+            None => {
+                self.reconcile(fw, &[s::ReconcileTask { task_id: task.clone(), agent_id: None }]);
+                Ok(())
+            }
+        }
+    }
+
+    /// `RECONCILE`: the latest state of each task named (of every live task when none is),
+    /// without uuid, with `REASON_RECONCILIATION`; an unknown task is `TASK_LOST`
+    /// (`TASK_UNKNOWN` for a `PARTITION_AWARE` framework).
+    fn reconcile(&mut self, fw: &str, tasks: &[s::ReconcileTask]) {
+        let Some(f) = self.frameworks.get(fw) else { return };
+        let mut events = Vec::new();
+        let status = |id: &str, state: TaskState, agent: Option<&str>| {
+            let mut st = TaskStatus::new(TaskId::new(id), state);
+            st.reason = Some(TaskStatusReason::ReasonReconciliation);
+            st.source = Some(TaskStatusSource::SourceMaster);
+            st.agent_id = agent.map(AgentId::new);
+            st.timestamp = Some(wall_seconds());
+            s::Event::update(st)
+        };
+        if tasks.is_empty() {
+            for (id, t) in &f.tasks {
+                if !t.state.is_terminal() {
+                    events.push(status(id, t.state, Some(&t.agent)));
+                }
+            }
+        } else {
+            let unknown =
+                if f.partition_aware() { TaskState::TaskUnknown } else { TaskState::TaskLost };
+            for rt in tasks {
+                events.push(match f.tasks.get(&rt.task_id.value) {
+                    Some(t) => status(&rt.task_id.value, t.state, Some(&t.agent)),
+                    None => status(
+                        &rt.task_id.value,
+                        unknown,
+                        rt.agent_id.as_ref().map(|a| a.value.as_str()),
+                    ),
+                });
+            }
+        }
+        for e in &events {
+            f.send(e);
+        }
+    }
+
+    /// `UPDATE_FRAMEWORK`: new roles, capabilities and suppressed roles; offers in roles it
+    /// left are rescinded.
+    fn update_framework(
+        &mut self,
+        fw: &str,
+        sub: s::Subscribe,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
+        let info = sub.framework_info;
+        let roles = info.effective_roles();
+        let id = self.frameworks[fw].id;
+        master.update_framework(
+            id,
+            Some(&roles),
+            Some(capabilities(&info)),
+            Some(&sub.suppressed_roles),
+            Some(&min_allocatable(&info)),
+        )?;
+        let gone: Vec<String> = self
+            .offers
+            .iter()
+            .filter(|(_, (owner, a))| owner == fw && !roles.iter().any(|r| r == a.role.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for offer in gone {
+            self.rescind(&offer, master)?;
+        }
+        let f = self.frameworks.get_mut(fw).expect("known");
+        f.info = s::FrameworkInfo { id: Some(FrameworkId::new(fw)), ..info };
+        Ok(())
+    }
+
+    /// Withdraws an outstanding offer: `RESCIND` to its framework, its resources back.
+    fn rescind(&mut self, offer: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let Some((fw, a)) = self.offers.remove(offer) else { return Ok(()) };
+        if let Some(f) = self.frameworks.get(&fw) {
+            f.send(&s::Event::rescind(OfferId::new(offer)));
+        }
+        if master.agent_info(a.agent).is_some() && master.framework_info(a.framework).is_some() {
+            master.recover_resources(
+                a.framework,
+                a.agent,
+                &[(a.role.to_string(), a.resources.clone())],
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Removes a framework (`TEARDOWN`, or its failover timeout passed).
+    fn remove(&mut self, fw: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(f) = self.frameworks.remove(fw) else { return Ok(()) };
+        self.offers.retain(|_, (owner, _)| owner != fw);
+        self.inverse.retain(|_, (owner, _)| owner != fw);
+        self.by_master.remove(&f.id);
+        self.removed.insert(fw.to_owned());
+        if let Some(stream) = &f.stream {
+            stream.close();
+        }
+        log::info!("framework {fw} removed");
+        master.remove_framework(f.id)
+    }
+
+    /// Hands the master's events to the connected frameworks: offers and inverse offers (with
+    /// fresh ids), task ends as status updates, rescinds of offers on removed agents.
+    pub fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String> {
+        let mut offers: BTreeMap<String, Vec<s::Offer>> = BTreeMap::new();
+        let mut inverse: BTreeMap<String, Vec<s::InverseOffer>> = BTreeMap::new();
+        for event in events {
+            match event {
+                Event::Offer(a) => {
+                    let Some(fw) = self.by_master.get(&a.framework).cloned() else { continue };
+                    if self.frameworks[&fw].disconnected.is_some() {
+                        master.answer_offer(a, &[], 0.0)?;
+                        continue;
+                    }
+                    let id = self.fresh_id("O");
+                    offers
+                        .entry(fw.clone())
+                        .or_default()
+                        .push(self.mesos_offer(&fw, &id, a, master));
+                    self.offers.insert(id, (fw, a.clone()));
+                }
+                Event::InverseOffer { framework, agent, unavailability } => {
+                    let Some(fw) = self.by_master.get(framework).cloned() else { continue };
+                    let id = self.fresh_id("I");
+                    inverse.entry(fw.clone()).or_default().push(s::InverseOffer {
+                        id: OfferId::new(&id),
+                        framework_id: FrameworkId::new(&fw),
+                        agent_id: Some(AgentId::new(master.agent_name(*agent))),
+                        unavailability: mesos_unavailability(unavailability),
+                        resources: Vec::new(),
+                    });
+                    self.inverse.insert(id, (fw, *agent));
+                }
+                Event::TaskEnded { task, framework, end } => {
+                    self.task_ended(*task, *framework, *end);
+                }
+                Event::AgentRemoved(agent) => {
+                    let gone: Vec<String> = self
+                        .offers
+                        .iter()
+                        .filter(|(_, (_, a))| a.agent == *agent)
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for offer in gone {
+                        if let Some((fw, _)) = self.offers.remove(&offer)
+                            && let Some(f) = self.frameworks.get(&fw)
+                        {
+                            f.send(&s::Event::rescind(OfferId::new(&offer)));
+                        }
+                    }
+                    self.inverse.retain(|_, (_, a)| a != agent);
+                }
+                _ => {}
+            }
+        }
+        for (fw, list) in offers {
+            self.frameworks[&fw].send(&s::Event::offers(list));
+        }
+        for (fw, list) in inverse {
+            self.frameworks[&fw].send(&s::Event::inverse_offers(list));
+        }
+        Ok(())
+    }
+
+    fn mesos_offer(&self, fw: &str, id: &str, a: &Allocation, master: &Master<'_>) -> s::Offer {
+        let f = &self.frameworks[fw];
+        let info = master.agent_info(a.agent);
+        let agent = master.agent_name(a.agent);
+        s::Offer {
+            id: OfferId::new(id),
+            framework_id: FrameworkId::new(fw),
+            agent_id: AgentId::new(agent),
+            hostname: info.map_or(agent.to_owned(), |i| i.hostname.to_string()),
+            resources: to_mesos(&a.resources, Some(a.role.as_str()), f.resource_format()),
+            attributes: info.map_or_else(Vec::new, |i| {
+                i.attributes.iter().map(|at| Attribute::text(&at.name, &at.value)).collect()
+            }),
+            executor_ids: Vec::new(),
+            unavailability: None,
+            allocation_info: Some(crate::mesos::resource::AllocationInfo {
+                role: Some(a.role.to_string()),
+            }),
+        }
+    }
+
+    /// A task of an HTTP framework ended in the master: its terminal update.
+    fn task_ended(&mut self, task: u64, framework: ApiFrameworkId, end: TaskEnd) {
+        let Some(fw) = self.by_master.get(&framework).cloned() else { return };
+        let Some(f) = self.frameworks.get(&fw) else { return };
+        let Some((name, agent)) = f
+            .tasks
+            .iter()
+            .find(|(_, t)| t.master == Some(task))
+            .map(|(n, t)| (n.clone(), t.agent.clone()))
+        else {
+            return;
+        };
+        let (state, reason, source) = match end {
+            TaskEnd::Finished => (TaskState::TaskFinished, None, TaskStatusSource::SourceExecutor),
+            TaskEnd::Killed => (TaskState::TaskKilled, None, TaskStatusSource::SourceExecutor),
+            TaskEnd::AgentRemoved => (
+                TaskState::TaskLost,
+                Some(TaskStatusReason::ReasonAgentRemoved),
+                TaskStatusSource::SourceMaster,
+            ),
+            TaskEnd::FrameworkRemoved => return,
+            TaskEnd::ResourcesRecovered => (
+                TaskState::TaskLost,
+                Some(TaskStatusReason::ReasonResourcesUnknown),
+                TaskStatusSource::SourceMaster,
+            ),
+        };
+        let mut st = TaskStatus::new(TaskId::new(&name), state);
+        st.reason = reason;
+        st.source = Some(source);
+        st.agent_id = Some(AgentId::new(&agent));
+        if state == TaskState::TaskFinished {
+            st.message = Some("Command exited with status 0".into());
+        }
+        self.push_update(&fw, &name, &agent, st, None);
+    }
+
+    /// The wall clock moved on: heartbeats, resends of unacknowledged updates, frameworks
+    /// whose stream ended are deactivated (their offers go back) and, past their
+    /// `failover_timeout`, removed.
+    pub fn tick(&mut self, master: &mut Master<'_>) -> Result<(), String> {
+        let now = Instant::now();
+        let names: Vec<String> = self.frameworks.keys().cloned().collect();
+        for fw in names {
+            let f = self.frameworks.get_mut(&fw).expect("listed");
+            if f.disconnected.is_none() && f.stream.as_ref().is_none_or(Stream::is_closed) {
+                f.disconnected = Some(now);
+                f.stream = None;
+                let id = f.id;
+                log::info!("framework {fw} disconnected (its event stream ended)");
+                master.deactivate_framework(id)?;
+                let offers: Vec<String> = self
+                    .offers
+                    .iter()
+                    .filter(|(_, (owner, _))| *owner == fw)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for offer in offers {
+                    self.rescind(&offer, master)?;
+                }
+                self.inverse.retain(|_, (owner, _)| *owner != fw);
+            }
+            let f = self.frameworks.get_mut(&fw).expect("listed");
+            if let Some(since) = f.disconnected {
+                let timeout = Duration::from_secs_f64(f.info.failover_timeout().clamp(0.0, 1e9));
+                if now.duration_since(since) >= timeout {
+                    self.remove(&fw, master)?;
+                }
+                continue;
+            }
+            if now.duration_since(f.last_heartbeat) >= self.heartbeat {
+                f.last_heartbeat = now;
+                f.send(&s::Event::heartbeat());
+            }
+            let mut resend = Vec::new();
+            for t in f.tasks.values_mut() {
+                if let Some(p) = t.pending.front_mut()
+                    && p.sent.is_none_or(|at| now.duration_since(at) >= p.backoff)
+                {
+                    if p.sent.is_some() {
+                        p.backoff = (p.backoff * 2).min(RESEND_MAX);
+                    }
+                    p.sent = Some(now);
+                    resend.push(s::Event::update(p.status.clone()));
+                }
+            }
+            for e in &resend {
+                f.send(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rstrings(list: &[String]) -> Vec<RString> {
+    list.iter().map(|r| RString::from(r.as_str())).collect()
+}
+
+/// The allocator's view of a framework's Mesos capabilities (those it knows).
+fn capabilities(info: &s::FrameworkInfo) -> FrameworkCapabilities {
+    info.capabilities.iter().fold(FrameworkCapabilities::default(), |acc, c| {
+        let name = serde_json::to_value(c.kind).ok();
+        match name.as_ref().and_then(|n| n.as_str()).and_then(FrameworkCapabilities::from_name) {
+            Some(cap) => acc.with(cap),
+            None => acc,
+        }
+    })
+}
+
+/// `offer_filters.*.min_allocatable_resources` as the allocator's per-role sets.
+fn min_allocatable(info: &s::FrameworkInfo) -> Vec<RoleMinAllocatable> {
+    info.offer_filters
+        .iter()
+        .filter_map(|(role, filters)| {
+            let m = filters.min_allocatable_resources.as_ref()?;
+            let sets = m
+                .quantities
+                .iter()
+                .map(|q| {
+                    let text = crate::mesos::master::QuotaConfig::quantities_text(&q.quantities);
+                    text.parse().unwrap_or_default()
+                })
+                .collect::<Vec<allocator_api::Quantities>>();
+            Some(RoleMinAllocatable { role: role.as_str().into(), sets: sets.into() })
+        })
+        .collect()
+}
+
+fn mesos_unavailability(u: &allocator_api::Unavailability) -> crate::mesos::Unavailability {
+    crate::mesos::Unavailability {
+        start: crate::mesos::TimeInfo::from_secs(u.start),
+        duration: u.duration.into_option().map(crate::mesos::DurationInfo::from_secs),
+    }
+}
+
+/// Seconds since the Unix epoch (status update timestamps).
+fn wall_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

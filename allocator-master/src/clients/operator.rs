@@ -1,0 +1,479 @@
+//! The v1 operator API of `serve` (`POST /api/v1`, SPEC 6.2): Mesos's operator calls as
+//! queries and commands of the [master core](crate::master), in Mesos's JSON
+//! ([`crate::mesos::master`]).
+//!
+//! Calls answered: `GET_HEALTH`, `GET_VERSION`, `GET_METRICS`, `GET_FLAGS`, `GET_STATE`,
+//! `GET_AGENTS`, `GET_FRAMEWORKS`, `GET_TASKS`, `GET_ROLES`, `GET_WEIGHTS`, `UPDATE_WEIGHTS`,
+//! `GET_QUOTA`, `UPDATE_QUOTA`, `GET_MAINTENANCE_SCHEDULE`, `UPDATE_MAINTENANCE_SCHEDULE`,
+//! `START_MAINTENANCE`, `STOP_MAINTENANCE`, `MARK_AGENT_GONE`; any other type is refused with
+//! `501`. Changes go through the scenario events' commands ([`Simulation::apply`]), so the
+//! master's clients and observers see them as they see a scenario's.
+//!
+//! Differences from Mesos, by design of a simulated cluster:
+//! * maintenance times (`unavailability.start`, `duration`) are seconds of the master's
+//!   virtual clock, not of the Unix epoch; a machine is matched to the agents whose hostname
+//!   (or name) is its `hostname` or `ip`;
+//! * `START_MAINTENANCE` removes the machines' agents (their tasks are lost) and
+//!   `STOP_MAINTENANCE` adds them back as they were, empty;
+//! * an agent's `allocated_resources` are what the host's ledger holds there, offered or
+//!   allocated.
+
+use std::collections::BTreeMap;
+
+use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resources};
+use serde_json::{Map, Value};
+
+use crate::allocator_scenario::Op;
+use crate::http::Response;
+use crate::master::Master;
+use crate::mesos::master::{self as m, Call, CallType, QuotaConfig};
+use crate::mesos::{
+    AgentId, Attribute, FrameworkId, ResourceFormat, ScalarValue, TaskId, to_mesos,
+};
+use crate::output::EventStream;
+use crate::simulation::Simulation;
+
+/// An agent taken down by `START_MAINTENANCE`, to bring back on `STOP_MAINTENANCE`.
+struct Down {
+    resources: Resources,
+    hostname: String,
+    attributes: Vec<ApiAttribute>,
+    capabilities: AgentCapabilities,
+}
+
+/// What the operator API keeps between calls: the maintenance schedule and the agents it took
+/// down.
+#[derive(Default)]
+pub struct Operator {
+    schedule: m::Schedule,
+    down: BTreeMap<String, Down>,
+}
+
+impl Operator {
+    /// Answers one `POST /api/v1` body. `metrics` are `GET /metrics/snapshot`'s.
+    pub fn answer(
+        &mut self,
+        sim: &mut Simulation<'_>,
+        metrics: Map<String, Value>,
+        body: &str,
+        out: &mut EventStream,
+    ) -> Response {
+        let call = match Call::parse(body).and_then(|c| c.validate().map(|()| c)) {
+            Ok(call) => call,
+            Err(reason) => return Response::text(400, &reason),
+        };
+        let answer = match call.kind {
+            CallType::GetHealth => Ok(Some(m::Response::health(m::GetHealth { healthy: true }))),
+            CallType::GetVersion => Ok(Some(m::Response::version(m::GetVersion {
+                version_info: m::VersionInfo {
+                    version: crate::serve::MESOS_VERSION.into(),
+                    ..m::VersionInfo::default()
+                },
+            }))),
+            CallType::GetMetrics => Ok(Some(m::Response::metrics(m::GetMetrics {
+                metrics: metrics
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some(m::Metric { name: k.clone(), value: Some(v.as_f64()?) })
+                    })
+                    .collect(),
+            }))),
+            CallType::GetFlags => Ok(Some(m::Response::flags(flags(sim.master())))),
+            CallType::GetState => Ok(Some(m::Response::state(m::GetState {
+                get_tasks: Some(tasks(sim)),
+                get_executors: Some(serde_json::json!({"executors": []})),
+                get_frameworks: Some(frameworks(sim)),
+                get_agents: Some(agents(sim.master())),
+            }))),
+            CallType::GetAgents => Ok(Some(m::Response::agents(agents(sim.master())))),
+            CallType::GetFrameworks => Ok(Some(m::Response::frameworks(frameworks(sim)))),
+            CallType::GetTasks => Ok(Some(m::Response::tasks(tasks(sim)))),
+            CallType::GetRoles => Ok(Some(m::Response::roles(roles(sim.master())))),
+            CallType::GetWeights => Ok(Some(m::Response::weights(m::GetWeights {
+                weight_infos: sim
+                    .master()
+                    .weights()
+                    .iter()
+                    .map(|(r, w)| m::WeightInfo { weight: *w, role: Some(r.clone()) })
+                    .collect(),
+            }))),
+            CallType::GetQuota => Ok(Some(m::Response::quota(quota(sim.master())))),
+            CallType::GetMaintenanceSchedule => {
+                Ok(Some(m::Response::maintenance_schedule(m::GetMaintenanceSchedule {
+                    schedule: self.schedule.clone(),
+                })))
+            }
+            CallType::UpdateWeights => {
+                update_weights(sim, call.update_weights.expect("validated"), out).map(|()| None)
+            }
+            CallType::UpdateQuota => {
+                update_quota(sim, call.update_quota.expect("validated"), out).map(|()| None)
+            }
+            CallType::UpdateMaintenanceSchedule => {
+                let schedule = call.update_maintenance_schedule.expect("validated").schedule;
+                self.update_schedule(sim, schedule, out).map(|()| None)
+            }
+            CallType::StartMaintenance => {
+                let machines = call.start_maintenance.expect("validated").machines;
+                self.start_maintenance(sim, &machines, out).map(|()| None)
+            }
+            CallType::StopMaintenance => {
+                let machines = call.stop_maintenance.expect("validated").machines;
+                self.stop_maintenance(sim, &machines, out).map(|()| None)
+            }
+            CallType::MarkAgentGone => {
+                let agent = call.mark_agent_gone.expect("validated").agent_id.value;
+                match sim.master().agent_id(&agent) {
+                    Ok(_) => sim.apply(usize::MAX, &Op::RemoveAgent(agent), out).map(|()| None),
+                    Err(e) => return Response::text(404, &e),
+                }
+            }
+            other => {
+                let name = serde_json::to_value(other).unwrap_or_default();
+                return Response::text(
+                    501,
+                    &format!(
+                        "{} is not supported by allocator-master",
+                        name.as_str().unwrap_or("?")
+                    ),
+                );
+            }
+        };
+        match answer {
+            Ok(Some(response)) => {
+                Response::json(200, serde_json::to_string(&response).expect("responses serialize"))
+            }
+            Ok(None) => Response::empty(200),
+            Err(reason) => Response::text(400, &reason),
+        }
+    }
+
+    /// Agents (present or taken down) on `machines`.
+    fn agents_on(&self, master: &Master<'_>, machines: &[crate::mesos::MachineId]) -> Vec<String> {
+        let hit = |name: &str, hostname: &str| {
+            machines.iter().any(|mid| {
+                [&mid.hostname, &mid.ip].into_iter().flatten().any(|h| h == hostname || h == name)
+            })
+        };
+        let mut found: Vec<String> = master
+            .all_agents()
+            .into_iter()
+            .filter_map(|id| master.agent_info(id))
+            .filter(|a| hit(&a.name, &a.hostname))
+            .map(|a| a.name.to_string())
+            .collect();
+        found.extend(self.down.iter().filter(|(n, d)| hit(n, &d.hostname)).map(|(n, _)| n.clone()));
+        found
+    }
+
+    /// `UPDATE_MAINTENANCE_SCHEDULE`: each window's agents get its unavailability (inverse
+    /// offers go out); agents no longer scheduled have theirs cleared.
+    fn update_schedule(
+        &mut self,
+        sim: &mut Simulation<'_>,
+        schedule: m::Schedule,
+        out: &mut EventStream,
+    ) -> Result<(), String> {
+        let mut wanted: BTreeMap<String, allocator_api::Unavailability> = BTreeMap::new();
+        for w in &schedule.windows {
+            let u = allocator_api::Unavailability {
+                start: w.unavailability.start.as_secs(),
+                duration: w.unavailability.duration.map(|d| d.as_secs()).into(),
+            };
+            for agent in self.agents_on(sim.master(), &w.machine_ids) {
+                wanted.insert(agent, u);
+            }
+        }
+        let old_windows = std::mem::take(&mut self.schedule.windows);
+        let mut cleared = Vec::new();
+        for w in &old_windows {
+            for agent in self.agents_on(sim.master(), &w.machine_ids) {
+                if !wanted.contains_key(&agent) {
+                    cleared.push(agent);
+                }
+            }
+        }
+        self.schedule = schedule;
+        for agent in cleared {
+            if sim.master().agent_id(&agent).is_ok() {
+                sim.apply(usize::MAX, &Op::UpdateUnavailability(agent, None), out)?;
+            }
+        }
+        for (agent, u) in wanted {
+            if sim.master().agent_id(&agent).is_ok() {
+                sim.apply(usize::MAX, &Op::UpdateUnavailability(agent, Some(u)), out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `START_MAINTENANCE`: the machines' agents go down (removed; remembered for
+    /// `STOP_MAINTENANCE`).
+    fn start_maintenance(
+        &mut self,
+        sim: &mut Simulation<'_>,
+        machines: &[crate::mesos::MachineId],
+        out: &mut EventStream,
+    ) -> Result<(), String> {
+        for agent in self.agents_on(sim.master(), machines) {
+            let master = sim.master();
+            let Ok(id) = master.agent_id(&agent) else { continue };
+            let (Some(info), Some(total)) = (master.agent_info(id), master.agent_total(id)) else {
+                continue;
+            };
+            let down = Down {
+                resources: total.clone(),
+                hostname: info.hostname.to_string(),
+                attributes: info.attributes.to_vec(),
+                capabilities: info.capabilities,
+            };
+            sim.apply(usize::MAX, &Op::RemoveAgent(agent.clone()), out)?;
+            self.down.insert(agent, down);
+        }
+        Ok(())
+    }
+
+    /// `STOP_MAINTENANCE`: the machines' agents come back, empty, and leave the schedule.
+    fn stop_maintenance(
+        &mut self,
+        sim: &mut Simulation<'_>,
+        machines: &[crate::mesos::MachineId],
+        out: &mut EventStream,
+    ) -> Result<(), String> {
+        for agent in self.agents_on(sim.master(), machines) {
+            let Some(d) = self.down.remove(&agent) else { continue };
+            let op = Op::AddAgent {
+                agent: agent.clone(),
+                resources: d.resources,
+                hostname: Some(d.hostname),
+                capabilities: Some(d.capabilities),
+                attributes: d.attributes,
+                used: Vec::new(),
+                unavailability: None,
+            };
+            sim.apply(usize::MAX, &op, out)?;
+        }
+        for w in &mut self.schedule.windows {
+            w.machine_ids.retain(|mid| !machines.contains(mid));
+        }
+        self.schedule.windows.retain(|w| !w.machine_ids.is_empty());
+        Ok(())
+    }
+}
+
+fn flags(master: &Master<'_>) -> m::GetFlags {
+    let setup = master.setup();
+    let flag = |name: &str, value: String| m::Flag { name: name.into(), value: Some(value) };
+    m::GetFlags {
+        flags: vec![
+            flag("allocator", setup.allocator.clone()),
+            flag("role_sorter", setup.role_sorter.clone()),
+            flag("framework_sorter", setup.framework_sorter.clone()),
+            flag("allocation_interval", format!("{}secs", master.allocation_interval())),
+        ],
+    }
+}
+
+fn agents(master: &Master<'_>) -> m::GetAgents {
+    let agents = master
+        .all_agents()
+        .into_iter()
+        .filter_map(|id| {
+            let info = master.agent_info(id)?;
+            let total = master.agent_total(id)?;
+            Some(m::Agent {
+                agent_info: m::AgentInfo {
+                    hostname: info.hostname.to_string(),
+                    port: None,
+                    resources: to_mesos(total, None, ResourceFormat::Refined),
+                    attributes: info
+                        .attributes
+                        .iter()
+                        .map(|a| Attribute::text(&a.name, &a.value))
+                        .collect(),
+                    id: Some(AgentId::new(info.name.as_str())),
+                },
+                active: true,
+                deactivated: None,
+                version: crate::serve::MESOS_VERSION.into(),
+                registered_time: None,
+                total_resources: to_mesos(total, None, ResourceFormat::Refined),
+                allocated_resources: to_mesos(
+                    &master.agent_used(id),
+                    None,
+                    ResourceFormat::Refined,
+                ),
+                offered_resources: Vec::new(),
+            })
+        })
+        .collect();
+    m::GetAgents { agents, recovered_agents: Vec::new() }
+}
+
+fn frameworks(sim: &Simulation<'_>) -> m::GetFrameworks {
+    let master = sim.master();
+    let state = master.state();
+    let frameworks = master
+        .framework_ids()
+        .filter_map(|id| {
+            let name = master.framework_name(id).to_owned();
+            let info = master.framework_info(id)?;
+            let active = state["frameworks"]
+                .as_array()
+                .and_then(|l| l.iter().find(|f| f["framework"] == name.as_str()))
+                .is_some_and(|f| f["active"] == true);
+            let mesos = sim.mesos().and_then(|m| m.framework_info(id));
+            let framework_info = match mesos {
+                Some(i) => i.clone(),
+                None => serde_json::from_value(serde_json::json!({
+                    "user": "", "name": name, "id": {"value": name},
+                    "roles": info.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+                    "capabilities": [{"type": "MULTI_ROLE"}],
+                }))
+                .expect("a framework info"),
+            };
+            let allocated: Resources = master
+                .ledger()
+                .iter()
+                .filter(|a| a.framework == id)
+                .fold(Resources::default(), |acc, a| acc + &a.resources);
+            Some(m::Framework {
+                framework_info,
+                active,
+                connected: active,
+                recovered: false,
+                registered_time: None,
+                offers: Vec::new(),
+                inverse_offers: Vec::new(),
+                allocated_resources: to_mesos(&allocated, None, ResourceFormat::Refined),
+                offered_resources: Vec::new(),
+            })
+        })
+        .collect();
+    m::GetFrameworks { frameworks, completed_frameworks: Vec::new() }
+}
+
+fn tasks(sim: &Simulation<'_>) -> m::GetTasks {
+    let master = sim.master();
+    let mut tasks = Vec::new();
+    for fw in master.framework_ids() {
+        let fw_name = master.framework_name(fw);
+        for (id, t) in master.tasks_of(fw) {
+            let name = sim
+                .mesos()
+                .and_then(|m| m.task_name(fw, id))
+                .map_or_else(|| format!("task-{id}"), str::to_owned);
+            tasks.push(m::Task {
+                name: name.clone(),
+                task_id: TaskId::new(&name),
+                framework_id: FrameworkId::new(fw_name),
+                executor_id: None,
+                agent_id: AgentId::new(master.agent_name(t.agent)),
+                state: crate::mesos::scheduler::TaskState::TaskRunning,
+                resources: to_mesos(&t.resources, Some(&t.role), ResourceFormat::Refined),
+                statuses: Vec::new(),
+                labels: None,
+            });
+        }
+    }
+    m::GetTasks { tasks, unreachable_tasks: Vec::new(), completed_tasks: Vec::new() }
+}
+
+fn roles(master: &Master<'_>) -> m::GetRoles {
+    let state = master.state();
+    let mut names: Vec<String> = state["roles"]
+        .as_array()
+        .map(|l| l.iter().filter_map(|r| r["role"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    for fw in master.framework_ids() {
+        if let Some(info) = master.framework_info(fw) {
+            names.extend(info.roles.iter().map(|r| r.to_string()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    let roles = names
+        .into_iter()
+        .map(|role| {
+            let frameworks = master
+                .framework_ids()
+                .filter(|fw| {
+                    master
+                        .framework_info(*fw)
+                        .is_some_and(|i| i.roles.iter().any(|r| r.as_str() == role))
+                })
+                .map(|fw| FrameworkId::new(master.framework_name(fw)))
+                .collect();
+            let held: Resources = master
+                .ledger()
+                .iter()
+                .filter(|a| a.role.as_str() == role)
+                .fold(Resources::default(), |acc, a| acc + &a.resources);
+            m::Role {
+                weight: master.weights().get(&role).copied().unwrap_or(1.0),
+                frameworks,
+                resources: to_mesos(&held, None, ResourceFormat::Refined),
+                name: role,
+            }
+        })
+        .collect();
+    m::GetRoles { roles }
+}
+
+fn quota(master: &Master<'_>) -> m::GetQuota {
+    let map = |q: &allocator_api::Quantities| -> BTreeMap<String, ScalarValue> {
+        q.iter().map(|e| (e.name.to_string(), ScalarValue { value: e.value.as_f64() })).collect()
+    };
+    m::GetQuota {
+        status: m::QuotaStatus {
+            configs: master
+                .quotas()
+                .iter()
+                .map(|(role, q)| QuotaConfig {
+                    role: role.clone(),
+                    guarantees: map(&q.guarantees),
+                    limits: map(&q.limits),
+                })
+                .collect(),
+        },
+    }
+}
+
+fn update_weights(
+    sim: &mut Simulation<'_>,
+    update: m::UpdateWeights,
+    out: &mut EventStream,
+) -> Result<(), String> {
+    let mut weights = Vec::new();
+    for w in update.weight_infos {
+        let Some(role) = w.role else { return Err("Every weight needs a 'role'".into()) };
+        if !(w.weight.is_finite() && w.weight > 0.0) {
+            return Err(format!("Invalid weight {} for role '{role}': must be positive", w.weight));
+        }
+        weights.push((role, w.weight));
+    }
+    sim.apply(usize::MAX, &Op::UpdateWeights(weights), out)
+}
+
+fn update_quota(
+    sim: &mut Simulation<'_>,
+    update: m::UpdateQuota,
+    out: &mut EventStream,
+) -> Result<(), String> {
+    let mut quotas = Vec::new();
+    for c in update.quota_configs {
+        let parse = |q: &BTreeMap<String, ScalarValue>| {
+            QuotaConfig::quantities_text(q)
+                .parse::<allocator_api::Quantities>()
+                .map_err(|e| format!("Invalid quota for role '{}': {e}", c.role))
+        };
+        let guarantees =
+            if c.guarantees.is_empty() { Default::default() } else { parse(&c.guarantees)? };
+        let limits = if c.limits.is_empty() { Default::default() } else { parse(&c.limits)? };
+        quotas.push((c.role.clone(), Quota { guarantees, limits }));
+    }
+    for (role, q) in quotas {
+        sim.apply(usize::MAX, &Op::UpdateQuota(role, q), out)?;
+    }
+    Ok(())
+}
