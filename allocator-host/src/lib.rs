@@ -8,7 +8,8 @@
 //! * [`hierarchical`]: the built-in hierarchical allocator (Mesos's rules R1–R25).
 //! * [`actor`]: embedding an allocator in a live master, with Mesos-named [`metrics`].
 //! * [`guard`]: the offer guard and the sort-output checks (the host never trusts a module);
-//!   [`watchdog`]: the call budget and timeout every module call runs under.
+//!   [`watchdog`]: the call budget and timeout every module call runs under;
+//!   [`isolation`]: modules in worker processes, so that no module can take the master down.
 //! * [`names`]: names for the handles in a module's messages.
 //!
 //! It depends on no command line, HTTP, plotting or scenario code: the `allocator-master` crate
@@ -19,6 +20,7 @@
 pub mod actor;
 pub mod guard;
 pub mod hierarchical;
+pub mod isolation;
 pub mod manifest;
 pub mod metrics;
 pub mod names;
