@@ -310,7 +310,7 @@ impl Worker {
     }
 
     fn fail(&mut self, why: String) -> ModuleError {
-        log::error!("{why}");
+        log::info!("{why}");
         self.dead = Some(why.clone());
         self.posted.clear();
         ModuleError::failed(why)
@@ -335,8 +335,8 @@ fn describe_exit(status: std::process::ExitStatus, memory_limit_mb: Option<u64>)
         let name = signal_name(signal);
         let core = if status.core_dumped() { ", core dumped" } else { "" };
         let memory = match memory_limit_mb {
-            Some(mb) if matches!(signal, libc::SIGABRT | libc::SIGKILL | libc::SIGSEGV) => {
-                format!(" (under --module_memory_limit_mb {mb}: running out of memory ends it so)")
+            Some(mb) if matches!(signal, libc::SIGABRT | libc::SIGKILL) => {
+                format!(" (perhaps out of memory: --module_memory_limit_mb {mb})")
             }
             _ => String::new(),
         };
