@@ -25,6 +25,10 @@ use crate::watchdog::Watchdog;
 /// The longest frame either side accepts (a reply holding a million offers is far below it).
 pub(crate) const MAX_FRAME: usize = 1 << 30;
 
+/// How long the host polls for a reply before it sleeps on the socket: most replies come
+/// within microseconds, and waking a sleeping process costs more than that.
+const HOST_SPIN: Duration = Duration::from_micros(20);
+
 /// Posted calls queued before their replies are collected, at most.
 const MAX_POSTED: usize = 1024;
 
@@ -46,7 +50,7 @@ pub(crate) struct Worker {
     /// `module 'name'`, for messages.
     module: String,
     child: Child,
-    reader: BufReader<UnixStream>,
+    reader: BufReader<SpinRead>,
     out: Enc,
     /// The names of the posted calls whose replies are still to be read.
     posted: Vec<&'static str>,
@@ -58,6 +62,9 @@ pub(crate) struct Worker {
     memory_limit_mb: Option<u64>,
     watchdog: Watchdog,
     next_instance: u32,
+    /// Round trips and posted calls so far (logged when the worker ends).
+    round_trips: u64,
+    posted_calls: u64,
 }
 
 impl Link {
@@ -86,7 +93,7 @@ impl Link {
         let worker = Worker {
             module: format!("module '{}'", spec.module),
             child,
-            reader: BufReader::with_capacity(1 << 16, host),
+            reader: BufReader::with_capacity(1 << 16, SpinRead::new(host, HOST_SPIN)),
             out: Enc::default(),
             posted: Vec::new(),
             deferred: None,
@@ -95,6 +102,8 @@ impl Link {
             memory_limit_mb: spec.memory_limit_mb,
             watchdog: watchdog.clone(),
             next_instance: 1,
+            round_trips: 0,
+            posted_calls: 0,
         };
         let link = Link(Arc::new(Mutex::new(worker)));
         link.call(0, 0, "load", |e| spec.put(e), reply_result)
@@ -183,6 +192,60 @@ impl Link {
     }
 }
 
+/// A socket whose reads poll (non-blocking) for up to `spin` before they block: a round trip
+/// between two processes that are both awake costs a few microseconds, one that wakes a
+/// sleeping process several times that.
+pub(crate) struct SpinRead {
+    stream: UnixStream,
+    spin: Duration,
+}
+
+impl SpinRead {
+    /// Reads from `stream`, polling for up to `spin` first.
+    pub(crate) fn new(stream: UnixStream, spin: Duration) -> SpinRead {
+        let spin = std::env::var("ALLOCATOR_ISOLATION_SPIN_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(spin, Duration::from_micros);
+        SpinRead { stream, spin }
+    }
+
+    /// The socket (for writing).
+    pub(crate) fn stream(&self) -> &UnixStream {
+        &self.stream
+    }
+}
+
+impl Read for SpinRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let start = Instant::now();
+        loop {
+            // SAFETY: reads at most `buf.len()` bytes into `buf` from a socket this owns.
+            let n = unsafe {
+                libc::recv(
+                    self.stream.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = std::io::Error::last_os_error();
+            if !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted)
+            {
+                return Err(e);
+            }
+            if start.elapsed() >= self.spin {
+                return (&self.stream).read(buf);
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// A reply that is a `Result<()>`: tag 0, or tag 1 and the error.
 pub(crate) fn reply_result(d: &mut Dec<'_>) -> DResult<allocator_api::Result<()>> {
     match d.u8()? {
@@ -218,7 +281,9 @@ impl Worker {
         reply: impl FnOnce(&mut Dec<'_>) -> DResult<R>,
     ) -> Result<R, ModuleError> {
         let first = self.posted.first().copied().unwrap_or("a call");
-        if let Err(e) = self.reader.get_ref().write_all(&self.out.buf) {
+        self.round_trips += 1;
+        self.posted_calls += self.posted.len().saturating_sub(1) as u64;
+        if let Err(e) = self.reader.get_ref().stream().write_all(&self.out.buf) {
             self.out.buf.clear();
             return Err(self.end(first, Some(e)));
         }
@@ -319,6 +384,12 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        log::info!(
+            "worker for {}: {} round trips, {} calls posted with them",
+            self.module,
+            self.round_trips,
+            self.posted_calls
+        );
         if self.dead.is_none() {
             // The instances are gone; nothing the worker does now matters.
             let _ = self.child.kill();

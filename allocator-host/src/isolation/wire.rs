@@ -113,6 +113,19 @@ pub trait Wire: Sized {
     fn put(&self, e: &mut Enc);
     /// Reads a value.
     fn get(d: &mut Dec<'_>) -> DResult<Self>;
+    /// Appends every value of `items` (a list's elements).
+    fn put_all(items: &[Self], e: &mut Enc) {
+        for item in items {
+            item.put(e);
+        }
+    }
+    /// Reads `n` values into `out`.
+    fn get_all(d: &mut Dec<'_>, n: usize, out: &mut RVec<Self>) -> DResult<()> {
+        for _ in 0..n {
+            out.push(Self::get(d)?);
+        }
+        Ok(())
+    }
 }
 
 macro_rules! wire_int {
@@ -206,9 +219,7 @@ impl<T: Wire> Wire for Option<T> {
 /// Writes a list.
 pub fn put_slice<T: Wire>(items: &[T], e: &mut Enc) {
     e.len(items.len());
-    for item in items {
-        item.put(e);
-    }
+    T::put_all(items, e);
 }
 
 /// Reads a list into `out` (cleared first), reusing its buffer.
@@ -216,10 +227,7 @@ pub fn get_into<T: Wire>(d: &mut Dec<'_>, out: &mut RVec<T>) -> DResult<()> {
     out.clear();
     let n = d.len()?;
     out.reserve(n);
-    for _ in 0..n {
-        out.push(T::get(d)?);
-    }
-    Ok(())
+    T::get_all(d, n, out)
 }
 
 impl<T: Wire> Wire for Vec<T> {
@@ -260,10 +268,35 @@ macro_rules! wire_newtype {
         }
     )*};
 }
+/// The integer handles: lists of them (a sort's answer) cross as one block of bytes.
+macro_rules! wire_handle {
+    ($($t:ident),*) => {$(
+        impl Wire for $t {
+            fn put(&self, e: &mut Enc) {
+                e.u32(self.0);
+            }
+            fn get(d: &mut Dec<'_>) -> DResult<$t> {
+                Ok($t(d.u32()?))
+            }
+            fn put_all(items: &[$t], e: &mut Enc) {
+                e.buf.reserve(items.len() * 4);
+                for item in items {
+                    e.buf.extend_from_slice(&item.0.to_le_bytes());
+                }
+            }
+            fn get_all(d: &mut Dec<'_>, n: usize, out: &mut RVec<$t>) -> DResult<()> {
+                let bytes = d.take(n.checked_mul(4).ok_or(DecodeError("a length beyond the message"))?)?;
+                out.extend(
+                    bytes.chunks_exact(4).map(|c| $t(u32::from_le_bytes(c.try_into().expect("4 bytes")))),
+                );
+                Ok(())
+            }
+        }
+    )*};
+}
+wire_handle!(AgentId, ClientId, FrameworkId);
+
 wire_newtype!(
-    AgentId(u32),
-    ClientId(u32),
-    FrameworkId(u32),
     ErrorKind(u8),
     InverseOfferStatus(u8),
     OperationKind(u8),
