@@ -65,6 +65,8 @@ pub(crate) struct Worker {
     /// Round trips and posted calls so far (logged when the worker ends).
     round_trips: u64,
     posted_calls: u64,
+    /// The last reply read (kept: an allocation run's reply is megabytes).
+    frame: Vec<u8>,
 }
 
 impl Link {
@@ -78,6 +80,9 @@ impl Link {
         };
         let (host, child_end) =
             UnixStream::pair().map_err(|e| format!("cannot create the channel: {e}"))?;
+        for end in [&host, &child_end] {
+            widen(end);
+        }
         let child = Command::new(&exe)
             .arg(WORKER_ARG)
             .arg(&spec.module)
@@ -104,6 +109,7 @@ impl Link {
             next_instance: 1,
             round_trips: 0,
             posted_calls: 0,
+            frame: Vec::new(),
         };
         let link = Link(Arc::new(Mutex::new(worker)));
         link.call(0, 0, "load", |e| spec.put(e), reply_result)
@@ -246,6 +252,25 @@ impl Read for SpinRead {
     }
 }
 
+/// Asks for 4 MiB socket buffers (the system may grant less), so that an allocation run's
+/// reply crosses in a few writes rather than hundreds.
+fn widen(socket: &UnixStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4 << 20;
+    for option in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
+        // SAFETY: sets an integer option of a socket this process owns.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
 /// A reply that is a `Result<()>`: tag 0, or tag 1 and the error.
 pub(crate) fn reply_result(d: &mut Dec<'_>) -> DResult<allocator_api::Result<()>> {
     match d.u8()? {
@@ -266,6 +291,7 @@ impl Worker {
     /// Appends a request frame: length, instance, method, arguments.
     fn frame(&mut self, instance: u32, method: u8, args: impl FnOnce(&mut Enc)) {
         let at = self.out.buf.len();
+        self.out.start_frame();
         self.out.u32(0);
         self.out.u32(instance);
         self.out.u8(method);
@@ -280,6 +306,17 @@ impl Worker {
         &mut self,
         reply: impl FnOnce(&mut Dec<'_>) -> DResult<R>,
     ) -> Result<R, ModuleError> {
+        let mut frame = std::mem::take(&mut self.frame);
+        let r = self.exchange_in(&mut frame, reply);
+        self.frame = frame;
+        r
+    }
+
+    fn exchange_in<R>(
+        &mut self,
+        frame: &mut Vec<u8>,
+        reply: impl FnOnce(&mut Dec<'_>) -> DResult<R>,
+    ) -> Result<R, ModuleError> {
         let first = self.posted.first().copied().unwrap_or("a call");
         self.round_trips += 1;
         self.posted_calls += self.posted.len().saturating_sub(1) as u64;
@@ -288,12 +325,11 @@ impl Worker {
             return Err(self.end(first, Some(e)));
         }
         self.out.buf.clear();
-        let mut frame = Vec::new();
         let posted = std::mem::take(&mut self.posted);
         let (last, earlier) = posted.split_last().expect("at least the call itself");
         for name in earlier {
-            self.read_frame(name, &mut frame)?;
-            match reply_result(&mut Dec::new(&frame)) {
+            self.read_frame(name, frame)?;
+            match reply_result(&mut Dec::new(frame)) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     if self.deferred.is_none() {
@@ -306,8 +342,8 @@ impl Worker {
                 Err(_) => return Err(self.malformed(name)),
             }
         }
-        self.read_frame(last, &mut frame)?;
-        let mut d = Dec::new(&frame);
+        self.read_frame(last, frame)?;
+        let mut d = Dec::new(frame);
         match reply(&mut d) {
             Ok(r) if d.is_empty() => Ok(r),
             _ => Err(self.malformed(last)),
@@ -323,8 +359,10 @@ impl Worker {
         if len > MAX_FRAME {
             return Err(self.malformed(during));
         }
-        frame.clear();
-        frame.resize(len, 0);
+        if frame.len() < len {
+            frame.resize(len, 0);
+        }
+        frame.truncate(len);
         if let Err(e) = self.reader.read_exact(frame) {
             return Err(self.end(during, Some(e)));
         }

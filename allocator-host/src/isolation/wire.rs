@@ -32,9 +32,38 @@ pub type DResult<T> = std::result::Result<T, DecodeError>;
 pub struct Enc {
     /// The bytes written so far.
     pub buf: Vec<u8>,
+    /// The names written in the current frame, by position (see [`Enc::name`]).
+    names: Vec<&'static str>,
 }
 
+/// Names per frame that are sent once and then by position.
+const NAME_TABLE: usize = 64;
+/// The bit that marks a name's position instead of its length.
+const NAME_REF: u32 = 1 << 31;
+
 impl Enc {
+    /// Starts a frame: names are sent in full again.
+    pub fn start_frame(&mut self) {
+        self.names.clear();
+    }
+
+    /// A name: its text the first time in a frame (its position is then remembered by both
+    /// sides), its position after that.
+    pub fn name(&mut self, name: Name) {
+        let s = name.as_str();
+        if s.is_empty() {
+            return self.u32(0);
+        }
+        // Interned names share their text, so comparing pointers finds repeats.
+        if let Some(i) = self.names.iter().position(|n| std::ptr::eq(*n, s)) {
+            return self.u32(NAME_REF | i as u32);
+        }
+        if self.names.len() < NAME_TABLE {
+            self.names.push(s);
+        }
+        self.str(s);
+    }
+
     /// One byte.
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
@@ -61,12 +90,38 @@ impl Enc {
 /// Reads values from a frame's bytes.
 pub struct Dec<'a> {
     bytes: &'a [u8],
+    /// The names read so far (a reply names a handful of resources and roles thousands of
+    /// times; interning each again would take the interner's lock every time).
+    names: Vec<Name>,
 }
 
 impl<'a> Dec<'a> {
     /// A decoder over `bytes`.
     pub fn new(bytes: &'a [u8]) -> Dec<'a> {
-        Dec { bytes }
+        Dec { bytes, names: Vec::new() }
+    }
+
+    /// A name (see [`Enc::name`]), interned once per frame.
+    pub fn name(&mut self) -> DResult<Name> {
+        let head = self.u32()?;
+        if head & NAME_REF != 0 {
+            let i = (head & !NAME_REF) as usize;
+            return self.names.get(i).copied().ok_or(DecodeError("a name position never sent"));
+        }
+        let n = head as usize;
+        if n > self.bytes.len() {
+            return Err(DecodeError("a length beyond the message"));
+        }
+        let s = std::str::from_utf8(self.take(n)?)
+            .map_err(|_| DecodeError("a string that is not UTF-8"))?;
+        if s.is_empty() {
+            return Ok(Name::default());
+        }
+        let name = Name::new(s);
+        if self.names.len() < NAME_TABLE {
+            self.names.push(name);
+        }
+        Ok(name)
     }
     /// `true` when every byte was read.
     pub fn is_empty(&self) -> bool {
@@ -189,11 +244,10 @@ impl Wire for RString {
 
 impl Wire for Name {
     fn put(&self, e: &mut Enc) {
-        e.str(self.as_str());
+        e.name(*self);
     }
     fn get(d: &mut Dec<'_>) -> DResult<Name> {
-        let s = d.str()?;
-        Ok(if s.is_empty() { Name::default() } else { Name::new(s) })
+        d.name()
     }
 }
 
@@ -394,7 +448,7 @@ wire_struct! {
     Resource { name, reservation, volume, flags, value }
 }
 
-/// Resources cross entry by entry and are rebuilt with [`Resources::from_entries`] (canonical
+/// Resources cross entry by entry and are rebuilt with [`Resources::add_resource`] (canonical
 /// on arrival, as the host's own arithmetic would make them).
 impl Wire for Resources {
     fn put(&self, e: &mut Enc) {
@@ -402,11 +456,11 @@ impl Wire for Resources {
     }
     fn get(d: &mut Dec<'_>) -> DResult<Resources> {
         let n = d.len()?;
-        let mut entries = Vec::with_capacity(n);
+        let mut out = Resources::new();
         for _ in 0..n {
-            entries.push(Resource::get(d)?);
+            out.add_resource(Resource::get(d)?);
         }
-        Ok(Resources::from_entries(entries))
+        Ok(out)
     }
 }
 
@@ -475,6 +529,26 @@ mod tests {
         round_trip(batch);
         round_trip(AllocatorOptions::default());
         round_trip(ModuleError::rejected("no such agent"));
+    }
+
+    #[test]
+    fn a_name_repeated_in_a_frame_crosses_by_position_and_an_unsent_position_is_refused() {
+        let r: Resources = "cpus:1;mem:2".parse().unwrap();
+        let mut e = Enc::default();
+        r.put(&mut e);
+        let first = e.buf.len();
+        r.put(&mut e);
+        assert!(e.buf.len() - first < first, "the second copy refers to the names");
+        let mut d = Dec::new(&e.buf);
+        assert_eq!(Resources::get(&mut d).unwrap(), r);
+        assert_eq!(Resources::get(&mut d).unwrap(), r);
+        let mut e = Enc::default();
+        e.u32(1);
+        e.u32(NAME_REF | 5);
+        assert_eq!(
+            Resources::get(&mut Dec::new(&e.buf)),
+            Err(DecodeError("a name position never sent"))
+        );
     }
 
     #[test]

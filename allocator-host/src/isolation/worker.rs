@@ -112,6 +112,7 @@ fn text(e: DecodeError) -> String {
 /// Appends one reply frame written by `body`.
 fn reply(out: &mut Enc, body: impl FnOnce(&mut Enc)) {
     let at = out.buf.len();
+    out.start_frame();
     out.u32(0);
     body(out);
     let len = (out.buf.len() - at - 4) as u32;
@@ -129,6 +130,7 @@ fn reply_to(
     let instance = d.u32()? as usize;
     let method = d.u8()?;
     let at = out.buf.len();
+    out.start_frame();
     out.u32(0);
     if instance == 0 {
         control_call(d, out, method, registry, module, instances)?;
