@@ -83,7 +83,11 @@ impl Link {
         for end in [&host, &child_end] {
             widen(end);
         }
+        use std::os::unix::process::CommandExt;
+        // Its own process group: a Ctrl-C meant for the master does not kill the worker (the
+        // worker ends when the master closes the channel, or dies).
         let child = Command::new(&exe)
+            .process_group(0)
             .arg(WORKER_ARG)
             .arg(&spec.module)
             .stdin(Stdio::from(std::os::fd::OwnedFd::from(child_end)))

@@ -29,6 +29,7 @@ const EXIT_CHANNEL: i32 = 70;
 /// [`WORKER_ARG`]: super::WORKER_ARG
 pub fn worker_main() -> ! {
     init_logging();
+    end_with_the_master();
     let code = match take_channel().and_then(serve) {
         Ok(()) => 0,
         Err(e) => {
@@ -37,6 +38,24 @@ pub fn worker_main() -> ! {
         }
     };
     std::process::exit(code)
+}
+
+/// A worker whose master died while a module call runs here would never read the channel
+/// again: a thread checks once a second that the master is still its parent.
+fn end_with_the_master() {
+    // SAFETY: getppid has no preconditions.
+    let master = unsafe { libc::getppid() };
+    let _ = std::thread::Builder::new().name("master-watch".into()).spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            // SAFETY: as above; _exit ends the process at once.
+            unsafe {
+                if libc::getppid() != master {
+                    libc::_exit(0);
+                }
+            }
+        }
+    });
 }
 
 /// Takes the channel from standard input (which then reads `/dev/null`, so that a module
