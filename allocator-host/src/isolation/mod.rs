@@ -27,6 +27,12 @@
 //! The library is still opened and checked in the master too (to read its modules' names
 //! and kinds); the factories and every call run only in the worker.
 //!
+//! Each side polls the socket briefly before it sleeps on it (20 µs the host, 50 µs the
+//! worker): a reply or the next request usually comes sooner than a sleeping process wakes.
+//! The environment variable `ALLOCATOR_ISOLATION_SPIN_US` sets both (0: never poll).
+//! Workers run in their own process group (a Ctrl-C meant for the master leaves them to end
+//! when the master closes the channel) and end when the master is gone.
+//!
 //! # Embedding
 //!
 //! A master that embeds this crate and isolates modules must let its executable act as the
