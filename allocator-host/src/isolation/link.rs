@@ -179,10 +179,10 @@ impl Link {
         }
         w.frame(instance, method, args);
         w.posted.push(name);
-        if w.posted.len() >= MAX_POSTED {
-            if let Err(e) = w.exchange(reply_result)? {
-                w.deferred.get_or_insert(ModuleError::failed(format!("{name}: {e}")));
-            }
+        if w.posted.len() >= MAX_POSTED
+            && let Err(e) = w.exchange(reply_result)?
+        {
+            w.deferred.get_or_insert(ModuleError::failed(format!("{name}: {e}")));
         }
         Ok(())
     }

@@ -15,7 +15,7 @@
 //! to the rest of the host an isolated module is one more `Box<dyn Allocator>` or sorter
 //! factory. When the worker dies (a signal, an exit, an out-of-memory kill) or does not answer
 //! within the watchdog's timeout (it is then killed), the call in progress and every later
-//! one return a fault [`ModuleError`](allocator_api::ModuleError) naming the module, the call
+//! one return a fault [`ModuleError`] naming the module, the call
 //! and the cause (`worker for module 'x' killed by SIGSEGV during allocate`), so the host's
 //! `--on_module_failure` policy applies as for any other module fault.
 //!
@@ -40,12 +40,11 @@
 //! (or point [`IsolationSettings::worker_exe`] at a binary that does):
 //!
 //! ```no_run
-//! fn main() {
-//!     if allocator_host::isolation::is_worker_invocation() {
-//!         allocator_host::isolation::worker_main();
-//!     }
-//!     // … the master …
+//! // First thing in `main`:
+//! if allocator_host::isolation::is_worker_invocation() {
+//!     allocator_host::isolation::worker_main(); // never returns
 //! }
+//! // … the master …
 //! ```
 //!
 //! [`ModuleRegistry::sorter_factory`]: crate::ModuleRegistry::sorter_factory
