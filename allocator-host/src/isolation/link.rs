@@ -332,8 +332,8 @@ impl Worker {
         let posted = std::mem::take(&mut self.posted);
         let (last, earlier) = posted.split_last().expect("at least the call itself");
         for name in earlier {
-            self.read_frame(name, frame)?;
-            match reply_result(&mut Dec::new(frame)) {
+            let n = self.read_frame(name, frame)?;
+            match reply_result(&mut Dec::new(&frame[..n])) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     if self.deferred.is_none() {
@@ -346,15 +346,22 @@ impl Worker {
                 Err(_) => return Err(self.malformed(name)),
             }
         }
-        self.read_frame(last, frame)?;
-        let mut d = Dec::new(frame);
+        let n = self.read_frame(last, frame)?;
+        let mut d = Dec::new(&frame[..n]);
         match reply(&mut d) {
             Ok(r) if d.is_empty() => Ok(r),
             _ => Err(self.malformed(last)),
         }
     }
 
-    fn read_frame(&mut self, during: &'static str, frame: &mut Vec<u8>) -> Result<(), ModuleError> {
+    /// Reads one reply frame into `frame[..n]` and returns `n`. `frame` keeps its largest
+    /// length; it grows only as the bytes arrive, so a worker cannot make the host commit
+    /// memory for a frame it announces and never sends.
+    fn read_frame(
+        &mut self,
+        during: &'static str,
+        frame: &mut Vec<u8>,
+    ) -> Result<usize, ModuleError> {
         let mut len = [0u8; 4];
         if let Err(e) = self.reader.read_exact(&mut len) {
             return Err(self.end(during, Some(e)));
@@ -363,14 +370,20 @@ impl Worker {
         if len > MAX_FRAME {
             return Err(self.malformed(during));
         }
-        if frame.len() < len {
-            frame.resize(len, 0);
+        let read = if len <= frame.len() {
+            self.reader.read_exact(&mut frame[..len])
+        } else {
+            frame.clear();
+            match (&mut self.reader).take(len as u64).read_to_end(frame) {
+                Ok(n) if n == len => Ok(()),
+                Ok(_) => Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Err(e) => Err(e),
+            }
+        };
+        match read {
+            Ok(()) => Ok(len),
+            Err(e) => Err(self.end(during, Some(e))),
         }
-        frame.truncate(len);
-        if let Err(e) = self.reader.read_exact(frame) {
-            return Err(self.end(during, Some(e)));
-        }
-        Ok(())
     }
 
     fn malformed(&mut self, during: &str) -> ModuleError {
