@@ -9,7 +9,8 @@
 //! * [`actor`]: embedding an allocator in a live master, with Mesos-named [`metrics`].
 //! * [`fallback`]: the built-in rebuilt from the host's records when a module fails.
 //! * [`guard`]: the offer guard and the sort-output checks (the host never trusts a module);
-//!   [`watchdog`]: the call budget and timeout every module call runs under.
+//!   [`watchdog`]: the call budget and timeout every module call runs under;
+//!   [`isolation`]: modules in worker processes, so that no module can take the master down.
 //! * [`names`]: names for the handles in a module's messages.
 //!
 //! It depends on no command line, HTTP, plotting or scenario code: the `allocator-master` crate
@@ -21,6 +22,7 @@ pub mod actor;
 pub mod fallback;
 pub mod guard;
 pub mod hierarchical;
+pub mod isolation;
 pub mod manifest;
 pub mod metrics;
 pub mod names;

@@ -16,6 +16,7 @@ use allocator_api::abi::{
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
 use crate::guard::CheckedSorter;
+use crate::isolation::{ISOLATION_PARAMETER, Isolation, IsolationSettings, Isolator};
 use crate::manifest::{self, Manifest, ManifestError, ManifestSource};
 use crate::watchdog::{Watchdog, WatchedAllocator, WatchedSorter};
 
@@ -200,6 +201,16 @@ pub enum LoadError {
         /// The library loaded now.
         second: String,
     },
+    /// A module's `isolation` parameter is neither `none` nor `process`.
+    #[error("manifest {manifest}: module '{module}': parameter 'isolation': {reason}")]
+    BadIsolation {
+        /// The manifest.
+        manifest: String,
+        /// The module name.
+        module: String,
+        /// What is wrong with the value.
+        reason: String,
+    },
     /// The same module was listed again with different parameters.
     #[error("manifest {manifest}: module '{module}' is already loaded with different parameters")]
     DuplicateParameters {
@@ -287,8 +298,11 @@ pub struct LoadedModule {
     pub author: String,
     /// Its description.
     pub description: String,
-    /// The manifest parameters for its factory.
+    /// The manifest parameters for its factory (without the host's `isolation` parameter).
     pub parameters: Vec<Parameter>,
+    /// Where its instances run, when its manifest entry says (`isolation` parameter);
+    /// `None`: as the registry's [`IsolationSettings::default`] says.
+    pub isolation: Option<Isolation>,
     descriptor: ModuleDescriptor,
 }
 
@@ -309,6 +323,7 @@ pub struct ModuleRegistry {
     modules: BTreeMap<String, LoadedModule>,
     exe_dir: Option<PathBuf>,
     watchdog: Watchdog,
+    isolator: Isolator,
 }
 
 impl ModuleRegistry {
@@ -320,7 +335,20 @@ impl ModuleRegistry {
             modules: BTreeMap::new(),
             exe_dir,
             watchdog: Watchdog::default(),
+            isolator: Isolator::default(),
         }
+    }
+
+    /// Sets how modules are isolated (`--module_isolation`, `--module_memory_limit_mb`): for
+    /// instances created from now on. See [`crate::isolation`].
+    pub fn set_isolation(&mut self, settings: IsolationSettings) {
+        self.isolator.settings = settings;
+    }
+
+    /// Where the instances of module `m` run: its manifest entry's `isolation` parameter, else
+    /// the registry's default.
+    pub fn isolation_of(&self, m: &LoadedModule) -> Isolation {
+        m.isolation.unwrap_or(self.isolator.settings.default)
     }
 
     /// The call budget and watchdog every module call runs under (factories, instances and
@@ -389,9 +417,21 @@ impl ModuleRegistry {
                     });
                 };
                 check_descriptor(descriptor, &label, &shown)?;
+                let isolation =
+                    match module.parameters.iter().rev().find(|p| p.key == ISOLATION_PARAMETER) {
+                        None => None,
+                        Some(p) => Some(p.value.parse::<Isolation>().map_err(|reason| {
+                            LoadError::BadIsolation {
+                                manifest: label.clone(),
+                                module: name.to_owned(),
+                                reason,
+                            }
+                        })?),
+                    };
                 let parameters: Vec<Parameter> = module
                     .parameters
                     .iter()
+                    .filter(|p| p.key != ISOLATION_PARAMETER)
                     .map(|p| Parameter {
                         key: p.key.as_str().into(),
                         value: p.value.as_str().into(),
@@ -406,7 +446,7 @@ impl ModuleRegistry {
                             second: shown,
                         });
                     }
-                    if existing.parameters != parameters {
+                    if existing.parameters != parameters || existing.isolation != isolation {
                         return Err(LoadError::DuplicateParameters {
                             manifest: label,
                             module: name.to_owned(),
@@ -432,6 +472,7 @@ impl ModuleRegistry {
                         author: descriptor.author.to_string(),
                         description: descriptor.description.to_string(),
                         parameters,
+                        isolation,
                         descriptor: *descriptor,
                     },
                 );
@@ -584,6 +625,20 @@ impl ModuleRegistry {
         config: &SorterConfig,
     ) -> Result<Box<dyn Sorter>, CreateError> {
         if let Some(m) = self.module_of_kind(name, ModuleKind::SORTER, flag)? {
+            if self.isolation_of(m) == Isolation::Process {
+                return self
+                    .isolator
+                    .create_sorter(
+                        &m.name,
+                        &m.library,
+                        &m.parameters,
+                        config,
+                        &self.watchdog,
+                        false,
+                    )
+                    .map(|s| Box::new(CheckedSorter::new(Box::new(s), &m.name)) as Box<dyn Sorter>)
+                    .map_err(|e| create_error("sorter", m, e));
+            }
             let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
                 unreachable!("kind checked")
             };
@@ -613,6 +668,17 @@ impl ModuleRegistry {
             };
             let module = m.clone();
             let watchdog = self.watchdog.clone();
+            if self.isolation_of(m) == Isolation::Process {
+                let isolator = self.isolator.clone();
+                return Ok(Box::new(move |config: &SorterConfig| {
+                    let m = &module;
+                    let sorter = isolator
+                        .create_sorter(&m.name, &m.library, &m.parameters, config, &watchdog, true)
+                        .map_err(|e| create_error("sorter", m, e).to_string())?;
+                    Ok(Box::new(CheckedSorter::length_only(Box::new(sorter), &m.name))
+                        as Box<dyn Sorter>)
+                }));
+            }
             return Ok(Box::new(move |config: &SorterConfig| {
                 // For the built-in allocator, which checks each client as it walks an answer.
                 let label = format!("sorter '{}'", module.name);
@@ -655,6 +721,13 @@ impl ModuleRegistry {
                 loaded: self.loaded_names(),
             });
         };
+        if self.isolation_of(m) == Isolation::Process {
+            return self
+                .isolator
+                .create_allocator(&m.name, &m.library, &m.parameters, options, &self.watchdog)
+                .map(|a| Box::new(a) as Box<dyn Allocator>)
+                .map_err(|e| create_error("allocator", m, e));
+        }
         let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
             unreachable!("kind checked")
         };
@@ -666,6 +739,36 @@ impl ModuleRegistry {
             Ok(a) => Ok(Box::new(WatchedAllocator::new(Box::new(a), &m.name, &self.watchdog))),
             Err(e) => Err(create_error("allocator", m, e)),
         }
+    }
+
+    /// An instance of allocator module `name`, straight from its factory (no watchdog, no
+    /// isolation): for the module worker, which is the isolation.
+    pub(crate) fn raw_allocator(
+        &self,
+        name: &str,
+        options: &AllocatorOptions,
+    ) -> Result<Box<dyn Allocator>, allocator_api::ModuleError> {
+        let m = self.modules.get(name).ok_or_else(|| unknown_in_worker(name))?;
+        let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
+            return Err(unknown_in_worker(name));
+        };
+        let allocator = factory(options, m.parameters.as_slice().into()).into_result()?;
+        Ok(Box::new(allocator))
+    }
+
+    /// An instance of sorter module `name`, straight from its factory (see
+    /// [`raw_allocator`](Self::raw_allocator)).
+    pub(crate) fn raw_sorter(
+        &self,
+        name: &str,
+        config: &SorterConfig,
+    ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
+        let m = self.modules.get(name).ok_or_else(|| unknown_in_worker(name))?;
+        let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
+            return Err(unknown_in_worker(name));
+        };
+        let sorter = factory(config, m.parameters.as_slice().into()).into_result()?;
+        Ok(Box::new(sorter))
     }
 
     fn new_sorter(
@@ -700,6 +803,10 @@ fn checked_sorter(
     let sorter = created.into_result()?;
     let watched = WatchedSorter::new(Box::new(sorter), &m.name, watchdog);
     Ok(Box::new(CheckedSorter::new(Box::new(watched), &m.name)))
+}
+
+fn unknown_in_worker(name: &str) -> allocator_api::ModuleError {
+    allocator_api::ModuleError::failed(format!("the worker has no module '{name}' of that kind"))
 }
 
 fn create_error(

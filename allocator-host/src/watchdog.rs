@@ -155,6 +155,24 @@ impl Watchdog {
         }
     }
 
+    /// The budget and the timeout in milliseconds, as set (`None`: off).
+    pub fn limits_ms(&self) -> (Option<f64>, Option<f64>) {
+        (ms(&self.shared.budget_ms), ms(&self.shared.timeout_ms))
+    }
+
+    /// Counts and logs a call that `module` (an isolated module, timed by its proxy) took
+    /// `took_ms` for, if that is over the budget.
+    pub(crate) fn note_call(&self, module: &str, what: &str, took_ms: f64) {
+        if let Some(budget) = ms(&self.shared.budget_ms)
+            && took_ms > budget
+        {
+            self.shared.over_budget.fetch_add(1, Ordering::Relaxed);
+            log::warn!(
+                "module call {what} ({module}) took {took_ms:.1} ms, over the {budget} ms budget"
+            );
+        }
+    }
+
     /// The number of module calls that took longer than the budget so far.
     pub fn over_budget(&self) -> u64 {
         self.shared.over_budget.load(Ordering::Relaxed)

@@ -60,6 +60,20 @@ pub struct ModuleFlags {
     /// Load every manifest file in DIR, in alphabetical order.
     #[arg(long = "modules_dir", alias = "modules-dir", value_name = "DIR")]
     pub modules_dir: Option<PathBuf>,
+    /// Where module instances run: `none` in the master's process, `process` in a worker
+    /// process per module, which the master survives whatever the module does (a module's
+    /// manifest parameter `isolation` overrides this) [default: none].
+    #[arg(
+        long = "module_isolation",
+        alias = "module-isolation",
+        value_name = "MODE",
+        value_parser = ["none", "process"]
+    )]
+    pub module_isolation: Option<String>,
+    /// The address-space limit of each module worker, MiB (isolated modules only) [default:
+    /// none].
+    #[arg(long = "module_memory_limit_mb", alias = "module-memory-limit-mb", value_name = "MB")]
+    pub module_memory_limit_mb: Option<u64>,
 }
 
 impl ModuleFlags {
@@ -68,11 +82,32 @@ impl ModuleFlags {
         ModuleFlags {
             modules: self.modules.or_else(|| outer.modules.clone()),
             modules_dir: self.modules_dir.or_else(|| outer.modules_dir.clone()),
+            module_isolation: self.module_isolation.or_else(|| outer.module_isolation.clone()),
+            module_memory_limit_mb: self.module_memory_limit_mb.or(outer.module_memory_limit_mb),
         }
     }
 
     fn any(&self) -> bool {
-        self.modules.is_some() || self.modules_dir.is_some()
+        self.modules.is_some()
+            || self.modules_dir.is_some()
+            || self.module_isolation.is_some()
+            || self.module_memory_limit_mb.is_some()
+    }
+
+    /// `--module_isolation` and `--module_memory_limit_mb` as the registry takes them.
+    fn isolation(&self) -> Result<allocator_host::isolation::IsolationSettings, String> {
+        let default = match self.module_isolation.as_deref() {
+            None => allocator_host::isolation::Isolation::None,
+            Some(mode) => mode.parse().map_err(|e| format!("--module_isolation: {e}"))?,
+        };
+        if self.module_memory_limit_mb == Some(0) {
+            return Err("--module_memory_limit_mb must be positive".into());
+        }
+        Ok(allocator_host::isolation::IsolationSettings {
+            default,
+            memory_limit_mb: self.module_memory_limit_mb,
+            worker_exe: None,
+        })
     }
 }
 
@@ -608,7 +643,13 @@ impl Applies {
 fn refuse_outer_flags(args: &Args, subcommand: &str, applies: Applies) -> Result<(), String> {
     let mut given: Vec<&str> = Vec::new();
     if !applies.modules && args.modules.any() {
-        given.push(if args.modules.modules.is_some() { "--modules" } else { "--modules_dir" });
+        given.push(if args.modules.modules.is_some() {
+            "--modules"
+        } else if args.modules.modules_dir.is_some() {
+            "--modules_dir"
+        } else {
+            "--module_isolation/--module_memory_limit_mb"
+        });
     }
     if !applies.engine && args.engine.any() {
         given.push("--allocator/--role_sorter/--framework_sorter");
@@ -646,6 +687,7 @@ fn load_modules(flags: &ModuleFlags, limits: &CallLimitFlags) -> Result<ModuleRe
     let mut registry = ModuleRegistry::new();
     let (budget, timeout) = limits.resolved();
     registry.watchdog().set_limits(budget, timeout);
+    registry.set_isolation(flags.isolation()?);
     registry
         .load_flags(flags.modules.as_deref(), flags.modules_dir.as_deref())
         .map_err(|e| format!("error loading modules: {e}"))?;

@@ -1,0 +1,421 @@
+//! The calls of [`Allocator`] and [`Sorter`] over the channel, written once: from one list of
+//! methods (each with its number on the wire), `isolated!` writes the host's proxy (the plain
+//! trait implemented by sending the call) and the worker's dispatch (a request decoded, the
+//! module called, the reply encoded).
+//!
+//! Modes: `call` waits for the reply; `post` (sorter calls the built-in allocator makes per
+//! offer and whose errors it treats as faults anyway) is queued and answered with the next
+//! call when the proxy was made for the built-in allocator, and waits otherwise; `out` writes
+//! its answer into the caller's buffer.
+
+use allocator_api::allocator::{
+    InverseOfferStatus, InverseOfferStatusEntry, Operation, RoleQuota, RoleWeight, Unavailability,
+};
+use allocator_api::{
+    AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, ClientId, FrameworkId,
+    FrameworkInfo, FrameworkOptions, ModuleError, OfferBatch, Quantities, Quota, RString, RVec,
+    Resources, Result, Sorter,
+};
+
+use super::link::{Link, reply_result};
+use super::wire::{DResult, Dec, DecodeError, Enc, Wire, get_into, put_slice};
+
+/// A plain trait's argument type: how the host sends it and how the worker lends the decoded
+/// value to the module as that type.
+pub(crate) trait Arg<'a> {
+    /// What the worker decodes.
+    type Owned: Wire;
+    /// The argument as the plain trait takes it.
+    fn lend(owned: &'a Self::Owned) -> Self;
+    /// Appends the argument.
+    fn send(&self, e: &mut Enc);
+}
+
+impl<'a, T: Wire> Arg<'a> for &'a T {
+    type Owned = T;
+    fn lend(owned: &'a T) -> &'a T {
+        owned
+    }
+    fn send(&self, e: &mut Enc) {
+        (**self).put(e);
+    }
+}
+
+impl<'a, T: Wire> Arg<'a> for &'a [T] {
+    type Owned = Vec<T>;
+    fn lend(owned: &'a Vec<T>) -> &'a [T] {
+        owned
+    }
+    fn send(&self, e: &mut Enc) {
+        put_slice(self, e);
+    }
+}
+
+impl<'a> Arg<'a> for &'a str {
+    type Owned = String;
+    fn lend(owned: &'a String) -> &'a str {
+        owned
+    }
+    fn send(&self, e: &mut Enc) {
+        e.str(self);
+    }
+}
+
+impl<'a, T: Wire> Arg<'a> for Option<&'a T> {
+    type Owned = Option<T>;
+    fn lend(owned: &'a Option<T>) -> Option<&'a T> {
+        owned.as_ref()
+    }
+    fn send(&self, e: &mut Enc) {
+        match self {
+            None => e.u8(0),
+            Some(v) => {
+                e.u8(1);
+                v.put(e);
+            }
+        }
+    }
+}
+
+impl<'a, T: Wire> Arg<'a> for Option<&'a [T]> {
+    type Owned = Option<Vec<T>>;
+    fn lend(owned: &'a Option<Vec<T>>) -> Option<&'a [T]> {
+        owned.as_deref()
+    }
+    fn send(&self, e: &mut Enc) {
+        match self {
+            None => e.u8(0),
+            Some(v) => {
+                e.u8(1);
+                put_slice(v, e);
+            }
+        }
+    }
+}
+
+macro_rules! copied_args {
+    ($($t:ty),*) => {$(
+        impl<'a> Arg<'a> for $t {
+            type Owned = $t;
+            fn lend(owned: &'a $t) -> $t {
+                *owned
+            }
+            fn send(&self, e: &mut Enc) {
+                self.put(e);
+            }
+        }
+    )*};
+}
+copied_args!(
+    f64,
+    u32,
+    bool,
+    AgentId,
+    ClientId,
+    FrameworkId,
+    Option<f64>,
+    Option<InverseOfferStatus>,
+    Option<ClientId>
+);
+
+/// A plain trait's return value on the wire.
+pub(crate) trait Reply: Sized {
+    /// Worker: appends the value.
+    fn put_reply(self, e: &mut Enc);
+    /// Host: reads the value.
+    fn get_reply(d: &mut Dec<'_>) -> DResult<Self>;
+    /// Host: the value to return, given what the call gave (a dead worker, a failed posted
+    /// call reported now). Infallible queries answer what a failing module answers across
+    /// the boundary (`false`, 0, `None`).
+    fn settle(r: Result<Self, ModuleError>, link: &Link) -> Self;
+}
+
+impl Reply for Result<()> {
+    fn put_reply(self, e: &mut Enc) {
+        match self {
+            Ok(()) => e.u8(0),
+            Err(err) => {
+                e.u8(1);
+                err.put(e);
+            }
+        }
+    }
+    fn get_reply(d: &mut Dec<'_>) -> DResult<Self> {
+        reply_result(d)
+    }
+    fn settle(r: Result<Self, ModuleError>, link: &Link) -> Self {
+        match r {
+            Err(e) => Err(e),
+            Ok(answer) => match link.take_deferred() {
+                Some(e) => Err(e),
+                None => answer,
+            },
+        }
+    }
+}
+
+macro_rules! plain_replies {
+    ($($t:ty),*) => {$(
+        impl Reply for $t {
+            fn put_reply(self, e: &mut Enc) {
+                self.put(e);
+            }
+            fn get_reply(d: &mut Dec<'_>) -> DResult<Self> {
+                <$t>::get(d)
+            }
+            fn settle(r: Result<Self, ModuleError>, _: &Link) -> Self {
+                r.unwrap_or_default()
+            }
+        }
+    )*};
+}
+plain_replies!(bool, usize, Option<f64>);
+
+/// A caller-owned output buffer: read in place, reusing its memory where it can.
+pub(crate) trait OutParam: Wire + Default {
+    /// Reads the answer into `self`.
+    fn read_into(&mut self, d: &mut Dec<'_>) -> DResult<()> {
+        *self = Self::get(d)?;
+        Ok(())
+    }
+    /// Empties the buffer (a failed call leaves it empty).
+    fn empty(&mut self) {
+        *self = Self::default();
+    }
+}
+
+impl<T: Wire> OutParam for RVec<T> {
+    fn read_into(&mut self, d: &mut Dec<'_>) -> DResult<()> {
+        get_into(d, self)
+    }
+    fn empty(&mut self) {
+        self.clear();
+    }
+}
+
+impl OutParam for OfferBatch {
+    fn read_into(&mut self, d: &mut Dec<'_>) -> DResult<()> {
+        get_into(d, &mut self.offers)?;
+        get_into(d, &mut self.inverse_offers)
+    }
+    fn empty(&mut self) {
+        self.clear();
+    }
+}
+
+impl OutParam for Resources {}
+impl OutParam for Quantities {}
+
+/// Host: reads an `out` call's reply into the caller's buffer.
+fn out_reply<T: OutParam>(d: &mut Dec<'_>, out: &mut T) -> DResult<Result<()>> {
+    match d.u8()? {
+        0 => out.read_into(d).map(Ok),
+        1 => {
+            out.empty();
+            Ok(Err(ModuleError::get(d)?))
+        }
+        _ => Err(DecodeError("a bad reply tag")),
+    }
+}
+
+/// Worker: writes an `out` call's reply.
+fn put_out<T: Wire>(r: Result<()>, out: &T, e: &mut Enc) {
+    match r {
+        Ok(()) => {
+            e.u8(0);
+            out.put(e);
+        }
+        Err(err) => {
+            e.u8(1);
+            err.put(e);
+        }
+    }
+}
+
+/// The host's proxy methods, one per listed call.
+macro_rules! proxy_methods {
+    () => {};
+    ($id:literal out fn $name:ident(& $(mut $($m:lifetime)?)? self $(, $arg:ident : $ty:ty)* ; $out:ident : $oty:ty) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(& $(mut $($m)?)? self $(, $arg: $ty)*, $out: &mut $oty) -> $ret {
+            let reply = self.link.call(
+                self.instance,
+                $id,
+                stringify!($name),
+                |_e| { $(Arg::send(&$arg, _e);)* },
+                |d| out_reply(d, $out),
+            );
+            <$ret as Reply>::settle(reply, &self.link)
+        }
+        proxy_methods!($($rest)*);
+    };
+    ($id:literal call fn $name:ident(& $(mut $($m:lifetime)?)? self $(, $arg:ident : $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(& $(mut $($m)?)? self $(, $arg: $ty)*) -> $ret {
+            let reply = self.link.call(
+                self.instance,
+                $id,
+                stringify!($name),
+                |_e| { $(Arg::send(&$arg, _e);)* },
+                <$ret as Reply>::get_reply,
+            );
+            <$ret as Reply>::settle(reply, &self.link)
+        }
+        proxy_methods!($($rest)*);
+    };
+    ($id:literal post fn $name:ident(&mut self $(, $arg:ident : $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
+            if self.posting {
+                return self.link.post(self.instance, $id, stringify!($name), |e| {
+                    $(Arg::send(&$arg, e);)*
+                });
+            }
+            let reply = self.link.call(
+                self.instance,
+                $id,
+                stringify!($name),
+                |e| { $(Arg::send(&$arg, e);)* },
+                <$ret as Reply>::get_reply,
+            );
+            <$ret as Reply>::settle(reply, &self.link)
+        }
+        proxy_methods!($($rest)*);
+    };
+}
+
+/// The worker's dispatch: one `if` per listed call.
+macro_rules! dispatch_calls {
+    ($t:ident, $method:ident, $d:ident, $e:ident;) => {};
+    ($t:ident, $method:ident, $d:ident, $e:ident; $id:literal out fn $name:ident(& $(mut $($m:lifetime)?)? self $(, $arg:ident : $ty:ty)* ; $out:ident : $oty:ty) -> $ret:ty; $($rest:tt)*) => {
+        if $method == $id {
+            $(let $arg = <<$ty as Arg<'_>>::Owned as Wire>::get($d)?;)*
+            let mut $out = <$oty>::default();
+            let r = $t.$name($(<$ty as Arg<'_>>::lend(&$arg),)* &mut $out);
+            put_out(r, &$out, $e);
+            return Ok(());
+        }
+        dispatch_calls!($t, $method, $d, $e; $($rest)*);
+    };
+    ($t:ident, $method:ident, $d:ident, $e:ident; $id:literal $mode:ident fn $name:ident(& $(mut $($m:lifetime)?)? self $(, $arg:ident : $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        if $method == $id {
+            $(let $arg = <<$ty as Arg<'_>>::Owned as Wire>::get($d)?;)*
+            let r: $ret = $t.$name($(<$ty as Arg<'_>>::lend(&$arg)),*);
+            Reply::put_reply(r, $e);
+            return Ok(());
+        }
+        dispatch_calls!($t, $method, $d, $e; $($rest)*);
+    };
+}
+
+/// Writes the proxy's impl of `$trait` and the worker's dispatch from one list of calls.
+macro_rules! isolated {
+    (impl $trait:ident for $proxy:ident; dispatch $dispatch:ident; $($list:tt)*) => {
+        impl $trait for $proxy {
+            proxy_methods!($($list)*);
+        }
+
+        /// Worker: decodes the arguments of call `method`, calls the module and appends the
+        /// reply.
+        pub(crate) fn $dispatch(
+            target: &mut dyn $trait,
+            method: u8,
+            d: &mut Dec<'_>,
+            e: &mut Enc,
+        ) -> DResult<()> {
+            dispatch_calls!(target, method, d, e; $($list)*);
+            Err(DecodeError("an unknown call"))
+        }
+    };
+}
+
+/// An allocator module running in a worker process.
+pub struct IsolatedAllocator {
+    link: Link,
+    instance: u32,
+}
+
+/// A sorter module running in a worker process.
+pub struct IsolatedSorter {
+    link: Link,
+    instance: u32,
+    /// Queue the per-offer calls instead of waiting for each (for the built-in allocator).
+    posting: bool,
+}
+
+impl IsolatedAllocator {
+    pub(crate) fn new(link: Link, instance: u32) -> IsolatedAllocator {
+        IsolatedAllocator { link, instance }
+    }
+}
+
+impl IsolatedSorter {
+    pub(crate) fn new(link: Link, instance: u32, posting: bool) -> IsolatedSorter {
+        IsolatedSorter { link, instance, posting }
+    }
+}
+
+impl Drop for IsolatedAllocator {
+    fn drop(&mut self) {
+        self.link.drop_instance(self.instance);
+    }
+}
+
+impl Drop for IsolatedSorter {
+    fn drop(&mut self) {
+        self.link.drop_instance(self.instance);
+    }
+}
+
+isolated! {
+    impl Allocator for IsolatedAllocator;
+    dispatch dispatch_allocator;
+    1 call fn set_time(&mut self, now: f64) -> Result<()>;
+    2 call fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()>;
+    3 call fn add_framework(&mut self, info: &FrameworkInfo, used: &[Allocation], active: bool, options: &FrameworkOptions) -> Result<()>;
+    4 call fn remove_framework(&mut self, framework: FrameworkId) -> Result<()>;
+    5 call fn activate_framework(&mut self, framework: FrameworkId) -> Result<()>;
+    6 call fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()>;
+    7 call fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()>;
+    8 call fn add_agent(&mut self, info: &AgentInfo, unavailability: Option<&Unavailability>, total: &Resources, used: &[Allocation]) -> Result<()>;
+    9 call fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
+    10 call fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()>;
+    11 call fn add_resource_provider(&mut self, agent: AgentId, total: &Resources, used: &[Allocation]) -> Result<()>;
+    12 call fn activate_agent(&mut self, agent: AgentId) -> Result<()>;
+    13 call fn deactivate_agent(&mut self, agent: AgentId) -> Result<()>;
+    14 call fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()>;
+    15 call fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()>;
+    16 call fn update_allocation(&mut self, framework: FrameworkId, agent: AgentId, role: &str, operations: &[Operation]) -> Result<()>;
+    17 call fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()>;
+    18 call fn update_unavailability(&mut self, agent: AgentId, unavailability: Option<&Unavailability>) -> Result<()>;
+    19 call fn update_inverse_offer(&mut self, agent: AgentId, framework: FrameworkId, status: Option<InverseOfferStatus>, refuse_seconds: Option<f64>) -> Result<()>;
+    20 out fn inverse_offer_statuses(&self; out: RVec<InverseOfferStatusEntry>) -> Result<()>;
+    21 call fn transition_offered_to_allocated(&mut self, agent: AgentId, resources: &Resources) -> Result<()>;
+    22 call fn recover_resources(&mut self, framework: FrameworkId, agent: AgentId, role: &str, resources: &Resources, refuse_seconds: Option<f64>) -> Result<()>;
+    23 call fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
+    24 call fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
+    25 call fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()>;
+    26 call fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()>;
+    27 call fn pause(&mut self) -> Result<()>;
+    28 call fn resume(&mut self) -> Result<()>;
+    29 out fn allocate(&mut self, agents: &[AgentId], periodic: bool; out: OfferBatch) -> Result<()>;
+}
+
+isolated! {
+    impl Sorter for IsolatedSorter;
+    dispatch dispatch_sorter;
+    1 call fn add(&mut self, client: ClientId, path: &str) -> Result<()>;
+    2 call fn remove(&mut self, client: ClientId) -> Result<()>;
+    3 call fn activate(&mut self, client: ClientId) -> Result<()>;
+    4 call fn deactivate(&mut self, client: ClientId) -> Result<()>;
+    5 call fn update_weight(&mut self, path: &str, weight: f64) -> Result<()>;
+    6 post fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
+    7 post fn update(&mut self, client: ClientId, agent: AgentId, old: &Resources, new: &Resources) -> Result<()>;
+    8 post fn unallocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
+    9 out fn allocation(&self, client: ClientId; out: RVec<AgentAllocation>) -> Result<()>;
+    10 out fn allocation_on(&self, client: ClientId, agent: AgentId; out: Resources) -> Result<()>;
+    11 out fn allocation_scalar_quantities(&self, client: Option<ClientId>; out: Quantities) -> Result<()>;
+    12 call fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
+    13 call fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
+    14 out fn sort(&mut self; out: RVec<ClientId>) -> Result<()>;
+    15 call fn contains(&self, client: ClientId) -> bool;
+    16 call fn count(&self) -> usize;
+    17 call fn dominant_share(&self, client: ClientId) -> Option<f64>;
+}

@@ -1,0 +1,228 @@
+//! Process isolation: a module's instances run in a worker process, so that nothing the module
+//! does — `abort()`, a null dereference, `exit(0)`, a panic while panicking, unbounded
+//! allocation, a hang — can take the master down.
+//!
+//! # How it works
+//!
+//! For an isolated module, the [registry](crate::ModuleRegistry) starts one worker process per
+//! module (the running executable, with [`WORKER_ARG`] as its first argument) and talks to it
+//! over a Unix socket pair with a compact binary encoding of the calls (length-prefixed frames;
+//! see `wire.rs`). The worker loads the same library through the same loader and checks, and
+//! creates and calls the instances the host asks for. The module code and ABI are unchanged.
+//!
+//! The host holds [`IsolatedAllocator`] and [`IsolatedSorter`] proxies, which implement the
+//! plain [`Allocator`](allocator_api::Allocator) and [`Sorter`](allocator_api::Sorter) traits:
+//! to the rest of the host an isolated module is one more `Box<dyn Allocator>` or sorter
+//! factory. When the worker dies (a signal, an exit, an out-of-memory kill) or does not answer
+//! within the watchdog's timeout (it is then killed), the call in progress and every later
+//! one return a fault [`ModuleError`] naming the module, the call
+//! and the cause (`worker for module 'x' killed by SIGSEGV during allocate`), so the host's
+//! `--on_module_failure` policy applies as for any other module fault.
+//!
+//! Sorters made for the built-in allocator ([`ModuleRegistry::sorter_factory`]) queue the
+//! per-offer calls (`allocated`, `unallocated`, `update`) and collect their answers with the
+//! next call that needs one: the built-in allocator treats any error of those as a fault, so
+//! a failure reported one call late changes nothing but the call it is reported with.
+//!
+//! The library is still opened and checked in the master too (to read its modules' names
+//! and kinds); the factories and every call run only in the worker.
+//!
+//! Each side polls the socket briefly before it sleeps on it (20 µs the host, 50 µs the
+//! worker): a reply or the next request usually comes sooner than a sleeping process wakes.
+//! The environment variable `ALLOCATOR_ISOLATION_SPIN_US` sets both (0: never poll).
+//! Workers run in their own process group (a Ctrl-C meant for the master leaves them to end
+//! when the master closes the channel) and end when the master is gone.
+//!
+//! # Embedding
+//!
+//! A master that embeds this crate and isolates modules must let its executable act as the
+//! worker: call [`worker_main`] first thing in `main` when [`is_worker_invocation`] says so
+//! (or point [`IsolationSettings::worker_exe`] at a binary that does):
+//!
+//! ```no_run
+//! // First thing in `main`:
+//! if allocator_host::isolation::is_worker_invocation() {
+//!     allocator_host::isolation::worker_main(); // never returns
+//! }
+//! // … the master …
+//! ```
+//!
+//! [`ModuleRegistry::sorter_factory`]: crate::ModuleRegistry::sorter_factory
+
+mod calls;
+mod link;
+mod wire;
+mod worker;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use allocator_api::abi::Parameter;
+use allocator_api::{AllocatorOptions, ModuleError, SorterConfig};
+
+pub use calls::{IsolatedAllocator, IsolatedSorter};
+pub use worker::worker_main;
+
+use crate::watchdog::Watchdog;
+use link::{Link, control, reply_result};
+use wire::{Enc, Wire};
+
+/// The first argument that makes the master's executable a module worker (see
+/// [`worker_main`]).
+pub const WORKER_ARG: &str = "__module-worker";
+
+/// The manifest module parameter that chooses a module's isolation (`none` or `process`); it
+/// is the host's, and is not passed to the module's factory.
+pub const ISOLATION_PARAMETER: &str = "isolation";
+
+/// `true` when this process was started as a module worker (its first argument is
+/// [`WORKER_ARG`]).
+pub fn is_worker_invocation() -> bool {
+    std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG)
+}
+
+/// Where a module's instances run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// In the master's process (the fastest; a fatal fault in the module is fatal to the
+    /// master).
+    #[default]
+    None,
+    /// In a worker process of its own (the master survives whatever the module does).
+    Process,
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = String;
+    /// `none` or `process`.
+    fn from_str(s: &str) -> Result<Isolation, String> {
+        match s {
+            "none" => Ok(Isolation::None),
+            "process" => Ok(Isolation::Process),
+            other => Err(format!("unknown isolation '{other}' (expected none or process)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Isolation::None => "none",
+            Isolation::Process => "process",
+        })
+    }
+}
+
+/// How a registry isolates its modules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IsolationSettings {
+    /// For modules whose manifest entry does not say (`--module_isolation`).
+    pub default: Isolation,
+    /// The address-space limit each worker sets on itself before it loads the library
+    /// (`--module_memory_limit_mb`); `None`: no limit.
+    pub memory_limit_mb: Option<u64>,
+    /// The worker executable; `None`: the running executable (which must call
+    /// [`worker_main`], see the [module documentation](self#embedding)).
+    pub worker_exe: Option<PathBuf>,
+}
+
+/// What a worker is started for: one module of one library.
+pub(crate) struct Spec {
+    pub(crate) module: String,
+    pub(crate) library: PathBuf,
+    pub(crate) parameters: Vec<Parameter>,
+    pub(crate) memory_limit_mb: Option<u64>,
+    pub(crate) worker_exe: Option<PathBuf>,
+}
+
+impl Spec {
+    /// The worker's first request: what to load.
+    fn put(&self, e: &mut Enc) {
+        e.str(&self.library.to_string_lossy());
+        e.str(&self.module);
+        self.parameters.put(e);
+        self.memory_limit_mb.put(e);
+    }
+}
+
+/// The registry's workers, one per isolated module, started on first use and again after one
+/// died.
+#[derive(Clone, Default)]
+pub(crate) struct Isolator {
+    pub(crate) settings: IsolationSettings,
+    workers: Arc<Mutex<HashMap<String, Link>>>,
+}
+
+impl Isolator {
+    /// The live worker of `module`, started if there is none.
+    fn link(
+        &self,
+        module: &str,
+        library: &std::path::Path,
+        parameters: &[Parameter],
+        watchdog: &Watchdog,
+    ) -> Result<Link, ModuleError> {
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(link) = workers.get(module).filter(|l| !l.is_dead()) {
+            return Ok(link.clone());
+        }
+        let spec = Spec {
+            module: module.to_owned(),
+            library: library.to_owned(),
+            parameters: parameters.to_vec(),
+            memory_limit_mb: self.settings.memory_limit_mb,
+            worker_exe: self.settings.worker_exe.clone(),
+        };
+        let link = Link::spawn(&spec, watchdog).map_err(|e| {
+            ModuleError::failed(format!("cannot start a worker for module '{module}': {e}"))
+        })?;
+        workers.insert(module.to_owned(), link.clone());
+        Ok(link)
+    }
+
+    /// Creates an instance of allocator module `module` in its worker.
+    pub(crate) fn create_allocator(
+        &self,
+        module: &str,
+        library: &std::path::Path,
+        parameters: &[Parameter],
+        options: &AllocatorOptions,
+        watchdog: &Watchdog,
+    ) -> Result<IsolatedAllocator, ModuleError> {
+        let link = self.link(module, library, parameters, watchdog)?;
+        let id = create(&link, control::CREATE_ALLOCATOR, |e| options.put(e))?;
+        Ok(IsolatedAllocator::new(link, id))
+    }
+
+    /// Creates an instance of sorter module `module` in its worker; `posting`: queue the
+    /// per-offer calls (for the built-in allocator).
+    pub(crate) fn create_sorter(
+        &self,
+        module: &str,
+        library: &std::path::Path,
+        parameters: &[Parameter],
+        config: &SorterConfig,
+        watchdog: &Watchdog,
+        posting: bool,
+    ) -> Result<IsolatedSorter, ModuleError> {
+        let link = self.link(module, library, parameters, watchdog)?;
+        let id = create(&link, control::CREATE_SORTER, |e| config.put(e))?;
+        Ok(IsolatedSorter::new(link, id, posting))
+    }
+}
+
+fn create(link: &Link, what: u8, args: impl FnOnce(&mut Enc)) -> Result<u32, ModuleError> {
+    let id = link.new_instance();
+    link.call(
+        0,
+        what,
+        "create",
+        |e| {
+            e.u32(id);
+            args(e);
+        },
+        reply_result,
+    )??;
+    Ok(id)
+}

@@ -1,0 +1,288 @@
+//! The worker's side: load one module's library, then create, call and drop its instances as
+//! the host asks, until the host closes the channel.
+
+use std::io::{BufReader, Read, Write};
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use allocator_api::abi::Parameter;
+use allocator_api::{Allocator, AllocatorOptions, ModuleError, Sorter, SorterConfig};
+
+use super::calls::{Reply, dispatch_allocator, dispatch_sorter};
+use super::link::{MAX_FRAME, SpinRead, control};
+use super::wire::{DResult, Dec, DecodeError, Enc, Wire};
+use crate::manifest::{LibraryEntry, Manifest, ManifestSource, ModuleEntry, ParameterEntry};
+use crate::registry::ModuleRegistry;
+
+/// How long the worker polls for the next request before it sleeps on the socket: during an
+/// allocation run the host's calls come microseconds apart.
+const WORKER_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The exit code of a worker whose channel broke or carried something it could not decode.
+const EXIT_CHANNEL: i32 = 70;
+
+/// Runs this process as a module worker and exits: the host started it with [`WORKER_ARG`]
+/// and the channel as its standard input. Never returns. See the
+/// [module documentation](super#embedding).
+///
+/// [`WORKER_ARG`]: super::WORKER_ARG
+pub fn worker_main() -> ! {
+    init_logging();
+    end_with_the_master();
+    let code = match take_channel().and_then(serve) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("allocator-master: module worker: {e}");
+            EXIT_CHANNEL
+        }
+    };
+    std::process::exit(code)
+}
+
+/// A worker whose master died while a module call runs here would never read the channel
+/// again: a thread checks once a second that the master is still its parent.
+fn end_with_the_master() {
+    // SAFETY: getppid has no preconditions.
+    let master = unsafe { libc::getppid() };
+    let _ = std::thread::Builder::new().name("master-watch".into()).spawn(move || {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            // SAFETY: as above; _exit ends the process at once.
+            unsafe {
+                if libc::getppid() != master {
+                    libc::_exit(0);
+                }
+            }
+        }
+    });
+}
+
+/// Takes the channel from standard input (which then reads `/dev/null`, so that a module
+/// reading it cannot steal the host's requests).
+fn take_channel() -> Result<UnixStream, String> {
+    // SAFETY: plain descriptor calls on descriptors this process owns.
+    unsafe {
+        let fd = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        if fd < 0 {
+            return Err(format!(
+                "no channel on standard input: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::close(null);
+        }
+        Ok(UnixStream::from_raw_fd(fd))
+    }
+}
+
+/// A module instance the worker holds.
+enum Instance {
+    Allocator(Box<dyn Allocator>),
+    Sorter(Box<dyn Sorter>),
+}
+
+fn serve(stream: UnixStream) -> Result<(), String> {
+    let mut reader = BufReader::with_capacity(1 << 16, SpinRead::new(stream, WORKER_SPIN));
+    let mut frame = Vec::new();
+    let mut out = Enc::default();
+    if !read_frame(&mut reader, &mut frame)? {
+        return Ok(());
+    }
+    let mut d = Dec::new(&frame);
+    let (_, _) = (d.u32().map_err(text)?, d.u8().map_err(text)?);
+    let library = d.str().map_err(text)?.to_owned();
+    let module = d.str().map_err(text)?.to_owned();
+    let parameters = Vec::<Parameter>::get(&mut d).map_err(text)?;
+    let memory_limit_mb = Option::<u64>::get(&mut d).map_err(text)?;
+    let loaded = limit_memory(memory_limit_mb)
+        .and_then(|()| load(Path::new(&library), &module, &parameters));
+    let registry = match loaded {
+        Ok(registry) => registry,
+        Err(message) => {
+            reply(&mut out, |e| Err::<(), _>(ModuleError::failed(message)).put_reply(e));
+            reader.get_ref().stream().write_all(&out.buf).map_err(|e| e.to_string())?;
+            return Ok(());
+        }
+    };
+    reply(&mut out, |e| Ok::<(), ModuleError>(()).put_reply(e));
+    let mut instances: Vec<Option<Instance>> = Vec::new();
+    loop {
+        if reader.buffer().is_empty() && !out.buf.is_empty() {
+            reader.get_ref().stream().write_all(&out.buf).map_err(|e| e.to_string())?;
+            out.buf.clear();
+        }
+        if !read_frame(&mut reader, &mut frame)? {
+            return Ok(());
+        }
+        let mut d = Dec::new(&frame);
+        let handled = reply_to(&mut d, &mut out, &registry, &module, &mut instances);
+        handled.map_err(text)?;
+    }
+}
+
+fn text(e: DecodeError) -> String {
+    e.to_string()
+}
+
+/// Appends one reply frame written by `body`.
+fn reply(out: &mut Enc, body: impl FnOnce(&mut Enc)) {
+    let at = out.buf.len();
+    out.start_frame();
+    out.u32(0);
+    body(out);
+    let len = (out.buf.len() - at - 4) as u32;
+    out.buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Handles one request and appends its reply.
+fn reply_to(
+    d: &mut Dec<'_>,
+    out: &mut Enc,
+    registry: &ModuleRegistry,
+    module: &str,
+    instances: &mut Vec<Option<Instance>>,
+) -> DResult<()> {
+    let instance = d.u32()? as usize;
+    let method = d.u8()?;
+    let at = out.buf.len();
+    out.start_frame();
+    out.u32(0);
+    if instance == 0 {
+        control_call(d, out, method, registry, module, instances)?;
+    } else {
+        match instances.get_mut(instance) {
+            Some(Some(Instance::Allocator(a))) => dispatch_allocator(&mut **a, method, d, out)?,
+            Some(Some(Instance::Sorter(s))) => dispatch_sorter(&mut **s, method, d, out)?,
+            _ => return Err(DecodeError("an unknown instance")),
+        }
+    }
+    if !d.is_empty() {
+        return Err(DecodeError("bytes after the arguments"));
+    }
+    let len = (out.buf.len() - at - 4) as u32;
+    out.buf[at..at + 4].copy_from_slice(&len.to_le_bytes());
+    Ok(())
+}
+
+fn control_call(
+    d: &mut Dec<'_>,
+    out: &mut Enc,
+    method: u8,
+    registry: &ModuleRegistry,
+    module: &str,
+    instances: &mut Vec<Option<Instance>>,
+) -> DResult<()> {
+    let id = d.u32()? as usize;
+    if id == 0 || id > instances.len() + (1 << 20) {
+        return Err(DecodeError("an instance id out of range"));
+    }
+    if instances.len() <= id {
+        instances.resize_with(id + 1, || None);
+    }
+    let created = match method {
+        control::CREATE_ALLOCATOR => {
+            let options = AllocatorOptions::get(d)?;
+            registry.raw_allocator(module, &options).map(Instance::Allocator)
+        }
+        control::CREATE_SORTER => {
+            let config = SorterConfig::get(d)?;
+            registry.raw_sorter(module, &config).map(Instance::Sorter)
+        }
+        control::DROP => {
+            drop(instances[id].take());
+            Ok::<(), ModuleError>(()).put_reply(out);
+            return Ok(());
+        }
+        _ => return Err(DecodeError("an unknown control call")),
+    };
+    match created {
+        Ok(instance) => {
+            instances[id] = Some(instance);
+            Ok::<(), ModuleError>(()).put_reply(out);
+        }
+        Err(e) => Err::<(), _>(e).put_reply(out),
+    }
+    Ok(())
+}
+
+/// Reads one frame; `false` at the end of the channel (the host is done).
+fn read_frame(reader: &mut BufReader<SpinRead>, frame: &mut Vec<u8>) -> Result<bool, String> {
+    let mut len = [0u8; 4];
+    match reader.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err("a request longer than any the host sends".into());
+    }
+    frame.clear();
+    frame.resize(len, 0);
+    reader.read_exact(frame).map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
+/// Sets the address-space limit before anything is loaded.
+fn limit_memory(memory_limit_mb: Option<u64>) -> Result<(), String> {
+    let Some(mb) = memory_limit_mb else { return Ok(()) };
+    let bytes = mb.saturating_mul(1 << 20) as libc::rlim_t;
+    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+    // SAFETY: sets a limit of this process from a valid struct.
+    if unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) } != 0 {
+        return Err(format!(
+            "cannot set the memory limit of {mb} MiB: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Loads the one library and module through the registry's loader and checks.
+fn load(library: &Path, module: &str, parameters: &[Parameter]) -> Result<ModuleRegistry, String> {
+    let manifest = Manifest {
+        libraries: vec![LibraryEntry {
+            file: Some(library.to_string_lossy().into_owned()),
+            name: None,
+            modules: vec![ModuleEntry {
+                name: Some(module.to_owned()),
+                parameters: parameters
+                    .iter()
+                    .map(|p| ParameterEntry { key: p.key.to_string(), value: p.value.to_string() })
+                    .collect(),
+            }],
+        }],
+    };
+    let source = ManifestSource { label: "module worker".into(), base: "/".into() };
+    let mut registry = ModuleRegistry::new();
+    registry.load_manifest(&manifest, &source).map_err(|e| e.to_string())?;
+    Ok(registry)
+}
+
+/// Module records go to standard error, at the level `RUST_LOG` names (`warn` if it names
+/// none), marked as the worker's.
+fn init_logging() {
+    struct Stderr(log::LevelFilter);
+    impl log::Log for Stderr {
+        fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+            m.level() <= self.0
+        }
+        fn log(&self, r: &log::Record<'_>) {
+            if self.enabled(r.metadata()) {
+                eprintln!("[module worker {} {}] {}", r.level(), r.target(), r.args());
+            }
+        }
+        fn flush(&self) {}
+    }
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse::<log::LevelFilter>().ok())
+        .unwrap_or(log::LevelFilter::Warn);
+    if log::set_boxed_logger(Box::new(Stderr(level))).is_ok() {
+        log::set_max_level(level);
+    }
+}
