@@ -189,190 +189,258 @@ fn run_benchmarks(
 ) -> Result<u8, String> {
     let subjects = subjects(args, registry);
     let all = b.benchmark == "all";
-    if all || b.benchmark == "decline-offers" {
-        let rounds = b.rounds.unwrap_or(DECLINE_ROUNDS).max(1);
-        let window = STEADY_WINDOW.min(rounds as usize);
-        let (first, last) = window_labels(rounds, window);
-        header(
-            &format!(
-                "DeclineOffers: {rounds} allocation runs; medians of {first} (filters piling \
-                 up) and {last} (steady state); setup through events; peak resident memory"
-            ),
-            &subjects,
-        );
-        let agent_counts = or(&b.agents, &[1000, 5000, 10_000, 20_000]);
-        let mut curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for &agents in agent_counts {
-            for &frameworks in or(&b.clients, &[100, 1000, 2000]) {
-                let (mut early, mut steady, mut setup, mut peak) =
-                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-                for s in &subjects {
-                    let mut a = s.allocator()?;
-                    let m = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
-                    drop(a);
-                    early.push(ms(m.first(window)));
-                    steady.push(ms(m.last(window)));
-                    setup.push(ms(m.setup));
-                    peak.push(m.peak_rss_kib as f64 / 1024.0);
-                    curves
-                        .entry(format!("{}, {frameworks} fw", s.label))
-                        .or_default()
-                        .push(ms(m.last(window)));
-                }
-                let params = format!("{agents} x {frameworks} fw");
-                row(&format!("{params}: {first}"), &early, "ms/run");
-                row(&format!("{params}: {last}"), &steady, "ms/run");
-                row(&format!("{params}: setup"), &setup, "ms");
-                row(&format!("{params}: peak RSS"), &peak, "MiB");
-                if step() {
-                    return Ok(0);
-                }
-            }
-        }
-        if let Some(path) = &b.plot {
-            write_curve(path, agent_counts, &curves, &last)?;
-        }
+    if (all || b.benchmark == "decline-offers") && decline_offers_table(b, &subjects, step)? {
+        return Ok(0);
     }
-    if all || b.benchmark == "nothing-to-offer" {
-        let rounds = b.rounds.unwrap_or(20).max(1);
-        header(
-            &format!(
-                "Nothing to offer: offers declined until a run makes none, then the median of \
-                 {rounds} runs"
-            ),
-            &subjects,
-        );
-        for &agents in or(&b.agents, &[10_000]) {
-            for &frameworks in or(&b.clients, &[50]) {
-                let mut values = Vec::new();
-                for s in &subjects {
-                    let mut a = s.allocator()?;
-                    let m = bench::nothing_to_offer(a.as_mut(), agents, frameworks, rounds)?;
-                    values.push(ms(bench::median(&m.runs)));
-                }
-                row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
-                if step() {
-                    return Ok(0);
-                }
-            }
-        }
+    if (all || b.benchmark == "nothing-to-offer") && nothing_to_offer_table(b, &subjects, step)? {
+        return Ok(0);
     }
-    if all || b.benchmark == "suppress-offers" {
-        header("SuppressOffers: median of 5 runs, a fifth more suppressed each", &subjects);
-        for &agents in or(&b.agents, &[1000, 10_000]) {
-            for &frameworks in or(&b.clients, &[100, 1000]) {
-                let mut values = Vec::new();
-                for s in &subjects {
-                    let mut a = s.allocator()?;
-                    let times = bench::suppress_offers(a.as_mut(), agents, frameworks)?;
-                    values.push(ms(bench::median(&times)));
-                }
-                row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
-                if step() {
-                    return Ok(0);
-                }
-            }
-        }
+    if (all || b.benchmark == "suppress-offers") && suppress_offers_table(b, &subjects, step)? {
+        return Ok(0);
     }
-    if all || b.benchmark == "large-and-small-quota" {
-        let rounds = b.rounds.unwrap_or(5);
-        header(
-            &format!(
-                "LargeAndSmallQuota: a full run, then the median of {rounds} with nothing left"
-            ),
-            &subjects,
-        );
-        let small = or(&b.agents, &[25, 250, 2500]);
-        let large = or(&b.clients, &[5, 50, 500]);
-        for (&s_roles, &l_roles) in small.iter().zip(large) {
-            let (mut full, mut empty) = (Vec::new(), Vec::new());
-            let mut offers = 0;
-            for s in &subjects {
-                let mut a = s.allocator()?;
-                let r = bench::large_and_small_quota(a.as_mut(), s_roles, l_roles, rounds)?;
-                full.push(ms(r.full));
-                empty.push(ms(r.empty));
-                offers = r.offers;
-            }
-            let agents = s_roles / 5 + l_roles * 5;
-            let params = format!("{agents} agents x {} roles", s_roles + l_roles);
-            row(&format!("{params}: full ({offers} offers)"), &full, "ms");
-            row(&format!("{params}: empty"), &empty, "ms");
-            if step() {
-                return Ok(0);
-            }
-        }
+    if (all || b.benchmark == "large-and-small-quota")
+        && large_and_small_quota_table(b, &subjects, step)?
+    {
+        return Ok(0);
     }
-    if all || b.benchmark == "add-and-update-agent" {
-        header("AddAndUpdateSlave: add every agent, then update every agent", &subjects);
-        for &agents in or(&b.agents, &[1000, 10_000, 20_000]) {
-            for &frameworks in or(&b.clients, &[100, 1000]) {
-                let (mut add, mut update) = (Vec::new(), Vec::new());
-                for s in &subjects {
-                    let mut a = s.allocator()?;
-                    let (x, y) = bench::add_and_update_agents(a.as_mut(), agents, frameworks)?;
-                    add.push(ms(x));
-                    update.push(ms(y));
-                }
-                row(&format!("{agents} agents x {frameworks} fw: add"), &add, "ms");
-                row(&format!("{agents} agents x {frameworks} fw: update"), &update, "ms");
-                if step() {
-                    return Ok(0);
-                }
-            }
-        }
+    if (all || b.benchmark == "add-and-update-agent")
+        && add_and_update_agent_table(b, &subjects, step)?
+    {
+        return Ok(0);
     }
-    if all || b.benchmark == "full-sort" {
-        const REPEAT: usize = 3;
-        header(
-            &format!("FullSort: each phase, median of {REPEAT} runs alternating the subjects"),
-            &subjects,
-        );
-        for &agents in or(&b.agents, &[1000, 10_000, 50_000]) {
-            for &clients in or(&b.clients, &[100, 1000]) {
-                // runs[subject][repetition] = the phases of one run.
-                let mut runs: Vec<Vec<Vec<bench::Phase>>> = vec![Vec::new(); subjects.len()];
-                for _ in 0..REPEAT {
-                    for (k, s) in subjects.iter().enumerate() {
-                        let mut sorter = s.sorter()?;
-                        runs[k].push(bench::sorter_full_sort(sorter.as_mut(), agents, clients)?);
-                    }
-                }
-                for (i, phase) in runs[0][0].iter().enumerate() {
-                    let values: Vec<f64> = runs
-                        .iter()
-                        .map(|reps| {
-                            let times: Vec<Duration> = reps.iter().map(|p| p[i].elapsed).collect();
-                            ms(bench::median(&times))
-                        })
-                        .collect();
-                    row(&format!("{agents} x {clients}: {}", phase.name), &values, "ms");
-                }
-                if step() {
-                    return Ok(0);
-                }
-            }
-        }
+    if (all || b.benchmark == "full-sort") && full_sort_table(b, &subjects, step)? {
+        return Ok(0);
     }
     if b.benchmark == "memory" {
-        // Peak memory is per process: measure one subject, the flags' one when given.
-        let s = subjects.last().expect("the built-in is always there");
-        let agents = or(&b.agents, &[50_000])[0];
-        let frameworks = or(&b.clients, &[6000])[0];
-        let runs = b.rounds.unwrap_or(1000);
-        let mut samples = vec![1, 10, 100, runs];
-        samples.retain(|&r| r <= runs);
-        samples.dedup();
-        println!("Memory ({}): DeclineOffers cluster, offers given back without filters", s.label);
-        let before = crate::soak::rss_kib();
-        let mut a = s.allocator()?;
-        let (setup, points) = bench::steady_runs(a.as_mut(), agents, frameworks, runs, &samples)?;
-        println!("{agents} agents x {frameworks} frameworks");
-        println!("  resident before setup: {before} KiB; after setup: {setup} KiB");
-        for (run, rss) in points {
-            println!("  after run {run:>6}: {rss} KiB");
-        }
-        println!("  peak resident: {} KiB", bench::peak_rss_kib());
+        memory_table(b, &subjects)?;
     }
     Ok(0)
+}
+
+/// `bench decline-offers`; `Ok(true)` when interrupted.
+fn decline_offers_table(
+    b: &BenchArgs,
+    subjects: &[Subject<'_>],
+    step: &mut dyn FnMut() -> bool,
+) -> Result<bool, String> {
+    let rounds = b.rounds.unwrap_or(DECLINE_ROUNDS).max(1);
+    let window = STEADY_WINDOW.min(rounds as usize);
+    let (first, last) = window_labels(rounds, window);
+    header(
+        &format!(
+            "DeclineOffers: {rounds} allocation runs; medians of {first} (filters piling \
+             up) and {last} (steady state); setup through events; peak resident memory"
+        ),
+        subjects,
+    );
+    let agent_counts = or(&b.agents, &[1000, 5000, 10_000, 20_000]);
+    let mut curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for &agents in agent_counts {
+        for &frameworks in or(&b.clients, &[100, 1000, 2000]) {
+            let (mut early, mut steady, mut setup, mut peak) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for s in subjects {
+                let mut a = s.allocator()?;
+                let m = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
+                drop(a);
+                early.push(ms(m.first(window)));
+                steady.push(ms(m.last(window)));
+                setup.push(ms(m.setup));
+                peak.push(m.peak_rss_kib as f64 / 1024.0);
+                curves
+                    .entry(format!("{}, {frameworks} fw", s.label))
+                    .or_default()
+                    .push(ms(m.last(window)));
+            }
+            let params = format!("{agents} x {frameworks} fw");
+            row(&format!("{params}: {first}"), &early, "ms/run");
+            row(&format!("{params}: {last}"), &steady, "ms/run");
+            row(&format!("{params}: setup"), &setup, "ms");
+            row(&format!("{params}: peak RSS"), &peak, "MiB");
+            if step() {
+                return Ok(true);
+            }
+        }
+    }
+    if let Some(path) = &b.plot {
+        write_curve(path, agent_counts, &curves, &last)?;
+    }
+    Ok(false)
+}
+
+/// `bench nothing-to-offer`; `Ok(true)` when interrupted.
+fn nothing_to_offer_table(
+    b: &BenchArgs,
+    subjects: &[Subject<'_>],
+    step: &mut dyn FnMut() -> bool,
+) -> Result<bool, String> {
+    let rounds = b.rounds.unwrap_or(20).max(1);
+    header(
+        &format!(
+            "Nothing to offer: offers declined until a run makes none, then the median of \
+             {rounds} runs"
+        ),
+        subjects,
+    );
+    for &agents in or(&b.agents, &[10_000]) {
+        for &frameworks in or(&b.clients, &[50]) {
+            let mut values = Vec::new();
+            for s in subjects {
+                let mut a = s.allocator()?;
+                let m = bench::nothing_to_offer(a.as_mut(), agents, frameworks, rounds)?;
+                values.push(ms(bench::median(&m.runs)));
+            }
+            row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+            if step() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `bench suppress-offers`; `Ok(true)` when interrupted.
+fn suppress_offers_table(
+    b: &BenchArgs,
+    subjects: &[Subject<'_>],
+    step: &mut dyn FnMut() -> bool,
+) -> Result<bool, String> {
+    header("SuppressOffers: median of 5 runs, a fifth more suppressed each", subjects);
+    for &agents in or(&b.agents, &[1000, 10_000]) {
+        for &frameworks in or(&b.clients, &[100, 1000]) {
+            let mut values = Vec::new();
+            for s in subjects {
+                let mut a = s.allocator()?;
+                let times = bench::suppress_offers(a.as_mut(), agents, frameworks)?;
+                values.push(ms(bench::median(&times)));
+            }
+            row(&format!("{agents} agents x {frameworks} fw"), &values, "ms/run");
+            if step() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `bench large-and-small-quota`; `Ok(true)` when interrupted.
+fn large_and_small_quota_table(
+    b: &BenchArgs,
+    subjects: &[Subject<'_>],
+    step: &mut dyn FnMut() -> bool,
+) -> Result<bool, String> {
+    let rounds = b.rounds.unwrap_or(5);
+    header(
+        &format!("LargeAndSmallQuota: a full run, then the median of {rounds} with nothing left"),
+        subjects,
+    );
+    let small = or(&b.agents, &[25, 250, 2500]);
+    let large = or(&b.clients, &[5, 50, 500]);
+    for (&s_roles, &l_roles) in small.iter().zip(large) {
+        let (mut full, mut empty) = (Vec::new(), Vec::new());
+        let mut offers = 0;
+        for s in subjects {
+            let mut a = s.allocator()?;
+            let r = bench::large_and_small_quota(a.as_mut(), s_roles, l_roles, rounds)?;
+            full.push(ms(r.full));
+            empty.push(ms(r.empty));
+            offers = r.offers;
+        }
+        let agents = s_roles / 5 + l_roles * 5;
+        let params = format!("{agents} agents x {} roles", s_roles + l_roles);
+        row(&format!("{params}: full ({offers} offers)"), &full, "ms");
+        row(&format!("{params}: empty"), &empty, "ms");
+        if step() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// `bench add-and-update-agent`; `Ok(true)` when interrupted.
+fn add_and_update_agent_table(
+    b: &BenchArgs,
+    subjects: &[Subject<'_>],
+    step: &mut dyn FnMut() -> bool,
+) -> Result<bool, String> {
+    header("AddAndUpdateSlave: add every agent, then update every agent", subjects);
+    for &agents in or(&b.agents, &[1000, 10_000, 20_000]) {
+        for &frameworks in or(&b.clients, &[100, 1000]) {
+            let (mut add, mut update) = (Vec::new(), Vec::new());
+            for s in subjects {
+                let mut a = s.allocator()?;
+                let (x, y) = bench::add_and_update_agents(a.as_mut(), agents, frameworks)?;
+                add.push(ms(x));
+                update.push(ms(y));
+            }
+            row(&format!("{agents} agents x {frameworks} fw: add"), &add, "ms");
+            row(&format!("{agents} agents x {frameworks} fw: update"), &update, "ms");
+            if step() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `bench full-sort`; `Ok(true)` when interrupted.
+fn full_sort_table(
+    b: &BenchArgs,
+    subjects: &[Subject<'_>],
+    step: &mut dyn FnMut() -> bool,
+) -> Result<bool, String> {
+    const REPEAT: usize = 3;
+    header(
+        &format!("FullSort: each phase, median of {REPEAT} runs alternating the subjects"),
+        subjects,
+    );
+    for &agents in or(&b.agents, &[1000, 10_000, 50_000]) {
+        for &clients in or(&b.clients, &[100, 1000]) {
+            // runs[subject][repetition] = the phases of one run.
+            let mut runs: Vec<Vec<Vec<bench::Phase>>> = vec![Vec::new(); subjects.len()];
+            for _ in 0..REPEAT {
+                for (k, s) in subjects.iter().enumerate() {
+                    let mut sorter = s.sorter()?;
+                    runs[k].push(bench::sorter_full_sort(sorter.as_mut(), agents, clients)?);
+                }
+            }
+            for (i, phase) in runs[0][0].iter().enumerate() {
+                let values: Vec<f64> = runs
+                    .iter()
+                    .map(|reps| {
+                        let times: Vec<Duration> = reps.iter().map(|p| p[i].elapsed).collect();
+                        ms(bench::median(&times))
+                    })
+                    .collect();
+                row(&format!("{agents} x {clients}: {}", phase.name), &values, "ms");
+            }
+            if step() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `bench memory`.
+fn memory_table(b: &BenchArgs, subjects: &[Subject<'_>]) -> Result<(), String> {
+    // Peak memory is per process: measure one subject, the flags' one when given.
+    let s = subjects.last().expect("the built-in is always there");
+    let agents = or(&b.agents, &[50_000])[0];
+    let frameworks = or(&b.clients, &[6000])[0];
+    let runs = b.rounds.unwrap_or(1000);
+    let mut samples = vec![1, 10, 100, runs];
+    samples.retain(|&r| r <= runs);
+    samples.dedup();
+    println!("Memory ({}): DeclineOffers cluster, offers given back without filters", s.label);
+    let before = crate::soak::rss_kib();
+    let mut a = s.allocator()?;
+    let (setup, points) = bench::steady_runs(a.as_mut(), agents, frameworks, runs, &samples)?;
+    println!("{agents} agents x {frameworks} frameworks");
+    println!("  resident before setup: {before} KiB; after setup: {setup} KiB");
+    for (run, rss) in points {
+        println!("  after run {run:>6}: {rss} KiB");
+    }
+    println!("  peak resident: {} KiB", bench::peak_rss_kib());
+    Ok(())
 }

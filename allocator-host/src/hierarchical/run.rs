@@ -144,6 +144,11 @@ impl HierarchicalAllocator {
 
     /// Offers one agent to roles in role-sorter order and their frameworks in framework-sorter
     /// order, applying the per-framework checks of section 3.3 and the stage's rules.
+    // Longer than 150 lines on purpose: this is Mesos's nested role/framework walk for one
+    // agent, and its steps (a)–(g) share the borrowed sort buffers, the walk checks of sort
+    // output and the early exits of both loops; the steps with names of their own (the
+    // guarantee and fair-share amounts, charge_quota, grant, the filter checks) are functions
+    // already, and splitting the loops apart would thread a dozen locals through.
     pub(super) fn offer_agent(
         &mut self,
         agent_id: AgentId,
