@@ -307,6 +307,7 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
             ));
         }
         let free = free_for(master, role);
+        capability_reasons(rec, role, &free.free, &mut reasons);
         if gpu_gate && free.gpu_agents > 0 {
             reasons.push(reason(
                 "gpu_capability",
@@ -343,6 +344,44 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
     json!({"event": "explanation", "time": master.now(), "run": master.runs(), "framework": name,
            "roles": per_role, "tasks_running": tasks,
            "offers_last_run": last.by_framework.get(&fw).copied().unwrap_or(0), "reasons": reasons})
+}
+
+/// Free revocable or shared resources the framework cannot receive for want of a capability.
+fn capability_reasons(
+    rec: &crate::master::FrameworkRecord,
+    role: &str,
+    free: &Resources,
+    reasons: &mut Vec<Value>,
+) {
+    let name = rec.info.name.as_str();
+    let gates = [
+        (
+            "revocable_capability",
+            FrameworkCapabilities::REVOCABLE_RESOURCES,
+            "revocable",
+            "REVOCABLE_RESOURCES",
+        ),
+        (
+            "shared_capability",
+            FrameworkCapabilities::SHARED_RESOURCES,
+            "shared",
+            "SHARED_RESOURCES",
+        ),
+    ];
+    for (code, cap, what, cap_name) in gates {
+        if rec.info.capabilities.has(cap) {
+            continue;
+        }
+        let withheld =
+            free.filter(|r| if what == "revocable" { r.is_revocable() } else { r.is_shared() });
+        if !withheld.is_empty() {
+            reasons.push(reason(
+                code,
+                format!("{withheld} free is {what} and not offered to '{name}': it lacks the {cap_name} capability"),
+                json!({"role": role, "resources": withheld.to_string()}),
+            ));
+        }
+    }
 }
 
 /// The framework's place among its role's frameworks by dominant share of what it holds.
@@ -587,6 +626,16 @@ mod tests {
     fn gpu_agents_withheld_from_a_framework_without_the_capability_are_counted() {
         let r = explain(json!([agent("a1", "cpus:4;gpus:2"), framework("f1", "r")]), "f1");
         assert_eq!(find(&r, "gpu_capability")["agents"], 1);
+    }
+
+    #[test]
+    fn revocable_resources_withheld_from_a_framework_without_the_capability_are_named() {
+        let r = explain(
+            json!([agent("a1", "cpus:2;cpus{revocable}:4"),
+                   {"op": "add_framework", "framework": "f1", "roles": ["r"], "capabilities": ["MULTI_ROLE"]}]),
+            "f1",
+        );
+        assert_eq!(find(&r, "revocable_capability")["resources"], "cpus{revocable}:4");
     }
 
     #[test]
