@@ -386,19 +386,18 @@ fn capability_reasons(
 
 /// The framework's place among its role's frameworks by dominant share of what it holds.
 fn framework_rank(master: &Master<'_>, fw: FrameworkId, role: &str) -> Value {
-    let held = |f: FrameworkId| -> Quantities {
-        let mut q = Quantities::new();
-        for a in master.ledger().into_iter().filter(|a| a.framework == f && a.role.as_str() == role)
-        {
-            q.add(&a.resources.scalar_quantities());
-        }
-        q
-    };
+    // What each framework holds under the role, in one pass over the ledger.
+    let mut held: BTreeMap<FrameworkId, Quantities> = BTreeMap::new();
+    for a in master.ledger().into_iter().filter(|a| a.role.as_str() == role) {
+        held.entry(a.framework).or_default().add(&a.resources.scalar_quantities());
+    }
     let mut order: Vec<(String, f64)> = master
         .framework_ids()
         .filter(|f| master.framework_info(*f).is_some_and(|i| i.has_role(role)))
         .map(|f| {
-            let share = dominant_share(&held(f), master.cluster(), master.excluded());
+            let none = Quantities::new();
+            let share =
+                dominant_share(held.get(&f).unwrap_or(&none), master.cluster(), master.excluded());
             (master.framework_name(f).to_owned(), share)
         })
         .collect();

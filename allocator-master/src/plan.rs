@@ -17,6 +17,7 @@ use allocator_host::registry::ModuleRegistry;
 use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::clients::scenario::offers_by_key_json;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::{Setup, Simulation};
@@ -145,15 +146,6 @@ pub fn plan(
     Ok(Plan { at, next_run, without, with_change })
 }
 
-fn offers_json(offers: &Offers) -> Value {
-    Value::Array(
-        offers
-            .iter()
-            .map(|((f, r, a), res)| json!({"framework": f, "role": r, "agent": a, "resources": res.to_string()}))
-            .collect(),
-    )
-}
-
 impl Plan {
     /// Offers made with the change and not without it (or with other resources), and the
     /// reverse.
@@ -184,10 +176,10 @@ impl Plan {
             );
         }
         json!({"at": self.at, "next_allocation_run": self.next_run,
-               "offers": {"without": offers_json(&self.without.offers),
-                          "with_change": offers_json(&self.with_change.offers)},
-               "difference": {"only_with_change": offers_json(&added),
-                              "only_without": offers_json(&removed)},
+               "offers": {"without": offers_by_key_json(&self.without.offers),
+                          "with_change": offers_by_key_json(&self.with_change.offers)},
+               "difference": {"only_with_change": offers_by_key_json(&added),
+                              "only_without": offers_by_key_json(&removed)},
                "shares": shares})
     }
 

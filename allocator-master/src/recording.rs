@@ -12,7 +12,8 @@ use std::path::Path;
 use allocator_api::{InverseOfferStatus, OperationKind, Quantities, Quota, Resources};
 use serde_json::{Map, Value, json};
 
-use crate::allocator_scenario::{ExpectedOffer, Op, TaskSpec};
+use crate::allocator_scenario::{Op, TaskSpec};
+use crate::clients::scenario::offers_json;
 
 fn text(r: &Resources) -> Value {
     Value::String(r.to_string())
@@ -99,14 +100,6 @@ fn used_json(used: &[(String, Option<String>, Resources)]) -> Value {
         }
     }
     Value::Object(m)
-}
-
-fn offers_json(list: &[ExpectedOffer]) -> Value {
-    Value::Array(
-        list.iter()
-            .map(|o| json!({"framework": o.framework, "role": o.role, "agent": o.agent, "resources": o.resources.to_string()}))
-            .collect(),
-    )
 }
 
 /// One scenario event as the scenario file writes it.

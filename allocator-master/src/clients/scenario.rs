@@ -272,13 +272,10 @@ impl Expectations {
                 } else {
                     Value::Array(alternatives.iter().map(|a| offers_json(a)).collect())
                 };
-                let actual_json: Vec<Value> = actual
-                    .iter()
-                    .map(|((f, r, a), res)| json!({"framework": f, "role": r, "agent": a, "resources": res.to_string()}))
-                    .collect();
+                let actual_json = offers_by_key_json(&actual);
                 let what =
                     "offers made since the previous expect_offers (per framework, role and agent)";
-                self.record(index, what, ok, expected, Value::Array(actual_json), master, out);
+                self.record(index, what, ok, expected, actual_json, master, out);
             }
             Op::ExpectInverseOffers(alternatives) => {
                 let actual = std::mem::take(&mut self.pending_inverse);
@@ -363,7 +360,18 @@ fn offers_match(
     want == *actual
 }
 
-fn offers_json(list: &[ExpectedOffer]) -> Value {
+/// Offers by (framework, role, agent) as the stream and `expect_offers` write them.
+pub(crate) fn offers_by_key_json(offers: &BTreeMap<(String, String, String), Resources>) -> Value {
+    Value::Array(
+        offers
+            .iter()
+            .map(|((f, r, a), res)| json!({"framework": f, "role": r, "agent": a, "resources": res.to_string()}))
+            .collect(),
+    )
+}
+
+/// An `expect_offers` list as the scenario file writes it.
+pub(crate) fn offers_json(list: &[ExpectedOffer]) -> Value {
     Value::Array(
         list.iter()
             .map(|o| json!({"framework": o.framework, "role": o.role, "agent": o.agent, "resources": o.resources.to_string()}))
