@@ -2,8 +2,10 @@
 //! scenario (SPEC section 4.1) that `allocator-master --scenario FILE` replays.
 //!
 //! [`op_to_json`] is the inverse of the scenario parser for every event: parsing what it writes
-//! gives back the same [`Op`]. [`Recorder`] writes the scenario: the configuration first, then
-//! each event applied at virtual time `t`, preceded by an `advance` to `t`.
+//! gives back the same [`Op`]. The [`Journal`] puts what the master applied in order, each
+//! event at its virtual time `t` preceded by an `advance` to `t`, and hands it to the
+//! [`Recorder`], which writes the scenario file (the configuration first), and keeps it for
+//! plans. Real frameworks' actions arrive as [`Applied`] entries from the scheduler API client.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -351,11 +353,10 @@ fn clock_op_json(op: &Op) -> Option<Value> {
 }
 
 /// Writes a scenario of what a live master applied (SPEC section 6.3), one event per line,
-/// flushed as it goes; [`finish`](Self::finish) closes the JSON.
+/// flushed as it goes; [`finish`](Self::finish) closes the JSON. The time between events is
+/// the [`Journal`]'s to write, as `advance` events.
 pub struct Recorder {
     out: BufWriter<File>,
-    /// The virtual time the recording has reached.
-    time: f64,
     events: usize,
 }
 
@@ -369,33 +370,137 @@ impl Recorder {
             "{{\"description\": \"recorded by allocator-master serve\",\n \"config\": {config},\n \"events\": ["
         )?;
         out.flush()?;
-        Ok(Recorder { out, time: 0.0, events: 0 })
+        Ok(Recorder { out, events: 0 })
     }
 
-    fn line(&mut self, v: &Value) -> std::io::Result<()> {
+    /// Writes one event.
+    pub fn write(&mut self, op: &Op) -> std::io::Result<()> {
         let sep = if self.events == 0 { "\n  " } else { ",\n  " };
         self.events += 1;
-        write!(self.out, "{sep}{v}")
-    }
-
-    /// Records `op`, applied at virtual time `now`: an `advance` to `now` first when time
-    /// has passed since the last event.
-    pub fn record(&mut self, now: f64, op: &Op) -> std::io::Result<()> {
-        if now > self.time {
-            self.line(&json!({"op": "advance", "seconds": now - self.time}))?;
-            self.time = now;
-        }
-        self.line(&op_to_json(op))?;
+        write!(self.out, "{sep}{}", op_to_json(op))?;
         self.out.flush()
     }
 
-    /// Closes the scenario, with an `advance` to `now` (where the live master stopped).
-    pub fn finish(mut self, now: f64) -> std::io::Result<()> {
-        if now > self.time {
-            self.line(&json!({"op": "advance", "seconds": now - self.time}))?;
-        }
+    /// Closes the scenario.
+    pub fn finish(mut self) -> std::io::Result<()> {
         write!(self.out, "\n]}}\n")?;
         self.out.flush()
+    }
+}
+
+/// One event a client applied to the master, as a scenario event, with when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The virtual time it was applied at.
+    pub at: f64,
+    /// Whether it was applied before the periodic allocation run of that instant (a task's
+    /// end), not after it.
+    pub before_run: bool,
+    /// What was applied.
+    pub op: Op,
+}
+
+/// How far before the allocation run of the same instant [`Journal::applied_before_run`]
+/// places an event: less than the master's time resolution for task ends (a microsecond), more
+/// than its tolerance for "the same instant" (a nanosecond).
+pub const BEFORE_RUN: f64 = 1e-7;
+
+/// What a master applied, as scenario events in order with the time between them as `advance`
+/// events: kept in memory for plans ([`keep`](Self::keep)) and written to a file for
+/// `serve --record` ([`record_to`](Self::record_to)). Replaying the events from the same
+/// set-up makes the same offers (SPEC 6.3).
+///
+/// Events are applied at the master's current time, after the periodic allocation run of
+/// that instant, if any, except a task's end, which the master applies before the run of
+/// the instant it falls on; [`applied_before_run`](Self::applied_before_run) places such an
+/// event [`BEFORE_RUN`] seconds earlier (when nothing was applied since), which changes no
+/// offer: nothing happens in between.
+#[derive(Default)]
+pub struct Journal {
+    /// The virtual time the journal has reached.
+    time: f64,
+    kept: Option<Vec<Op>>,
+    recorder: Option<Recorder>,
+}
+
+impl Journal {
+    /// Keeps every event from now on in memory (for [`events`](Self::events)).
+    pub fn keep(&mut self) {
+        self.kept.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes every event from now on to `recorder`.
+    pub fn record_to(&mut self, recorder: Recorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// Whether events are kept or written at all.
+    pub fn is_on(&self) -> bool {
+        self.kept.is_some() || self.recorder.is_some()
+    }
+
+    /// The events kept so far, with the clock advanced to `now` (`None` unless kept).
+    pub fn events(&self, now: f64) -> Option<Vec<Op>> {
+        let mut ops = self.kept.clone()?;
+        if now > self.time {
+            ops.push(Op::Advance(now - self.time));
+        }
+        Some(ops)
+    }
+
+    /// `op` was applied at virtual time `now`.
+    pub fn applied(&mut self, now: f64, op: &Op) {
+        self.emit_at(now, op);
+    }
+
+    /// `op` was applied at virtual time `now`, before the periodic allocation run of that
+    /// instant (a task that ended then).
+    pub fn applied_before_run(&mut self, now: f64, op: &Op) {
+        self.emit_at(now - BEFORE_RUN, op);
+    }
+
+    /// Entries a client applied, in order.
+    pub fn take(&mut self, entries: Vec<Applied>) {
+        for e in entries {
+            if e.before_run {
+                self.applied_before_run(e.at, &e.op);
+            } else {
+                self.applied(e.at, &e.op);
+            }
+        }
+    }
+
+    fn emit_at(&mut self, t: f64, op: &Op) {
+        if !self.is_on() {
+            return;
+        }
+        if t > self.time {
+            self.emit(&Op::Advance(t - self.time));
+            self.time = t;
+        }
+        self.emit(op);
+    }
+
+    fn emit(&mut self, op: &Op) {
+        if let Some(kept) = &mut self.kept {
+            kept.push(op.clone());
+        }
+        if let Some(r) = &mut self.recorder
+            && let Err(e) = r.write(op)
+        {
+            log::warn!("recording stopped: {e}");
+            eprintln!("allocator-master: the recording stopped: {e}");
+            self.recorder = None;
+        }
+    }
+
+    /// Ends the recording (if any) with the clock advanced to `now`, where the master stopped.
+    pub fn finish_recording(&mut self, now: f64) -> std::io::Result<()> {
+        let Some(mut r) = self.recorder.take() else { return Ok(()) };
+        if now > self.time {
+            r.write(&Op::Advance(now - self.time))?;
+        }
+        r.finish()
     }
 }
 
@@ -405,7 +510,7 @@ mod tests {
 
     use serde_json::{Map, Value, json};
 
-    use super::{Recorder, op_to_json};
+    use super::{BEFORE_RUN, Journal, Recorder, op_to_json};
     use crate::allocator_scenario::{AllocatorScenario, Op};
     use crate::scenario::Document;
 
@@ -452,12 +557,46 @@ mod tests {
         let path = dir.join("rec.json");
         let config: Map<String, Value> =
             json!({"allocation_interval": 1.0}).as_object().unwrap().clone();
-        let mut r = Recorder::create(&path, &config).unwrap();
-        r.record(0.0, &Op::Pause).unwrap();
-        r.record(2.5, &Op::Resume).unwrap();
-        r.finish(4.0).unwrap();
+        let mut journal = Journal::default();
+        journal.record_to(Recorder::create(&path, &config).unwrap());
+        journal.applied(0.0, &Op::Pause);
+        journal.applied(2.5, &Op::Resume);
+        journal.finish_recording(4.0).unwrap();
         let doc = Document::read(&path).unwrap();
         assert_eq!(ops_of(&doc), vec![Op::Pause, Op::Advance(2.5), Op::Resume, Op::Advance(1.5)]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_event_before_the_run_of_its_instant_is_placed_just_before_it() {
+        let mut journal = Journal::default();
+        journal.keep();
+        journal.applied_before_run(3.0, &Op::Pause);
+        journal.applied(3.0, &Op::Resume);
+        assert_eq!(
+            journal.events(3.0).unwrap(),
+            vec![
+                Op::Advance(3.0 - BEFORE_RUN),
+                Op::Pause,
+                Op::Advance(3.0 - (3.0 - BEFORE_RUN)),
+                Op::Resume
+            ]
+        );
+    }
+
+    #[test]
+    fn an_event_before_the_run_after_others_of_its_instant_keeps_their_order() {
+        let mut journal = Journal::default();
+        journal.keep();
+        journal.applied(2.0, &Op::Pause);
+        journal.applied_before_run(2.0, &Op::Resume);
+        assert_eq!(journal.events(2.0).unwrap(), vec![Op::Advance(2.0), Op::Pause, Op::Resume]);
+    }
+
+    #[test]
+    fn nothing_is_kept_unless_asked() {
+        let mut journal = Journal::default();
+        journal.applied(1.0, &Op::Pause);
+        assert!(journal.events(1.0).is_none());
     }
 }

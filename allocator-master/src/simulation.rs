@@ -20,7 +20,7 @@ use crate::clients::simulated::SimulatedFrameworks;
 use crate::master::{Event, Master};
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
-use crate::recording::Recorder;
+use crate::recording::{Journal, Recorder};
 
 pub use crate::master::{Engine, FailurePolicy, Setup};
 pub use allocator_host::metrics::dominant_share;
@@ -62,10 +62,8 @@ pub struct Simulation<'r> {
     expectations: Expectations,
     /// Where a long run reports how far it got.
     progress: Option<Arc<crate::progress::Counters>>,
-    /// Where `serve --record` writes what was applied.
-    recorder: Option<Recorder>,
-    /// Every event applied, in order, when kept (for plans).
-    history: Option<Vec<Op>>,
+    /// What was applied, kept for plans and written by `serve --record`.
+    journal: Journal,
     /// The role or framework `--explain` names, and the last run's offers it is told from.
     explain: Option<String>,
     last_run: crate::explain::LastRun,
@@ -134,7 +132,7 @@ impl<'r> Simulation<'r> {
     ) -> Result<Simulation<'r>, String> {
         Ok(Simulation {
             initial_setup: setup.clone(),
-            history: None,
+            journal: Journal::default(),
             explain: None,
             last_run: crate::explain::LastRun::default(),
             master: Master::new(registry, setup)?,
@@ -144,7 +142,6 @@ impl<'r> Simulation<'r> {
             stats: Stats::default(),
             expectations: Expectations::new(file),
             progress: None,
-            recorder: None,
         })
     }
 
@@ -253,52 +250,56 @@ impl<'r> Simulation<'r> {
         };
         scenario::apply(op, master, &mut deliverer)?;
         deliverer.deliver(master)?;
-        if let Some(history) = &mut self.history {
-            history.push(op.clone());
-        }
         if !matches!(op, Op::Advance(_) | Op::Tick) {
-            self.record(op);
+            self.journal.applied(self.master.now(), op);
         }
+        self.journal_mesos();
         Ok(())
+    }
+
+    /// Moves what the connected frameworks applied into the journal.
+    fn journal_mesos(&mut self) {
+        if let Some(mesos) = &mut self.mesos {
+            self.journal.take(mesos.take_journal());
+        }
     }
 
     /// Keeps every event applied from now on (call it before the first), so that
     /// [`plan`](Self::plan) can fork the master.
     pub fn keep_history(&mut self) {
-        self.history.get_or_insert_with(Vec::new);
+        self.journal.keep();
+        self.journal_connected_frameworks();
     }
 
     /// What `change` would do to the next allocation run, against not applying it
     /// ([`crate::plan`]); changes nothing here. Needs [`keep_history`](Self::keep_history).
     pub fn plan(&self, change: &Op) -> Result<crate::plan::Plan, String> {
-        let history = self.history.as_deref().ok_or("this master keeps no history to plan from")?;
-        crate::plan::plan(self.master.registry(), &self.initial_setup, history, change)
+        let history = self
+            .journal
+            .events(self.master.now())
+            .ok_or("this master keeps no history to plan from")?;
+        crate::plan::plan(self.master.registry(), &self.initial_setup, &history, change)
     }
 
     /// Writes every event applied from now on to `recorder` (`serve --record`); the clock
     /// between them becomes `advance` events.
     pub fn record_to(&mut self, recorder: Recorder) {
-        self.recorder = Some(recorder);
-    }
-
-    /// Records `op` as applied now, when recording. A write error stops the recording with a
-    /// warning; the master goes on.
-    pub fn record(&mut self, op: &Op) {
-        let now = self.master.now();
-        if let Some(r) = &mut self.recorder
-            && let Err(e) = r.record(now, op)
-        {
-            log::warn!("recording stopped: {e}");
-            eprintln!("allocator-master: the recording stopped: {e}");
-            self.recorder = None;
-        }
+        self.journal.record_to(recorder);
+        self.journal_connected_frameworks();
     }
 
     /// Ends the recording (if any) at the current virtual time.
     pub fn finish_recording(&mut self) -> std::io::Result<()> {
-        match self.recorder.take() {
-            Some(r) => r.finish(self.master.now()),
-            None => Ok(()),
+        self.journal.finish_recording(self.master.now())
+    }
+
+    /// Has the connected frameworks' client journal what they apply when this master keeps
+    /// a journal.
+    fn journal_connected_frameworks(&mut self) {
+        if let Some(mesos) = &mut self.mesos
+            && self.journal.is_on()
+        {
+            mesos.keep_journal();
         }
     }
 
@@ -306,6 +307,7 @@ impl<'r> Simulation<'r> {
     /// master's events after the simulated frameworks.
     pub fn attach_mesos(&mut self, mesos: MesosFrameworks) {
         self.mesos = Some(mesos);
+        self.journal_connected_frameworks();
     }
 
     /// The frameworks connected over the scheduler API, when attached.
@@ -345,6 +347,7 @@ impl<'r> Simulation<'r> {
             out,
         };
         deliverer.deliver(master)?;
+        self.journal_mesos();
         Ok(Some(result))
     }
 

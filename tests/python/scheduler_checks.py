@@ -554,5 +554,95 @@ def check_removed_cannot_resubscribe():
     done()
 
 
+def check_record():
+    """A session worth recording: one framework reserves a CPU and launches tasks that finish
+    on it and elsewhere, declining the rest with a filter; another declines, runs one task it
+    kills, suppresses and revives. Ends when the first has seen its six tasks finish."""
+    seen.update(finished=0, reserved=0, killed=0)
+
+    class Builder(Scheduler):
+        launched = 0
+
+        def resourceOffers(self, driver, offers):
+            for o in offers:
+                if self.launched >= 6:
+                    driver.declineOffer(o["id"], filters={"refuse_seconds": 2})
+                    continue
+                self.launched += 1
+                t = task(o, "b-%d" % self.launched, duration=1 + self.launched % 3)
+                ops = [{"type": "LAUNCH", "launch": {"task_infos": [t]}}]
+                if self.launched == 1:
+                    cpu = {"name": "cpus", "type": "SCALAR", "scalar": {"value": 1},
+                           "allocation_info": {"role": "r1"},
+                           "reservations": [{"type": "DYNAMIC", "role": "r1"}]}
+                    t["resources"][0] = dict(cpu)
+                    ops.insert(0, {"type": "RESERVE", "reserve": {"resources": [cpu]}})
+                driver.acceptOffers([o["id"]], ops, filters={"refuse_seconds": 2})
+
+        def statusUpdate(self, driver, update):
+            if update["state"] == "TASK_RUNNING" and update["task_id"]["value"] == "b-1":
+                seen["reserved"] = 1
+            if update["state"] == "TASK_FINISHED":
+                seen["finished"] += 1
+                if seen["finished"] == 6:
+                    time.sleep(1)
+                    done()
+
+    class Other(Scheduler):
+        phase = "start"
+
+        def resourceOffers(self, driver, offers):
+            if self.phase == "start":
+                self.phase = "running"
+                o, rest = offers[0], offers[1:]
+                driver.launchTasks(o["id"], [task(o, "o-1")])
+                if rest:
+                    driver.declineOffer([r["id"] for r in rest], filters={"refuse_seconds": 1.5})
+                threading.Timer(1.5, lambda: driver.killTask({"value": "o-1"})).start()
+                return
+            driver.declineOffer([o["id"] for o in offers], filters={"refuse_seconds": 1.5})
+
+        def statusUpdate(self, driver, update):
+            if update["state"] == "TASK_KILLED":
+                seen["killed"] = 1
+                driver.suppressOffers()
+                threading.Timer(1.0, driver.reviveOffers).start()
+
+    run(Builder(), framework("builder", roles=("r1",)))
+    run(Other(), framework("other", roles=("r2",)))
+
+
+def check_reserve():
+    """RESERVE one CPU of the first offer; the agent's next offer carries the reservation;
+    UNRESERVE it; the offer after that has none."""
+    seen.update(steps=[])
+    cpu = {"name": "cpus", "type": "SCALAR", "scalar": {"value": 1},
+           "allocation_info": {"role": "r1"}, "reservations": [{"type": "DYNAMIC", "role": "r1"}]}
+
+    def reserved(o):  # pre-refinement format (no RESERVATION_REFINEMENT): `role`
+        return [r for r in o["resources"] if r.get("role", "*") != "*" or r.get("reservations")]
+
+    class S(Scheduler):
+        agent = None
+
+        def resourceOffers(self, driver, offers):
+            for o in offers:
+                if self.agent not in (None, o["agent_id"]["value"]):
+                    driver.declineOffer(o["id"], filters={"refuse_seconds": 3600})
+                    continue
+                self.agent = o["agent_id"]["value"]
+                held = reserved(o)
+                seen["steps"].append([r["name"] + ":" + r["role"] for r in held])
+                if len(seen["steps"]) == 1:
+                    op = {"type": "RESERVE", "reserve": {"resources": [cpu]}}
+                elif held:
+                    op = {"type": "UNRESERVE", "unreserve": {"resources": held}}
+                else:
+                    done()
+                driver.acceptOffers([o["id"]], [op], filters={"refuse_seconds": 0})
+
+    run(S(), framework("reserve", roles=("r1",)))
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()

@@ -6,6 +6,8 @@
 //! `ALLOCATOR_MODULE_DIR` to load libraries from another folder.
 #![deny(missing_docs)]
 
+pub mod serve;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -5,13 +5,13 @@
 //! ends. Nothing waits by sleeping: a request is answered after the events due before it, so
 //! the state at time 0 is settled by the first answer.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use workspace_tests::serve::Serve;
 use workspace_tests::{manifest_for, master, workspace_root};
 
 /// Two agents, quota for role `a`, two frameworks that each launch one task and refuse the
@@ -26,18 +26,6 @@ const SCENARIO: &str = r#"{"description": "serve test", "events": [
    "tasks": {"resources": "cpus:2;mem:100", "count": 1, "refuse_seconds": 1000}}
 ]}"#;
 
-struct Live {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn scenario_file(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("serve-http-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -47,50 +35,20 @@ fn scenario_file(name: &str) -> std::path::PathBuf {
 }
 
 /// Starts `allocator-master serve` on a free loopback port with `extra` flags.
-fn start(test: &str, extra: &[&str]) -> Live {
+fn start(test: &str, extra: &[&str]) -> Serve {
     let scenario = scenario_file(test);
-    let mut child = Command::new(master())
-        .args(["serve", "--listen", "127.0.0.1:0", "--duration", "120", "--scenario"])
-        .arg(&scenario)
-        .args(extra)
-        .current_dir(workspace_root())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start allocator-master serve");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        // Keep draining stderr so the master never blocks on a full pipe.
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("serving on http://") {
-                let _ = tx.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the master announces its address");
-    Live { child, addr }
+    let mut args = vec!["--duration", "120", "--scenario", scenario.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Serve::start(&args)
 }
 
 /// One HTTP/1.1 request; the status and the JSON body.
-fn request(live: &Live, method: &str, path: &str, body: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(&live.addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        live.addr,
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).expect("read the answer");
-    let (head, payload) = answer.split_once("\r\n\r\n").expect("headers and body");
-    let status: u16 = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status");
-    (status, serde_json::from_str(payload).expect("a JSON body"))
+fn request(live: &Serve, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let (status, payload) = live.request(method, path, body);
+    (status, serde_json::from_str(&payload).expect("a JSON body"))
 }
 
-fn get(live: &Live, path: &str) -> Value {
+fn get(live: &Serve, path: &str) -> Value {
     let (status, v) = request(live, "GET", path, "");
     assert_eq!(status, 200, "GET {path}: {v}");
     v

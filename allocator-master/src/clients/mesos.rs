@@ -24,9 +24,14 @@
 //!   its `framework_id` within `failover_timeout` (wall-clock seconds) keeps its tasks; after
 //!   it, the framework is removed. `TEARDOWN` removes it at once. A removed framework that
 //!   subscribes again with its id gets an `ERROR` event and the stream ends, as in Mesos.
-//! * `offer_constraints` are accepted and ignored; `RESERVE`, `UNRESERVE`, `CREATE` and
-//!   `DESTROY` operations of an `ACCEPT` are not applied (their offers' resources go back to
-//!   the allocator like unused ones).
+//! * `ACCEPT`'s operations are carried out in order ([`accept`](self::accept)): `RESERVE`,
+//!   `UNRESERVE`, `CREATE` and `DESTROY` convert what is left of an offer; `LAUNCH` and
+//!   `LAUNCH_GROUP` place tasks. `offer_constraints` are accepted and ignored (SPEC 6.1).
+//! * Every master command made here is also noted, when the journal is kept, as the scenario
+//!   event that replays it ([`journal`](self::journal)): `serve --record` and plans.
+
+mod accept;
+mod journal;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -36,12 +41,13 @@ use allocator_api::{
     InverseOfferStatus, RString, Resources, RoleMinAllocatable,
 };
 
+use crate::allocator_scenario::Op;
 use crate::http::{Request, Response, Stream};
 use crate::master::frameworks::NewFramework;
 use crate::master::{Event, Master, TaskEnd};
 use crate::mesos::scheduler::{
-    self as s, Call, CallType, FrameworkCapabilityType, TaskInfo, TaskState, TaskStatus,
-    TaskStatusReason, TaskStatusSource,
+    self as s, Call, CallType, FrameworkCapabilityType, TaskState, TaskStatus, TaskStatusReason,
+    TaskStatusSource,
 };
 use crate::mesos::{
     AgentId, Attribute, Bytes, Filters, FrameworkId, OfferId, ResourceFormat, TaskId, from_mesos,
@@ -68,6 +74,8 @@ struct TaskRecord {
     state: TaskState,
     /// Updates not yet acknowledged, oldest first (the head is the one sent).
     pending: VecDeque<Pending>,
+    /// The role its resources are allocated to, and the resources (a launched task).
+    held: Option<(String, Resources)>,
 }
 
 /// A framework that subscribed over HTTP.
@@ -118,6 +126,8 @@ pub struct MesosFrameworks {
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
     removed: std::collections::BTreeSet<String>,
     next: u64,
+    /// The master commands made, as scenario events, when kept (`journal.rs`).
+    journal: Option<Vec<crate::recording::Applied>>,
 }
 
 impl MesosFrameworks {
@@ -135,6 +145,7 @@ impl MesosFrameworks {
             inverse: BTreeMap::new(),
             removed: Default::default(),
             next: 0,
+            journal: None,
         }
     }
 
@@ -273,18 +284,22 @@ impl MesosFrameworks {
                 let refuse = Filters::refuse_seconds(decline.filters.as_ref());
                 for offer in &decline.offer_ids {
                     if let Some(a) = self.take_offer(fw, &offer.value) {
-                        master.answer_offer(&a, &[], refuse)?;
+                        self.answer(fw, master, &a, &[], refuse)?;
                     }
                 }
                 Ok(())
             }
             CallType::Revive => {
-                let roles = rstrings(&call.revive.map(|r| r.roles).unwrap_or_default());
-                master.revive_offers(id, &roles, true)
+                let roles = call.revive.map(|r| r.roles).unwrap_or_default();
+                master.revive_offers(id, &rstrings(&roles), true)?;
+                self.journal(master, || Op::ReviveOffers(fw.to_owned(), roles));
+                Ok(())
             }
             CallType::Suppress => {
-                let roles = rstrings(&call.suppress.map(|r| r.roles).unwrap_or_default());
-                master.suppress_offers(id, &roles)
+                let roles = call.suppress.map(|r| r.roles).unwrap_or_default();
+                master.suppress_offers(id, &rstrings(&roles))?;
+                self.journal(master, || Op::SuppressOffers(fw.to_owned(), roles));
+                Ok(())
             }
             CallType::Kill => self.kill(fw, &call.kill.expect("validated").task_id, master),
             CallType::Acknowledge => {
@@ -325,6 +340,13 @@ impl MesosFrameworks {
                     {
                         self.inverse.remove(&io.value);
                         master.update_inverse_offer(agent, id, Some(status), Some(refuse))?;
+                        let agent = master.agent_name(agent).to_owned();
+                        self.journal(master, || Op::UpdateInverseOffer {
+                            agent,
+                            framework: fw.to_owned(),
+                            status: Some(status),
+                            refuse_seconds: Some(refuse),
+                        });
                     }
                 }
                 Ok(())
@@ -380,6 +402,13 @@ impl MesosFrameworks {
                     request.respond_with(Response::text(400, &e));
                     return Ok(());
                 }
+                self.journal(master, || Op::UpdateFramework {
+                    framework: name.clone(),
+                    roles: Some(roles.clone()),
+                    capabilities: Some(capabilities),
+                    suppressed_roles: Some(sub.suppressed_roles.clone()),
+                    min_allocatable: Some(min_allocatable.clone()),
+                });
                 // Offers made to the scheduler that failed over are withdrawn.
                 let outstanding: Vec<String> = self
                     .offers
@@ -417,6 +446,16 @@ impl MesosFrameworks {
                         return Ok(());
                     }
                 };
+                self.journal(master, || Op::AddFramework {
+                    framework: name.clone(),
+                    roles: roles.clone(),
+                    capabilities,
+                    active: false,
+                    used: Vec::new(),
+                    suppressed_roles: sub.suppressed_roles.clone(),
+                    min_allocatable: min_allocatable.clone(),
+                    tasks: None,
+                });
                 self.by_master.insert(id, name.clone());
                 self.frameworks.insert(
                     name.clone(),
@@ -462,6 +501,7 @@ impl MesosFrameworks {
         self.resend_all(&name);
         if was_disconnected {
             master.activate_framework(id)?;
+            self.journal(master, || Op::ActivateFramework(name));
         }
         Ok(())
     }
@@ -479,150 +519,6 @@ impl MesosFrameworks {
         }
         for e in &events {
             f.send(e);
-        }
-    }
-
-    fn take_offer(&mut self, fw: &str, offer: &str) -> Option<Allocation> {
-        match self.offers.get(offer) {
-            Some((owner, _)) if owner == fw => self.offers.remove(offer).map(|(_, a)| a),
-            _ => None,
-        }
-    }
-
-    /// `ACCEPT`: launches the tasks of its `LAUNCH` and `LAUNCH_GROUP` operations on the
-    /// offers named, each on the first offer it fits in; the rest of the offers goes back with
-    /// the call's filter.
-    fn accept(
-        &mut self,
-        fw: &str,
-        accept: s::Accept,
-        master: &mut Master<'_>,
-    ) -> Result<(), String> {
-        let refuse = Filters::refuse_seconds(accept.filters.as_ref());
-        let tasks: Vec<TaskInfo> = accept
-            .operations
-            .iter()
-            .flat_map(|op| {
-                let launch = op.launch.iter().flat_map(|l| l.task_infos.iter());
-                let group = op.launch_group.iter().flat_map(|g| g.task_group.tasks.iter());
-                launch.chain(group).cloned().collect::<Vec<_>>()
-            })
-            .collect();
-        let known: Vec<bool> = accept
-            .offer_ids
-            .iter()
-            .map(|o| self.offers.get(&o.value).is_some_and(|(owner, _)| owner == fw))
-            .collect();
-        let offers: Vec<Allocation> =
-            accept.offer_ids.iter().filter_map(|o| self.take_offer(fw, &o.value)).collect();
-        if known.iter().any(|k| !k) || offers.is_empty() {
-            for a in &offers {
-                master.answer_offer(a, &[], refuse)?;
-            }
-            let partition_aware = self.frameworks[fw].partition_aware();
-            let state = if partition_aware { TaskState::TaskDropped } else { TaskState::TaskLost };
-            for t in &tasks {
-                let mut st = TaskStatus::new(t.task_id.clone(), state);
-                st.reason = Some(TaskStatusReason::ReasonInvalidOffers);
-                st.source = Some(TaskStatusSource::SourceMaster);
-                st.message = Some("Offer is no longer valid".into());
-                st.agent_id = Some(t.agent_id.clone());
-                self.push_update(fw, &t.task_id.value, &t.agent_id.value, st, None);
-            }
-            return Ok(());
-        }
-        let mut remaining: Vec<Resources> = offers.iter().map(|a| a.resources.clone()).collect();
-        let mut placed: Vec<Vec<(Resources, Option<f64>)>> = vec![Vec::new(); offers.len()];
-        let mut names: Vec<Vec<&TaskInfo>> = vec![Vec::new(); offers.len()];
-        for t in &tasks {
-            match self.place(fw, t, &offers, &remaining, master) {
-                Ok((i, res)) => {
-                    remaining[i].subtract(&res);
-                    placed[i].push((res, t.duration()));
-                    names[i].push(t);
-                }
-                Err(message) => {
-                    let mut st = TaskStatus::new(t.task_id.clone(), TaskState::TaskError);
-                    st.reason = Some(TaskStatusReason::ReasonTaskInvalid);
-                    st.source = Some(TaskStatusSource::SourceMaster);
-                    st.message = Some(message);
-                    st.agent_id = Some(t.agent_id.clone());
-                    self.push_update(fw, &t.task_id.value, &t.agent_id.value, st, None);
-                }
-            }
-        }
-        for (i, offer) in offers.iter().enumerate() {
-            let ids = master.answer_offer(offer, &placed[i], refuse)?;
-            let agent = master.agent_name(offer.agent).to_owned();
-            for (task, id) in names[i].iter().zip(ids) {
-                self.launched(fw, task, &agent, id);
-            }
-        }
-        Ok(())
-    }
-
-    /// Which offer a task goes on, with its resources; `Err` is the `TASK_ERROR` message.
-    fn place(
-        &self,
-        fw: &str,
-        task: &TaskInfo,
-        offers: &[Allocation],
-        remaining: &[Resources],
-        master: &Master<'_>,
-    ) -> Result<(usize, Resources), String> {
-        let f = &self.frameworks[fw];
-        if f.tasks.get(&task.task_id.value).is_some_and(|t| !t.state.is_terminal()) {
-            return Err(format!("Task has duplicate ID: {}", task.task_id.value));
-        }
-        let mut resources =
-            from_mesos(&task.resources).map_err(|e| format!("Task uses invalid resources: {e}"))?;
-        if let Some(executor) = &task.executor {
-            let extra = from_mesos(&executor.resources)
-                .map_err(|e| format!("Executor uses invalid resources: {e}"))?;
-            resources += &extra;
-        }
-        if resources.is_empty() {
-            return Err("Task uses no resources".into());
-        }
-        let mut on_agent = false;
-        for (i, offer) in offers.iter().enumerate() {
-            if master.agent_name(offer.agent) != task.agent_id.value {
-                continue;
-            }
-            on_agent = true;
-            if remaining[i].contains(&resources) {
-                return Ok((i, resources));
-            }
-        }
-        if !on_agent {
-            return Err(format!(
-                "Agent {} is not the agent of any offer accepted",
-                task.agent_id.value
-            ));
-        }
-        Err(format!(
-            "Task uses more resources {resources} than available {}",
-            remaining.iter().fold(Resources::default(), |acc, r| acc + r)
-        ))
-    }
-
-    /// Records a launched task and sends `TASK_STARTING`, then `TASK_RUNNING`.
-    fn launched(&mut self, fw: &str, task: &TaskInfo, agent: &str, master_id: u64) {
-        let f = self.frameworks.get_mut(fw).expect("known");
-        f.tasks.insert(
-            task.task_id.value.clone(),
-            TaskRecord {
-                master: Some(master_id),
-                agent: agent.to_owned(),
-                state: TaskState::TaskStaging,
-                pending: VecDeque::new(),
-            },
-        );
-        for state in [TaskState::TaskStarting, TaskState::TaskRunning] {
-            let mut st = TaskStatus::new(task.task_id.clone(), state);
-            st.source = Some(TaskStatusSource::SourceExecutor);
-            st.agent_id = Some(AgentId::new(agent));
-            self.push_update(fw, &task.task_id.value, agent, st, None);
         }
     }
 
@@ -645,6 +541,7 @@ impl MesosFrameworks {
             agent: agent.to_owned(),
             state: status.state,
             pending: VecDeque::new(),
+            held: None,
         });
         record.state = status.state;
         if status.state.is_terminal() {
@@ -688,10 +585,7 @@ impl MesosFrameworks {
     fn kill(&mut self, fw: &str, task: &TaskId, master: &mut Master<'_>) -> Result<(), String> {
         let f = &self.frameworks[fw];
         match f.tasks.get(&task.value).and_then(|t| t.master) {
-            Some(id) => {
-                master.kill_task(f.id, id)?;
-                Ok(())
-            }
+            Some(id) => self.kill_task(fw, master, f.id, id),
             None => {
                 self.reconcile(fw, &[s::ReconcileTask { task_id: task.clone(), agent_id: None }]);
                 Ok(())
@@ -749,13 +643,21 @@ impl MesosFrameworks {
         let info = sub.framework_info;
         let roles = info.effective_roles();
         let id = self.frameworks[fw].id;
+        let (capabilities, min_allocatable) = (capabilities(&info), min_allocatable(&info));
         master.update_framework(
             id,
             Some(&roles),
-            Some(capabilities(&info)),
+            Some(capabilities),
             Some(&sub.suppressed_roles),
-            Some(&min_allocatable(&info)),
+            Some(&min_allocatable),
         )?;
+        self.journal(master, || Op::UpdateFramework {
+            framework: fw.to_owned(),
+            roles: Some(roles.clone()),
+            capabilities: Some(capabilities),
+            suppressed_roles: Some(sub.suppressed_roles.clone()),
+            min_allocatable: Some(min_allocatable),
+        });
         let gone: Vec<String> = self
             .offers
             .iter()
@@ -777,12 +679,7 @@ impl MesosFrameworks {
             f.send(&s::Event::rescind(OfferId::new(offer)));
         }
         if master.agent_info(a.agent).is_some() && master.framework_info(a.framework).is_some() {
-            master.recover_resources(
-                a.framework,
-                a.agent,
-                &[(a.role.to_string(), a.resources.clone())],
-                None,
-            )?;
+            self.recover(&fw, master, &a, None)?;
         }
         Ok(())
     }
@@ -798,7 +695,9 @@ impl MesosFrameworks {
             stream.close();
         }
         log::info!("framework {fw} removed");
-        master.remove_framework(f.id)
+        master.remove_framework(f.id)?;
+        self.journal(master, || Op::RemoveFramework(fw.to_owned()));
+        Ok(())
     }
 
     /// Hands the master's events to the connected frameworks: offers and inverse offers (with
@@ -811,7 +710,7 @@ impl MesosFrameworks {
                 Event::Offer(a) => {
                     let Some(fw) = self.by_master.get(&a.framework).cloned() else { continue };
                     if self.frameworks[&fw].disconnected.is_some() {
-                        master.answer_offer(a, &[], 0.0)?;
+                        self.answer(&fw, master, a, &[], 0.0)?;
                         continue;
                     }
                     let id = self.fresh_id("O");
@@ -834,7 +733,7 @@ impl MesosFrameworks {
                     self.inverse.insert(id, (fw, *agent));
                 }
                 Event::TaskEnded { task, framework, end } => {
-                    self.task_ended(*task, *framework, *end);
+                    self.task_ended(*task, *framework, *end, master);
                 }
                 Event::AgentRemoved(agent) => {
                     let gone: Vec<String> = self
@@ -886,17 +785,26 @@ impl MesosFrameworks {
     }
 
     /// A task of an HTTP framework ended in the master: its terminal update.
-    fn task_ended(&mut self, task: u64, framework: ApiFrameworkId, end: TaskEnd) {
+    fn task_ended(
+        &mut self,
+        task: u64,
+        framework: ApiFrameworkId,
+        end: TaskEnd,
+        master: &Master<'_>,
+    ) {
         let Some(fw) = self.by_master.get(&framework).cloned() else { return };
         let Some(f) = self.frameworks.get(&fw) else { return };
-        let Some((name, agent)) = f
+        let Some((name, agent, held)) = f
             .tasks
             .iter()
             .find(|(_, t)| t.master == Some(task))
-            .map(|(n, t)| (n.clone(), t.agent.clone()))
+            .map(|(n, t)| (n.clone(), t.agent.clone(), t.held.clone()))
         else {
             return;
         };
+        if let (TaskEnd::Finished, Some(held)) = (end, held) {
+            self.journal_finished(&fw, master, &agent, held);
+        }
         let (state, reason, source) = match end {
             TaskEnd::Finished => (TaskState::TaskFinished, None, TaskStatusSource::SourceExecutor),
             TaskEnd::Killed => (TaskState::TaskKilled, None, TaskStatusSource::SourceExecutor),
@@ -936,6 +844,7 @@ impl MesosFrameworks {
                 let id = f.id;
                 log::info!("framework {fw} disconnected (its event stream ended)");
                 master.deactivate_framework(id)?;
+                self.journal(master, || Op::DeactivateFramework(fw.clone()));
                 let offers: Vec<String> = self
                     .offers
                     .iter()

@@ -6,63 +6,28 @@
 //! The pymesos venv is `$ALLOCATOR_MASTER_PYTHON`, else `target/pyenv/bin/python`; without it
 //! the tests skip with a printed reason, except in CI (`CI=true`), where that is a failure.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use workspace_tests::serve::{Serve, offers_in, pymesos_python as python_or_skip};
+use workspace_tests::workspace_root as workspace;
 
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+/// `serve` on `scenario` with `flags`, for at most 90 s.
+fn start(scenario: &str, flags: &[&str]) -> Serve {
+    let mut args = vec!["--duration", "90", "--scenario", scenario];
+    args.extend_from_slice(flags);
+    Serve::start(&args)
 }
 
-/// The venv's python; `None` (after printing why) when the test is to be skipped.
-fn python_or_skip() -> Option<PathBuf> {
-    let found = match std::env::var_os("ALLOCATOR_MASTER_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)).filter(|p| p.exists()),
-        None => Some(workspace().join("target/pyenv/bin/python")).filter(|p| p.exists()),
-    };
-    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    match found {
-        Some(p) => Some(p),
-        None if ci => panic!("no pymesos venv (ALLOCATOR_MASTER_PYTHON or target/pyenv)"),
-        None => {
-            eprintln!("skipped: no pymesos venv (make it with `bash tests/python/setup-venv.sh`)");
-            None
-        }
-    }
+/// Runs one check of scheduler_checks.py against a master.
+trait Check {
+    /// The JSON line the check prints.
+    fn check(&self, python: &Path, check: &str, args: &[&str]) -> Value;
 }
 
-/// A running `serve`; killed when dropped.
-struct Serve {
-    child: Child,
-    addr: String,
-}
-
-impl Serve {
-    fn start(scenario: &str, flags: &[&str]) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_allocator-master"))
-            .current_dir(workspace())
-            .args(["serve", "--listen", "127.0.0.1:0", "--duration", "90", "--scenario", scenario])
-            .args(flags)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary starts");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("serve prints its address").unwrap();
-            if let Some(rest) = line.split("http://").nth(1) {
-                break rest.trim().to_owned();
-            }
-        };
-        // Keep reading stderr so the master never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Serve { child, addr }
-    }
-
-    /// Runs `check` of scheduler_checks.py against this master; its JSON line.
-    fn check(&self, python: &PathBuf, check: &str, args: &[&str]) -> Value {
+impl Check for Serve {
+    fn check(&self, python: &Path, check: &str, args: &[&str]) -> Value {
         let out = Command::new(python)
             .current_dir(workspace())
             .arg("tests/python/scheduler_checks.py")
@@ -80,19 +45,12 @@ impl Serve {
     }
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 const CLUSTER: &str = "tests/python/cluster.json";
 
 #[test]
 fn a_pymesos_task_goes_starting_running_finished_and_the_master_counts_it() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "finish", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "finish", &[]);
     assert_eq!(seen["updates"], json!(["TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"]));
     assert_eq!(seen["running_in_state"], 1);
 }
@@ -101,7 +59,7 @@ fn a_pymesos_task_goes_starting_running_finished_and_the_master_counts_it() {
 fn a_pymesos_task_finishes_with_an_allocator_module_loaded_by_flag() {
     let Some(python) = python_or_skip() else { return };
     let flags = ["--modules", "examples/custom-allocator/modules.json", "--allocator", "binpack"];
-    let seen = Serve::start(CLUSTER, &flags).check(&python, "finish", &[]);
+    let seen = start(CLUSTER, &flags).check(&python, "finish", &[]);
     assert_eq!(seen["updates"], json!(["TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"]));
 }
 
@@ -109,14 +67,14 @@ fn a_pymesos_task_finishes_with_an_allocator_module_loaded_by_flag() {
 fn a_pymesos_task_finishes_with_a_sorter_module_loaded_by_flag() {
     let Some(python) = python_or_skip() else { return };
     let flags = ["--modules", "examples/modules.json", "--role_sorter", "drf"];
-    let seen = Serve::start(CLUSTER, &flags).check(&python, "finish", &[]);
+    let seen = start(CLUSTER, &flags).check(&python, "finish", &[]);
     assert_eq!(seen["updates"], json!(["TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"]));
 }
 
 #[test]
 fn offers_declined_with_a_long_filter_are_not_offered_again() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "decline", &["3600"]);
+    let seen = start(CLUSTER, &[]).check(&python, "decline", &["3600"]);
     assert_eq!(seen["first"], 4, "one offer per agent: {seen}");
     assert_eq!(seen["later"], 0, "{seen}");
 }
@@ -124,14 +82,14 @@ fn offers_declined_with_a_long_filter_are_not_offered_again() {
 #[test]
 fn offers_declined_without_a_filter_come_back() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "decline", &["0"]);
+    let seen = start(CLUSTER, &[]).check(&python, "decline", &["0"]);
     assert!(seen["later"].as_u64().unwrap() >= 4, "{seen}");
 }
 
 #[test]
 fn a_suppressed_framework_gets_no_offers_until_it_revives() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "suppress_revive", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "suppress_revive", &[]);
     assert_eq!(seen["before"], 4, "{seen}");
     assert_eq!(seen["suppressed"], 0, "{seen}");
     assert!(seen["revived"].as_u64().unwrap() >= 4, "{seen}");
@@ -140,14 +98,14 @@ fn a_suppressed_framework_gets_no_offers_until_it_revives() {
 #[test]
 fn a_killed_task_is_task_killed() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "kill", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "kill", &[]);
     assert_eq!(seen["updates"], json!(["TASK_STARTING", "TASK_RUNNING", "TASK_KILLED"]));
 }
 
 #[test]
 fn reconciliation_answers_known_tasks_with_their_state_and_unknown_ones_lost() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "reconcile", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "reconcile", &[]);
     assert_eq!(
         seen["explicit"],
         json!([
@@ -161,7 +119,7 @@ fn reconciliation_answers_known_tasks_with_their_state_and_unknown_ones_lost() {
 #[test]
 fn teardown_removes_the_framework_and_its_tasks() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "teardown", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "teardown", &[]);
     assert_eq!((&seen["present_before"], &seen["tasks_before"]), (&json!(true), &json!(1)));
     assert_eq!(seen["present_after"], false);
 }
@@ -169,7 +127,7 @@ fn teardown_removes_the_framework_and_its_tasks() {
 #[test]
 fn a_framework_failing_over_within_its_timeout_keeps_its_tasks() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "failover", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "failover", &[]);
     assert_eq!(seen["active_while_away"], false, "{seen}");
     assert_eq!(seen["reregistered"], true, "{seen}");
     assert_eq!(seen["running_after"], 1, "{seen}");
@@ -179,7 +137,7 @@ fn a_framework_failing_over_within_its_timeout_keeps_its_tasks() {
 #[test]
 fn bad_calls_are_refused_with_a_one_line_reason_and_change_nothing() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "bad_calls", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "bad_calls", &[]);
     let calls = &seen["calls"];
     for (call, status) in [
         ("malformed", 400),
@@ -200,7 +158,7 @@ fn bad_calls_are_refused_with_a_one_line_reason_and_change_nothing() {
 #[test]
 fn two_frameworks_with_weights_1_and_3_settle_near_1_to_3_running_tasks() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start("tests/python/weighted.json", &[]).check(&python, "weights", &["5"]);
+    let seen = start("tests/python/weighted.json", &[]).check(&python, "weights", &["5"]);
     let (mut w1, mut w3) = (0.0, 0.0);
     for s in seen["samples"].as_array().unwrap() {
         w1 += s["w1"].as_f64().unwrap();
@@ -217,7 +175,7 @@ fn two_frameworks_with_weights_1_and_3_settle_near_1_to_3_running_tasks() {
 #[test]
 fn removing_an_agent_rescinds_its_offers_and_loses_its_tasks() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "agent_gone", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "agent_gone", &[]);
     assert_eq!(seen["rescinded"], json!([seen["kept"]]), "{seen}");
     assert_eq!(
         seen["updates"],
@@ -232,7 +190,7 @@ fn removing_an_agent_rescinds_its_offers_and_loses_its_tasks() {
 #[test]
 fn tasks_that_do_not_fit_or_name_another_agent_get_task_error() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "invalid_launches", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "invalid_launches", &[]);
     let updates = &seen["updates"];
     assert_eq!(updates["too-big"], json!([["TASK_ERROR", "REASON_TASK_INVALID"]]));
     assert_eq!(updates["elsewhere"], json!([["TASK_ERROR", "REASON_TASK_INVALID"]]));
@@ -242,53 +200,39 @@ fn tasks_that_do_not_fit_or_name_another_agent_get_task_error() {
 #[test]
 fn tasks_on_an_offer_already_used_are_lost_with_reason_invalid_offers() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "invalid_launches", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "invalid_launches", &[]);
     assert_eq!(seen["updates"]["stale"], json!([["TASK_LOST", "REASON_INVALID_OFFERS"]]));
 }
 
 #[test]
 fn a_subscribed_stream_gets_heartbeats_at_the_interval_it_was_told() {
     let Some(python) = python_or_skip() else { return };
-    let serve = Serve::start(CLUSTER, &["--heartbeat_interval", "0.5"]);
+    let serve = start(CLUSTER, &["--heartbeat_interval", "0.5"]);
     let seen = serve.check(&python, "heartbeats", &["2.2"]);
     assert_eq!(seen["first"], "SUBSCRIBED");
     assert_eq!(seen["interval"], 0.5);
     assert!(seen["heartbeats"].as_u64().unwrap() >= 2, "{seen}");
 }
 
-/// POSTs `body` to `path` of the master at `addr`; the status and body.
-fn post(addr: &str, path: &str, body: &Value) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let body = body.to_string();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().unwrap();
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
-    (status, body)
+/// POSTs `body` to `path`; the status and body.
+fn post(serve: &Serve, path: &str, body: &Value) -> (u16, String) {
+    serve.request("POST", path, &body.to_string())
 }
 
-fn operator(addr: &str, call: Value) -> Value {
-    let (status, body) = post(addr, "/api/v1", &call);
+fn operator(serve: &Serve, call: Value) -> Value {
+    let (status, body) = post(serve, "/api/v1", &call);
     assert_eq!(status, 200, "{call}: {body}");
     serde_json::from_str(&body).unwrap_or(Value::Null)
 }
 
 #[test]
 fn the_operator_api_answers_health_version_and_flags_in_mesos_json() {
-    let serve = Serve::start(CLUSTER, &[]);
-    let health = operator(&serve.addr, json!({"type": "GET_HEALTH"}));
+    let serve = start(CLUSTER, &[]);
+    let health = operator(&serve, json!({"type": "GET_HEALTH"}));
     assert_eq!(health, json!({"type": "GET_HEALTH", "get_health": {"healthy": true}}));
-    let version = operator(&serve.addr, json!({"type": "GET_VERSION"}));
+    let version = operator(&serve, json!({"type": "GET_VERSION"}));
     assert_eq!(version["get_version"]["version_info"]["version"], "1.12.0");
-    let flags = operator(&serve.addr, json!({"type": "GET_FLAGS"}));
+    let flags = operator(&serve, json!({"type": "GET_FLAGS"}));
     let role_sorter = flags["get_flags"]["flags"]
         .as_array()
         .unwrap()
@@ -300,26 +244,26 @@ fn the_operator_api_answers_health_version_and_flags_in_mesos_json() {
 
 #[test]
 fn operator_weight_updates_show_in_get_weights_and_get_roles() {
-    let serve = Serve::start(CLUSTER, &[]);
+    let serve = start(CLUSTER, &[]);
     let update = json!({"type": "UPDATE_WEIGHTS",
         "update_weights": {"weight_infos": [{"role": "r1", "weight": 2.5}]}});
-    operator(&serve.addr, update);
-    let weights = operator(&serve.addr, json!({"type": "GET_WEIGHTS"}));
+    operator(&serve, update);
+    let weights = operator(&serve, json!({"type": "GET_WEIGHTS"}));
     assert_eq!(weights["get_weights"]["weight_infos"], json!([{"weight": 2.5, "role": "r1"}]));
-    let roles = operator(&serve.addr, json!({"type": "GET_ROLES"}));
+    let roles = operator(&serve, json!({"type": "GET_ROLES"}));
     assert_eq!(roles["get_roles"]["roles"][0]["name"], "r1");
     assert_eq!(roles["get_roles"]["roles"][0]["weight"], 2.5);
 }
 
 #[test]
 fn operator_quota_updates_show_in_get_quota() {
-    let serve = Serve::start(CLUSTER, &[]);
+    let serve = start(CLUSTER, &[]);
     operator(
-        &serve.addr,
+        &serve,
         json!({"type": "UPDATE_QUOTA", "update_quota": {"quota_configs": [
             {"role": "r1", "guarantees": {"cpus": {"value": 2}}, "limits": {"cpus": {"value": 4}}}]}}),
     );
-    let quota = operator(&serve.addr, json!({"type": "GET_QUOTA"}));
+    let quota = operator(&serve, json!({"type": "GET_QUOTA"}));
     assert_eq!(
         quota["get_quota"]["status"]["configs"],
         json!([{"role": "r1", "guarantees": {"cpus": {"value": 2.0}}, "limits": {"cpus": {"value": 4.0}}}])
@@ -328,10 +272,10 @@ fn operator_quota_updates_show_in_get_quota() {
 
 #[test]
 fn mark_agent_gone_removes_the_agent_from_get_agents() {
-    let serve = Serve::start(CLUSTER, &[]);
+    let serve = start(CLUSTER, &[]);
     let gone = json!({"type": "MARK_AGENT_GONE", "mark_agent_gone": {"agent_id": {"value": "a1"}}});
-    operator(&serve.addr, gone.clone());
-    let agents = operator(&serve.addr, json!({"type": "GET_AGENTS"}));
+    operator(&serve, gone.clone());
+    let agents = operator(&serve, json!({"type": "GET_AGENTS"}));
     let ids: Vec<&str> = agents["get_agents"]["agents"]
         .as_array()
         .unwrap()
@@ -339,25 +283,25 @@ fn mark_agent_gone_removes_the_agent_from_get_agents() {
         .map(|a| a["agent_info"]["id"]["value"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["a2", "a3", "a4"]);
-    assert_eq!(post(&serve.addr, "/api/v1", &gone).0, 404, "an agent already gone");
+    assert_eq!(post(&serve, "/api/v1", &gone).0, 404, "an agent already gone");
 }
 
 #[test]
 fn a_maintenance_schedule_sets_unavailability_and_start_stop_take_agents_down_and_back() {
-    let serve = Serve::start(CLUSTER, &[]);
+    let serve = start(CLUSTER, &[]);
     let machines = json!([{"hostname": "a2"}]);
     operator(
-        &serve.addr,
+        &serve,
         json!({"type": "UPDATE_MAINTENANCE_SCHEDULE", "update_maintenance_schedule": {"schedule":
             {"windows": [{"machine_ids": machines, "unavailability": {"start": {"nanoseconds": 100000000000u64}}}]}}}),
     );
-    let schedule = operator(&serve.addr, json!({"type": "GET_MAINTENANCE_SCHEDULE"}));
+    let schedule = operator(&serve, json!({"type": "GET_MAINTENANCE_SCHEDULE"}));
     assert_eq!(
         schedule["get_maintenance_schedule"]["schedule"]["windows"][0]["machine_ids"],
         machines
     );
     let agent_ids = || -> Vec<String> {
-        let agents = operator(&serve.addr, json!({"type": "GET_AGENTS"}));
+        let agents = operator(&serve, json!({"type": "GET_AGENTS"}));
         agents["get_agents"]["agents"]
             .as_array()
             .unwrap()
@@ -366,12 +310,12 @@ fn a_maintenance_schedule_sets_unavailability_and_start_stop_take_agents_down_an
             .collect()
     };
     operator(
-        &serve.addr,
+        &serve,
         json!({"type": "START_MAINTENANCE", "start_maintenance": {"machines": machines}}),
     );
     assert_eq!(agent_ids(), ["a1", "a3", "a4"]);
     operator(
-        &serve.addr,
+        &serve,
         json!({"type": "STOP_MAINTENANCE", "stop_maintenance": {"machines": machines}}),
     );
     assert_eq!(agent_ids(), ["a1", "a2", "a3", "a4"]);
@@ -379,21 +323,21 @@ fn a_maintenance_schedule_sets_unavailability_and_start_stop_take_agents_down_an
 
 #[test]
 fn operator_calls_outside_the_spec_are_refused_and_bad_ones_get_400() {
-    let serve = Serve::start(CLUSTER, &[]);
-    assert_eq!(post(&serve.addr, "/api/v1", &json!({"type": "GET_EXECUTORS"})).0, 501);
-    let (status, body) = post(&serve.addr, "/api/v1", &json!({"type": "UPDATE_QUOTA"}));
+    let serve = start(CLUSTER, &[]);
+    assert_eq!(post(&serve, "/api/v1", &json!({"type": "GET_EXECUTORS"})).0, 501);
+    let (status, body) = post(&serve, "/api/v1", &json!({"type": "UPDATE_QUOTA"}));
     assert_eq!((status, body.as_str()), (400, "Expecting 'update_quota' to be present"));
     let bad_weight = json!({"type": "UPDATE_WEIGHTS",
         "update_weights": {"weight_infos": [{"role": "r1", "weight": -1}]}});
-    assert_eq!(post(&serve.addr, "/api/v1", &bad_weight).0, 400);
-    let weights = operator(&serve.addr, json!({"type": "GET_WEIGHTS"}));
+    assert_eq!(post(&serve, "/api/v1", &bad_weight).0, 400);
+    let weights = operator(&serve, json!({"type": "GET_WEIGHTS"}));
     assert_eq!(weights["get_weights"]["weight_infos"], json!([]), "nothing changed");
 }
 
 #[test]
 fn an_unacknowledged_update_is_resent_and_the_next_waits_for_its_acknowledgement() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "resend", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "resend", &[]);
     let states: Vec<&str> =
         seen["updates"].as_array().unwrap().iter().map(|u| u[0].as_str().unwrap()).collect();
     assert_eq!(states, ["TASK_STARTING", "TASK_STARTING", "TASK_RUNNING"], "{seen}");
@@ -402,7 +346,7 @@ fn an_unacknowledged_update_is_resent_and_the_next_waits_for_its_acknowledgement
 #[test]
 fn update_framework_moves_the_framework_and_its_offers_to_its_new_roles() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "update_framework", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "update_framework", &[]);
     assert_eq!(seen["state_roles"], json!(["r2"]));
     assert!(seen["roles_after"].as_array().unwrap().iter().all(|r| r == "r2"), "{seen}");
 }
@@ -410,7 +354,7 @@ fn update_framework_moves_the_framework_and_its_offers_to_its_new_roles() {
 #[test]
 fn maintenance_on_an_agent_sends_its_framework_an_inverse_offer_it_can_accept() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "inverse_offers", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "inverse_offers", &[]);
     assert_eq!(seen["inverse"], json!([[seen["agent"], 3_600_000_000_000u64]]), "{seen}");
     assert_eq!(seen["accepted"], true);
 }
@@ -418,7 +362,7 @@ fn maintenance_on_an_agent_sends_its_framework_an_inverse_offer_it_can_accept() 
 #[test]
 fn the_example_framework_runs_its_tasks_to_completion() {
     let Some(python) = python_or_skip() else { return };
-    let serve = Serve::start(CLUSTER, &["--speed", "5"]);
+    let serve = start(CLUSTER, &["--speed", "5"]);
     let mut child = Command::new(&python)
         .current_dir(workspace())
         .args(["examples/frameworks/sleeper.py", serve.addr.as_str(), "6"])
@@ -443,9 +387,61 @@ fn the_example_framework_runs_its_tasks_to_completion() {
 #[test]
 fn a_framework_torn_down_cannot_subscribe_again_with_its_id() {
     let Some(python) = python_or_skip() else { return };
-    let seen = Serve::start(CLUSTER, &[]).check(&python, "removed_cannot_resubscribe", &[]);
+    let seen = start(CLUSTER, &[]).check(&python, "removed_cannot_resubscribe", &[]);
     assert_eq!(seen["teardown"], 202);
     assert_eq!(seen["events"], json!(["ERROR"]), "{seen}");
     assert!(seen["message"].as_str().unwrap().ends_with("has been removed"), "{seen}");
     assert_eq!(seen["present"], false);
+}
+
+#[test]
+fn a_recorded_session_with_real_frameworks_replays_to_the_same_offers() {
+    let Some(python) = python_or_skip() else { return };
+    let dir = std::env::temp_dir().join(format!("serve-record-fw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (record, live, replay) =
+        (dir.join("rec.json"), dir.join("live.jsonl"), dir.join("replay.jsonl"));
+    let (record_arg, live_arg) = (record.to_str().unwrap(), live.to_str().unwrap());
+    let serve = start(CLUSTER, &["--record", record_arg, "--output", live_arg]);
+    let seen = serve.check(&python, "record", &[]);
+    assert_eq!(
+        (&seen["finished"], &seen["reserved"], &seen["killed"]),
+        (&json!(6), &json!(1), &json!(1))
+    );
+    let status = serve.stop();
+    assert!(status.success(), "serve ended with {status}");
+
+    let replayed = workspace_tests::run_master(&[
+        "--scenario",
+        record_arg,
+        "--output",
+        replay.to_str().unwrap(),
+    ]);
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
+    let recording = std::fs::read_to_string(&record).unwrap();
+    for event in [
+        "add_framework",
+        "activate_framework",
+        "update_allocation",
+        "recover_resources",
+        "suppress_offers",
+        "revive_offers",
+        "deactivate_framework",
+    ] {
+        assert!(
+            recording.contains(&format!(r#""op":"{event}""#)),
+            "{event} is recorded:\n{recording}"
+        );
+    }
+    let (live, replay) = (offers_in(&live), offers_in(&replay));
+    assert!(live.len() > 10, "the live session made {} offers", live.len());
+    assert_eq!(live, replay, "the replay makes the live session's offers");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_accepted_reserve_is_offered_back_reserved_until_unreserved() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = start(CLUSTER, &[]).check(&python, "reserve", &[]);
+    assert_eq!(seen["steps"], json!([[], ["cpus:r1"], []]), "{seen}");
 }

@@ -1,0 +1,122 @@
+//! A live `allocator-master serve` for tests: started on a free loopback port (the address
+//! comes back on stderr), spoken to over HTTP/1.1, stopped with SIGTERM (so that its summary
+//! and recording are finished) or killed when dropped.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{master, workspace_root};
+
+/// A running `allocator-master serve`; killed when dropped.
+pub struct Serve {
+    child: Child,
+    /// `HOST:PORT` it listens on.
+    pub addr: String,
+}
+
+impl Serve {
+    /// Starts `allocator-master serve --listen 127.0.0.1:0` with `args` in the workspace root
+    /// and waits for its address. Its stderr is drained so it never blocks on a full pipe.
+    pub fn start(args: &[&str]) -> Serve {
+        let mut child = Command::new(master())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .current_dir(workspace_root())
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start allocator-master serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("http://").nth(1) {
+                    let _ = tx.send(addr.trim().to_owned());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(60)).expect("serve announces its address");
+        Serve { child, addr }
+    }
+
+    /// One request with a JSON body; the status and the body.
+    pub fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).expect("a timeout");
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .expect("send the request");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("read the answer");
+        let (head, payload) = answer.split_once("\r\n\r\n").expect("headers and body");
+        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status");
+        (status, payload.to_owned())
+    }
+
+    /// Stops it with SIGTERM, as an operator does, and waits for it to end.
+    pub fn stop(mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
+        assert!(sent.success(), "kill -TERM {pid}");
+        self.child.wait().expect("serve ends")
+    }
+
+    /// Waits for it to stop by itself (`--duration`).
+    pub fn wait(mut self) -> ExitStatus {
+        self.child.wait().expect("serve ends")
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One offer of an event stream: (time in microseconds, framework, role, agent, resources).
+pub type StreamOffer = (i64, String, String, String, String);
+
+/// The offers of an event stream written with `--output`, in order.
+pub fn offers_in(path: &Path) -> Vec<StreamOffer> {
+    let text = std::fs::read_to_string(path).expect("an event stream");
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON lines"))
+        .filter(|v| v["event"] == "offer")
+        .map(|v| {
+            let s = |k: &str| v[k].as_str().expect("text field").to_owned();
+            let t = (v["time"].as_f64().expect("time") * 1e6).round() as i64;
+            (t, s("framework"), s("role"), s("agent"), s("resources"))
+        })
+        .collect()
+}
+
+/// The pymesos virtualenv's python: `$ALLOCATOR_MASTER_PYTHON`, else `target/pyenv/bin/python`
+/// (made by `tests/python/setup-venv.sh`). `None`, after printing why, when there is none:
+/// the test is to be skipped; except in CI (`CI=true`), where that is a failure.
+pub fn pymesos_python() -> Option<PathBuf> {
+    let found = match std::env::var_os("ALLOCATOR_MASTER_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)).filter(|p| p.exists()),
+        None => Some(workspace_root().join("target/pyenv/bin/python")).filter(|p| p.exists()),
+    };
+    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    match found {
+        Some(p) => Some(p),
+        None if ci => panic!("no pymesos venv (ALLOCATOR_MASTER_PYTHON or target/pyenv)"),
+        None => {
+            eprintln!("skipped: no pymesos venv (make it with `bash tests/python/setup-venv.sh`)");
+            None
+        }
+    }
+}
