@@ -644,5 +644,47 @@ def check_reserve():
     run(S(), framework("reserve", roles=("r1",)))
 
 
+def check_volume():
+    """RESERVE disk, CREATE a volume on it, DESTROY it, UNRESERVE the disk: each next offer of
+    the agent shows what the operation before it made."""
+    seen.update(steps=[])
+    disk = {"name": "disk", "type": "SCALAR", "scalar": {"value": 100},
+            "allocation_info": {"role": "r1"}, "role": "r1", "reservation": {}}
+    volume = dict(disk, disk={"persistence": {"id": "v1"},
+                              "volume": {"container_path": "v1", "mode": "RW"}})
+    plan = [("RESERVE", "reserve", {"resources": [disk]}),
+            ("CREATE", "create", {"volumes": [volume]}),
+            ("DESTROY", "destroy", {"volumes": [volume]}),
+            ("UNRESERVE", "unreserve", {"resources": [disk]})]
+
+    def shown(o):
+        out = []
+        for r in o["resources"]:
+            if r["name"] == "disk" and r.get("role", "*") != "*":
+                vid = r.get("disk", {}).get("persistence", {}).get("id")
+                out.append("disk(%s)%s:%g" % (r["role"], "[%s]" % vid if vid else "",
+                                              r["scalar"]["value"]))
+        return out
+
+    class S(Scheduler):
+        agent = None
+
+        def resourceOffers(self, driver, offers):
+            for o in offers:
+                if self.agent not in (None, o["agent_id"]["value"]):
+                    driver.declineOffer(o["id"], filters={"refuse_seconds": 3600})
+                    continue
+                self.agent = o["agent_id"]["value"]
+                step = len(seen["steps"])
+                seen["steps"].append(shown(o))
+                if step == len(plan):
+                    done()
+                kind, field, body = plan[step]
+                driver.acceptOffers([o["id"]], [{"type": kind, field: body}],
+                                    filters={"refuse_seconds": 0})
+
+    run(S(), framework("volume", roles=("r1",)))
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()

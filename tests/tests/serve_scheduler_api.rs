@@ -445,3 +445,11 @@ fn an_accepted_reserve_is_offered_back_reserved_until_unreserved() {
     let seen = start(CLUSTER, &[]).check(&python, "reserve", &[]);
     assert_eq!(seen["steps"], json!([[], ["cpus:r1"], []]), "{seen}");
 }
+
+#[test]
+fn accepted_create_and_destroy_make_and_remove_a_persistent_volume_on_reserved_disk() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = start(CLUSTER, &[]).check(&python, "volume", &[]);
+    let steps = json!([[], ["disk(r1):100"], ["disk(r1)[v1]:100"], ["disk(r1):100"], []]);
+    assert_eq!(seen["steps"], steps, "{seen}");
+}
