@@ -225,7 +225,7 @@ impl MesosFrameworks {
             offered.offers[i].framework,
             agent,
             &offer_role,
-            &[operation.clone()],
+            std::slice::from_ref(&operation),
         )?;
         let agent_name = master.agent_name(agent).to_owned();
         self.journal(master, || crate::allocator_scenario::Op::UpdateAllocation {
