@@ -12,7 +12,7 @@
 //!   id; `ACCEPT` and `DECLINE` name offer ids and become [`Master::answer_offer`]. An offer
 //!   of a framework that is not connected goes straight back to the allocator.
 //! * A launched task goes `TASK_STARTING` → `TASK_RUNNING` at once; the master finishes it
-//!   after its duration ([`TaskInfo::duration`]), and its [`Event::TaskEnded`] becomes
+//!   after its duration ([`crate::mesos::scheduler::TaskInfo::duration`]), and its [`Event::TaskEnded`] becomes
 //!   `TASK_FINISHED` (`TASK_KILLED` after `KILL`, `TASK_LOST` when its agent goes). A task that
 //!   does not fit what is left of the offers, names another agent or reuses a live task id
 //!   gets `TASK_ERROR`; tasks of an `ACCEPT` naming an unknown offer get `TASK_LOST`
@@ -24,11 +24,11 @@
 //!   its `framework_id` within `failover_timeout` (wall-clock seconds) keeps its tasks; after
 //!   it, the framework is removed. `TEARDOWN` removes it at once. A removed framework that
 //!   subscribes again with its id gets an `ERROR` event and the stream ends, as in Mesos.
-//! * `ACCEPT`'s operations are carried out in order ([`accept`](self::accept)): `RESERVE`,
+//! * `ACCEPT`'s operations are carried out in order (`mesos/accept.rs`): `RESERVE`,
 //!   `UNRESERVE`, `CREATE` and `DESTROY` convert what is left of an offer; `LAUNCH` and
 //!   `LAUNCH_GROUP` place tasks. `offer_constraints` are accepted and ignored (SPEC 6.1).
 //! * Every master command made here is also noted, when the journal is kept, as the scenario
-//!   event that replays it ([`journal`](self::journal)): `serve --record` and plans.
+//!   event that replays it (`mesos/journal.rs`): `serve --record` and plans.
 
 mod accept;
 mod journal;
