@@ -612,16 +612,10 @@ def check_record():
     run(Other(), framework("other", roles=("r2",)))
 
 
-def check_reserve():
-    """RESERVE one CPU of the first offer; the agent's next offer carries the reservation;
-    UNRESERVE it; the offer after that has none."""
-    seen.update(steps=[])
-    cpu = {"name": "cpus", "type": "SCALAR", "scalar": {"value": 1},
-           "allocation_info": {"role": "r1"}, "reservations": [{"type": "DYNAMIC", "role": "r1"}]}
-
-    def reserved(o):  # pre-refinement format (no RESERVATION_REFINEMENT): `role`
-        return [r for r in o["resources"] if r.get("role", "*") != "*" or r.get("reservations")]
-
+def on_one_agent(name, step):
+    """A framework in role r1 that keeps to the agent of its first offer (declining the others
+    for an hour) and answers each offer there with the operations `step(offer)` gives,
+    refusing nothing."""
     class S(Scheduler):
         agent = None
 
@@ -631,17 +625,28 @@ def check_reserve():
                     driver.declineOffer(o["id"], filters={"refuse_seconds": 3600})
                     continue
                 self.agent = o["agent_id"]["value"]
-                held = reserved(o)
-                seen["steps"].append([r["name"] + ":" + r["role"] for r in held])
-                if len(seen["steps"]) == 1:
-                    op = {"type": "RESERVE", "reserve": {"resources": [cpu]}}
-                elif held:
-                    op = {"type": "UNRESERVE", "unreserve": {"resources": held}}
-                else:
-                    done()
-                driver.acceptOffers([o["id"]], [op], filters={"refuse_seconds": 0})
+                driver.acceptOffers([o["id"]], step(o), filters={"refuse_seconds": 0})
 
-    run(S(), framework("reserve", roles=("r1",)))
+    run(S(), framework(name, roles=("r1",)))
+
+
+def check_reserve():
+    """RESERVE one CPU of the first offer; the agent's next offer carries the reservation;
+    UNRESERVE it; the offer after that has none."""
+    seen.update(steps=[])
+    cpu = {"name": "cpus", "type": "SCALAR", "scalar": {"value": 1},
+           "allocation_info": {"role": "r1"}, "reservations": [{"type": "DYNAMIC", "role": "r1"}]}
+
+    def step(o):  # pre-refinement format (no RESERVATION_REFINEMENT): reserved ones have `role`
+        held = [r for r in o["resources"] if r.get("role", "*") != "*"]
+        seen["steps"].append([r["name"] + ":" + r["role"] for r in held])
+        if len(seen["steps"]) == 1:
+            return [{"type": "RESERVE", "reserve": {"resources": [cpu]}}]
+        if held:
+            return [{"type": "UNRESERVE", "unreserve": {"resources": held}}]
+        done()
+
+    on_one_agent("reserve", step)
 
 
 def check_volume():
@@ -657,34 +662,20 @@ def check_volume():
             ("DESTROY", "destroy", {"volumes": [volume]}),
             ("UNRESERVE", "unreserve", {"resources": [disk]})]
 
-    def shown(o):
-        out = []
+    def step(o):
+        shown = []
         for r in o["resources"]:
             if r["name"] == "disk" and r.get("role", "*") != "*":
                 vid = r.get("disk", {}).get("persistence", {}).get("id")
-                out.append("disk(%s)%s:%g" % (r["role"], "[%s]" % vid if vid else "",
-                                              r["scalar"]["value"]))
-        return out
+                shown.append("disk(%s)%s:%g" % (r["role"], "[%s]" % vid if vid else "",
+                                                r["scalar"]["value"]))
+        seen["steps"].append(shown)
+        if len(seen["steps"]) > len(plan):
+            done()
+        kind, field, body = plan[len(seen["steps"]) - 1]
+        return [{"type": kind, field: body}]
 
-    class S(Scheduler):
-        agent = None
-
-        def resourceOffers(self, driver, offers):
-            for o in offers:
-                if self.agent not in (None, o["agent_id"]["value"]):
-                    driver.declineOffer(o["id"], filters={"refuse_seconds": 3600})
-                    continue
-                self.agent = o["agent_id"]["value"]
-                step = len(seen["steps"])
-                seen["steps"].append(shown(o))
-                if step == len(plan):
-                    done()
-                kind, field, body = plan[step]
-                driver.acceptOffers([o["id"]], [{"type": kind, field: body}],
-                                    filters={"refuse_seconds": 0})
-
-    run(S(), framework("volume", roles=("r1",)))
-
+    on_one_agent("volume", step)
 
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()
