@@ -677,5 +677,39 @@ def check_volume():
 
     on_one_agent("volume", step)
 
+def check_plan():
+    """A framework runs one task and declines the rest without a filter; once offers come
+    back, `POST /plan` removing the task's agent is asked for: the forks know the framework
+    and offer to it."""
+    seen.update(framework=None, agent=None)
+
+    class S(Scheduler):
+        offers_seen = 0
+
+        def resourceOffers(self, driver, offers):
+            self.offers_seen += len(offers)
+            rest = offers
+            if seen["agent"] is None:
+                o, rest = offers[0], offers[1:]
+                seen["agent"] = o["agent_id"]["value"]
+                driver.launchTasks(o["id"], [task(o, "p-1")], filters={"refuse_seconds": 0})
+            driver.declineOffer([o["id"] for o in rest], filters={"refuse_seconds": 0})
+            if self.offers_seen >= 8 and seen["framework"] is None:
+                seen["framework"] = driver.framework_id
+                threading.Thread(target=ask).start()
+
+    def ask():
+        change = {"op": "remove_agent", "agent": seen["agent"]}
+        status, body = post("/plan", change)
+        plan = json.loads(body)
+        seen["status"] = status
+        mine = lambda k: sorted(o["agent"] for o in plan["offers"][k]
+                                if o["framework"] == seen["framework"])
+        seen["without"], seen["with_change"] = mine("without"), mine("with_change")
+        done()
+
+    run(S(), framework("planner", roles=("r1",)))
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()

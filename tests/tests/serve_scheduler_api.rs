@@ -453,3 +453,15 @@ fn accepted_create_and_destroy_make_and_remove_a_persistent_volume_on_reserved_d
     let steps = json!([[], ["disk(r1):100"], ["disk(r1)[v1]:100"], ["disk(r1):100"], []]);
     assert_eq!(seen["steps"], steps, "{seen}");
 }
+
+#[test]
+fn a_plan_forks_the_master_with_the_frameworks_connected_over_the_scheduler_api() {
+    let Some(python) = python_or_skip() else { return };
+    let seen = start(CLUSTER, &[]).check(&python, "plan", &[]);
+    assert_eq!(seen["status"], 200, "{seen}");
+    let agent = seen["agent"].as_str().unwrap();
+    let others: Vec<Value> =
+        ["a1", "a2", "a3", "a4"].iter().filter(|a| **a != agent).map(|a| json!(a)).collect();
+    assert_eq!(seen["with_change"], json!(others), "offers on every agent left: {seen}");
+    assert_eq!(seen["without"], json!(["a1", "a2", "a3", "a4"]), "offers on every agent: {seen}");
+}
