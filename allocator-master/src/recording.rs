@@ -420,13 +420,24 @@ pub struct Journal {
     /// The virtual time the journal has reached.
     time: f64,
     kept: Option<Vec<Op>>,
+    /// At most this many events are kept; past it, none are ([`events`](Self::events) says
+    /// so), so that a long-lived master's memory stays bounded.
+    limit: usize,
+    /// When the limit was passed.
+    overflowed_at: Option<f64>,
     recorder: Option<Recorder>,
 }
 
+/// How many events [`Journal::keep`] keeps by default (a plan replays all of them; about
+/// 200 bytes each).
+pub const KEEP_LIMIT: usize = 1_000_000;
+
 impl Journal {
-    /// Keeps every event from now on in memory (for [`events`](Self::events)).
-    pub fn keep(&mut self) {
+    /// Keeps every event from now on in memory (for [`events`](Self::events)), up to
+    /// `limit` events.
+    pub fn keep(&mut self, limit: usize) {
         self.kept.get_or_insert_with(Vec::new);
+        self.limit = limit;
     }
 
     /// Writes every event from now on to `recorder`.
@@ -439,13 +450,20 @@ impl Journal {
         self.kept.is_some() || self.recorder.is_some()
     }
 
-    /// The events kept so far, with the clock advanced to `now` (`None` unless kept).
-    pub fn events(&self, now: f64) -> Option<Vec<Op>> {
-        let mut ops = self.kept.clone()?;
+    /// The events kept so far, with the clock advanced to `now`; `Err` says why there are
+    /// none (never kept, or more than the limit).
+    pub fn events(&self, now: f64) -> Result<Vec<Op>, String> {
+        if let Some(t) = self.overflowed_at {
+            return Err(format!(
+                "this master applied more than {} events (the limit was passed at {t:.3} s of virtual time), and a plan replays all of them; plans are off",
+                self.limit
+            ));
+        }
+        let mut ops = self.kept.clone().ok_or("this master keeps no history to plan from")?;
         if now > self.time {
             ops.push(Op::Advance(now - self.time));
         }
-        Some(ops)
+        Ok(ops)
     }
 
     /// `op` was applied at virtual time `now`.
@@ -483,7 +501,13 @@ impl Journal {
 
     fn emit(&mut self, op: &Op) {
         if let Some(kept) = &mut self.kept {
-            kept.push(op.clone());
+            if kept.len() < self.limit {
+                kept.push(op.clone());
+            } else {
+                log::warn!("more than {} events applied: plans are off from now on", self.limit);
+                self.kept = None;
+                self.overflowed_at = Some(self.time);
+            }
         }
         if let Some(r) = &mut self.recorder
             && let Err(e) = r.write(op)
@@ -570,7 +594,7 @@ mod tests {
     #[test]
     fn an_event_before_the_run_of_its_instant_is_placed_just_before_it() {
         let mut journal = Journal::default();
-        journal.keep();
+        journal.keep(10);
         journal.applied_before_run(3.0, &Op::Pause);
         journal.applied(3.0, &Op::Resume);
         assert_eq!(
@@ -587,7 +611,7 @@ mod tests {
     #[test]
     fn an_event_before_the_run_after_others_of_its_instant_keeps_their_order() {
         let mut journal = Journal::default();
-        journal.keep();
+        journal.keep(10);
         journal.applied(2.0, &Op::Pause);
         journal.applied_before_run(2.0, &Op::Resume);
         assert_eq!(journal.events(2.0).unwrap(), vec![Op::Advance(2.0), Op::Pause, Op::Resume]);
@@ -597,6 +621,19 @@ mod tests {
     fn nothing_is_kept_unless_asked() {
         let mut journal = Journal::default();
         journal.applied(1.0, &Op::Pause);
-        assert!(journal.events(1.0).is_none());
+        assert!(journal.events(1.0).is_err());
+    }
+
+    #[test]
+    fn past_its_limit_the_journal_keeps_nothing_and_says_why() {
+        let mut journal = Journal::default();
+        journal.keep(2);
+        journal.applied(0.0, &Op::Pause);
+        journal.applied(0.0, &Op::Resume);
+        assert_eq!(journal.events(0.0).unwrap(), vec![Op::Pause, Op::Resume]);
+        journal.applied(1.0, &Op::Pause);
+        let why = journal.events(1.0).unwrap_err();
+        assert!(why.contains("more than 2 events"), "{why}");
+        assert!(!journal.is_on(), "nothing is kept any more");
     }
 }

@@ -265,19 +265,17 @@ impl<'r> Simulation<'r> {
     }
 
     /// Keeps every event applied from now on (call it before the first), so that
-    /// [`plan`](Self::plan) can fork the master.
+    /// [`plan`](Self::plan) can fork the master; past [`crate::recording::KEEP_LIMIT`]
+    /// events, plans are off (memory stays bounded).
     pub fn keep_history(&mut self) {
-        self.journal.keep();
+        self.journal.keep(crate::recording::KEEP_LIMIT);
         self.journal_connected_frameworks();
     }
 
     /// What `change` would do to the next allocation run, against not applying it
     /// ([`crate::plan`]); changes nothing here. Needs [`keep_history`](Self::keep_history).
     pub fn plan(&self, change: &Op) -> Result<crate::plan::Plan, String> {
-        let history = self
-            .journal
-            .events(self.master.now())
-            .ok_or("this master keeps no history to plan from")?;
+        let history = self.journal.events(self.master.now())?;
         crate::plan::plan(self.master.registry(), &self.initial_setup, &history, change)
     }
 
