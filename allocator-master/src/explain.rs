@@ -641,7 +641,7 @@ fn module_place(
         return reason(
             code,
             format!(
-                "{kind} '{who}' is not in the order of {kind} sorter module '{module}' (not active there); {n} are"
+                "{kind} '{who}' has no place in the order of {kind} sorter module '{module}': it is not active there (inactive or suppressed); {n} {kind}(s) are"
             ),
             json!({"sorter": module, "rank": null, "of": n, "key": null}),
         );
