@@ -9,6 +9,13 @@
 //! framework, the GPU capability gate, `min_allocatable_resources`, reservations to other
 //! roles, agents deactivated, under maintenance or off the whitelist, a paused allocator, and
 //! no free resources at all. It costs nothing unless asked for.
+//!
+//! Refuse filters are given per framework: the agents it has filtered, the earliest and latest
+//! expiry, and on how many of them a filter covers all that is free now. A role or framework
+//! sorter loaded from a module is asked for its own key (`dominant_share`) and order through a
+//! fresh instance fed the current state, never through the live sorter; a module that answers
+//! no key is said to give none. There is no region reason: without fault domains (none in
+//! SPEC, none in ABI 1's `AgentInfo`) the `REGION_AWARE` gate withholds nothing.
 
 use std::collections::BTreeMap;
 
