@@ -9,10 +9,20 @@
 //! framework, the GPU capability gate, `min_allocatable_resources`, reservations to other
 //! roles, agents deactivated, under maintenance or off the whitelist, a paused allocator, and
 //! no free resources at all. It costs nothing unless asked for.
+//!
+//! Refuse filters are given per framework: the agents it has filtered, the earliest and latest
+//! expiry, and on how many of them a filter covers all that is free now. A role or framework
+//! sorter loaded from a module is asked for its own key (`dominant_share`) and order through a
+//! fresh instance fed the current state, never through the live sorter; a module that answers
+//! no key is said to give none. There is no region reason: without fault domains (none in
+//! SPEC, none in ABI 1's `AgentInfo`) the `REGION_AWARE` gate withholds nothing.
 
 use std::collections::BTreeMap;
 
-use allocator_api::{FrameworkCapabilities, FrameworkId, Quantities, Resources};
+use allocator_api::{
+    AgentId, ClientId, FrameworkCapabilities, FrameworkId, Quantities, RVec, Resources, Sorter,
+    SorterConfig,
+};
 use allocator_host::metrics::dominant_share;
 use serde_json::{Value, json};
 
@@ -184,7 +194,13 @@ pub fn explain_role(master: &Master<'_>, last: &LastRun, role: &str) -> Value {
             json!({"frameworks": frameworks.len()}),
         ));
     }
-    if let Some(rank) = rank {
+    let role_sorter = &master.setup().role_sorter;
+    if is_module(master, role_sorter) {
+        if !frameworks.is_empty() {
+            let order = module_role_order(master, role_sorter);
+            reasons.push(module_place("role_order", "role", role, role_sorter, &order));
+        }
+    } else if let Some(rank) = rank {
         reasons.push(reason(
             "role_order",
             format!(
@@ -269,15 +285,90 @@ fn gate_reasons(master: &Master<'_>, role: &str, reasons: &mut Vec<Value>) {
             json!({"resources": free.reserved_elsewhere.to_string()}),
         ));
     }
-    if let Engine::Builtin(alloc) = master.engine()
-        && let Some(n) = alloc.active_offer_filters().get(role).copied().filter(|n| *n > 0)
-    {
-        reasons.push(reason(
-            "refuse_filters",
-            format!("{n} refuse filter(s) of role '{role}' are active (declined offers, until they expire)"),
-            json!({"filters": n}),
-        ));
+    if let Some(r) = refuse_filter_reason(master, role, None) {
+        reasons.push(r);
     }
+}
+
+/// One framework's refuse filters under a role: the agents they filter, their expiries, and
+/// what is free on those agents now.
+#[derive(Default)]
+struct FilterAccount {
+    filters: usize,
+    /// Per filtered agent, what each filter there refuses.
+    agents: BTreeMap<AgentId, Vec<Resources>>,
+    earliest: f64,
+    latest: f64,
+}
+
+/// The built-in allocator's active refuse filters under `role`, per framework (only `only`'s
+/// when given), with their numbers; `None` when there are none (or the allocator is a module,
+/// whose filters the host does not see).
+fn refuse_filter_reason(
+    master: &Master<'_>,
+    role: &str,
+    only: Option<FrameworkId>,
+) -> Option<Value> {
+    let Engine::Builtin(alloc) = master.engine() else { return None };
+    let mut by_framework: BTreeMap<FrameworkId, FilterAccount> = BTreeMap::new();
+    alloc.visit_active_refuse_filters(|fw, agent, r, refused, expires| {
+        if r != role || only.is_some_and(|o| o != fw) {
+            return;
+        }
+        let a = by_framework.entry(fw).or_insert_with(|| FilterAccount {
+            earliest: f64::INFINITY,
+            latest: f64::NEG_INFINITY,
+            ..FilterAccount::default()
+        });
+        a.filters += 1;
+        a.agents.entry(agent).or_default().push(refused.clone());
+        a.earliest = a.earliest.min(expires);
+        a.latest = a.latest.max(expires);
+    });
+    if by_framework.is_empty() {
+        return None;
+    }
+    let total: usize = by_framework.values().map(|a| a.filters).sum();
+    let mut parts = Vec::new();
+    let mut accounts = Vec::new();
+    for (fw, a) in &by_framework {
+        // An agent is withheld by the filters while one of them covers all that is free there.
+        let (mut covering, mut nothing_free) = (0, 0);
+        for (agent, refused) in &a.agents {
+            let free = master
+                .agent_records()
+                .find(|r| r.info.id == *agent)
+                .map(|r| {
+                    (r.total.clone() - &master.agent_used(*agent))
+                        .filter(|x| x.is_allocatable_to(role))
+                })
+                .unwrap_or_default();
+            if free.is_empty() {
+                nothing_free += 1;
+            } else if refused.iter().any(|x| x.contains(&free)) {
+                covering += 1;
+            }
+        }
+        let name = master.framework_name(*fw);
+        parts.push(format!(
+            "framework '{name}' has filtered {} agent(s), expiring from {:.1} s to {:.1} s; they cover all that is free now on {covering} of them{}",
+            a.agents.len(),
+            a.earliest,
+            a.latest,
+            if nothing_free > 0 { format!(" (nothing is free on {nothing_free})") } else { String::new() }
+        ));
+        accounts.push(json!({"framework": name, "filters": a.filters, "agents": a.agents.len(),
+                             "earliest_expiry": a.earliest, "latest_expiry": a.latest,
+                             "agents_covering_free": covering, "agents_nothing_free": nothing_free}));
+    }
+    Some(reason(
+        "refuse_filters",
+        format!(
+            "{total} refuse filter(s) of role '{role}' are active (declined offers, until they expire): {}",
+            parts.join("; ")
+        ),
+        json!({"filters": total, "frameworks": accounts}),
+    ))
 }
 
 /// Why framework `name` got what it got at the last run.
@@ -330,14 +421,32 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
                 json!({"role": role, "min_allocatable_resources": wanted}),
             ));
         }
-        per_role.push(framework_rank(master, fw, role));
+        let framework_sorter = &master.setup().framework_sorter;
+        if is_module(master, framework_sorter) {
+            let order = module_framework_order(master, framework_sorter, role);
+            let mut place =
+                module_place("framework_order", "framework", name, framework_sorter, &order);
+            place["role"] = json!(role);
+            per_role.push(json!({"role": role, "rank": place["rank"], "of": place["of"],
+                                 "sorter": framework_sorter, "key": place["key"]}));
+            reasons.push(place);
+        } else {
+            per_role.push(framework_rank(master, fw, role));
+        }
         let role_account = explain_role(master, last, role);
         for r in role_account["reasons"].as_array().into_iter().flatten() {
-            if !matches!(r["reason"].as_str(), Some("no_frameworks" | "no_receiving_framework")) {
+            if !matches!(
+                r["reason"].as_str(),
+                Some("no_frameworks" | "no_receiving_framework" | "refuse_filters")
+            ) {
                 let mut r = r.clone();
                 r["role"] = json!(role);
                 reasons.push(r);
             }
+        }
+        if let Some(mut r) = refuse_filter_reason(master, role, Some(fw)) {
+            r["role"] = json!(role);
+            reasons.push(r);
         }
     }
     let tasks = master.tasks_of(fw).count();
@@ -406,6 +515,161 @@ fn framework_rank(master: &Master<'_>, fw: FrameworkId, role: &str) -> Value {
     let rank = order.iter().position(|(n, _)| n == name).map_or(0, |i| i + 1);
     let share = order.get(rank.saturating_sub(1)).map_or(0.0, |x| x.1);
     json!({"role": role, "rank": rank, "of": order.len(), "dominant_share": share})
+}
+
+/// A sorter module's own order: its clients as its `sort` gives them, each with the key its
+/// `dominant_share` answers (`None`: the module answers nothing).
+type ModuleOrder = Vec<(String, Option<f64>)>;
+
+/// `true` when the sorter called `name` is a loaded module (not the built-in DRF, whose
+/// weighted shares the host computes itself).
+fn is_module(master: &Master<'_>, name: &str) -> bool {
+    master.registry().module(name).is_some()
+}
+
+/// A fresh instance of sorter module `name`, configured as the allocator's are, holding every
+/// agent's total.
+fn fresh_sorter(master: &Master<'_>, name: &str, flag: &str) -> Result<Box<dyn Sorter>, String> {
+    let options = &master.setup().options;
+    let config = SorterConfig {
+        fairness_excluded_resource_names: options.fairness_excluded_resource_names.clone(),
+        seed: options.seed,
+    };
+    let mut sorter =
+        master.registry().create_sorter(name, flag, &config).map_err(|e| e.to_string())?;
+    for a in master.agent_records() {
+        sorter.add_agent(a.info.id, &a.total.scalar_quantities()).map_err(|e| e.to_string())?;
+    }
+    Ok(sorter)
+}
+
+/// The sorter's order with each client's key; `name_of` names a client.
+fn read_order(
+    sorter: &mut dyn Sorter,
+    name_of: impl Fn(ClientId) -> String,
+) -> Result<ModuleOrder, String> {
+    let mut out = RVec::new();
+    sorter.sort(&mut out).map_err(|e| e.to_string())?;
+    Ok(out.iter().map(|c| (name_of(*c), sorter.dominant_share(*c))).collect())
+}
+
+/// The order role sorter module `module` gives now: a fresh instance fed what the built-in
+/// allocator feeds its role sorter (agents, weights, every role a present framework subscribes
+/// to or holds resources under, active, and the ledger's allocations). Asked only when an
+/// explanation is, so the live sorter (a random one's generator included) is left untouched.
+fn module_role_order(master: &Master<'_>, module: &str) -> Result<ModuleOrder, String> {
+    let mut sorter = fresh_sorter(master, module, "--role_sorter")?;
+    for (path, w) in master.weights() {
+        sorter.update_weight(path, *w).map_err(|e| e.to_string())?;
+    }
+    let ledger = master.ledger();
+    let mut roles: Vec<String> = master
+        .framework_ids()
+        .filter_map(|f| master.framework_info(f))
+        .flat_map(|f| f.roles.iter().map(|r| r.to_string()).collect::<Vec<_>>())
+        .chain(ledger.iter().map(|a| a.role.to_string()))
+        .collect();
+    roles.sort();
+    roles.dedup();
+    let client =
+        |role: &str| ClientId(roles.binary_search_by(|r| r.as_str().cmp(role)).unwrap_or(0) as u32);
+    for role in &roles {
+        sorter.add(client(role), role).map_err(|e| e.to_string())?;
+        sorter.activate(client(role)).map_err(|e| e.to_string())?;
+    }
+    for a in &ledger {
+        sorter
+            .allocated(client(a.role.as_str()), a.agent, &a.resources)
+            .map_err(|e| e.to_string())?;
+    }
+    read_order(sorter.as_mut(), |c| roles[c.index()].clone())
+}
+
+/// The order framework sorter module `module` gives now within `role`: a fresh instance fed
+/// what the built-in allocator feeds that role's framework sorter (the frameworks subscribed
+/// to the role or holding resources under it, active unless inactive or suppressed in it, and
+/// their allocations under the role).
+fn module_framework_order(
+    master: &Master<'_>,
+    module: &str,
+    role: &str,
+) -> Result<ModuleOrder, String> {
+    let mut sorter = fresh_sorter(master, module, "--framework_sorter")?;
+    let ledger: Vec<_> = master.ledger().into_iter().filter(|a| a.role.as_str() == role).collect();
+    let mut frameworks: Vec<FrameworkId> = master
+        .framework_ids()
+        .filter(|f| master.framework_info(*f).is_some_and(|i| i.has_role(role)))
+        .chain(ledger.iter().map(|a| a.framework))
+        .collect();
+    frameworks.sort();
+    frameworks.dedup();
+    for fw in &frameworks {
+        // The built-in allocator's client id and path for a framework.
+        let client = ClientId(fw.0);
+        sorter.add(client, &format!("{:010}", fw.0)).map_err(|e| e.to_string())?;
+        let receiving = master.framework(*fw).is_some_and(|r| {
+            r.active && !r.options.suppressed_roles.iter().any(|s| s.as_str() == role)
+        });
+        if receiving {
+            sorter.activate(client).map_err(|e| e.to_string())?;
+        }
+    }
+    for a in &ledger {
+        sorter
+            .allocated(ClientId(a.framework.0), a.agent, &a.resources)
+            .map_err(|e| e.to_string())?;
+    }
+    read_order(sorter.as_mut(), |c| master.framework_name(FrameworkId(c.0)).to_owned())
+}
+
+/// `who`'s place in a sorter module's order, with the module's own key for it, as reason
+/// `code`: "place k of n"; when the module answers no key, it says so.
+fn module_place(
+    code: &str,
+    kind: &str,
+    who: &str,
+    module: &str,
+    order: &Result<ModuleOrder, String>,
+) -> Value {
+    let order = match order {
+        Ok(order) => order,
+        Err(e) => {
+            return reason(
+                code,
+                format!(
+                    "the {kind} sorter module '{module}' could not be asked for its order: {e}"
+                ),
+                json!({"sorter": module, "rank": null, "of": null, "key": null, "error": e}),
+            );
+        }
+    };
+    let n = order.len();
+    let Some(i) = order.iter().position(|(c, _)| c == who) else {
+        return reason(
+            code,
+            format!(
+                "{kind} '{who}' has no place in the order of {kind} sorter module '{module}': it is not active there (inactive or suppressed); {n} {kind}(s) are"
+            ),
+            json!({"sorter": module, "rank": null, "of": n, "key": null}),
+        );
+    };
+    let key = order[i].1;
+    let text = match key {
+        Some(k) => format!(
+            "{kind} '{who}' is place {} of {n} in the order of {kind} sorter module '{module}' (asked now, given the current allocations); the module's key for it (its dominant_share answer) is {k:.4}",
+            i + 1
+        ),
+        None => format!(
+            "{kind} '{who}': the sorter module '{module}' gives no key; place {} of {n}",
+            i + 1
+        ),
+    };
+    let ahead: Vec<Value> = order[..i].iter().map(|(c, k)| json!({(kind): c, "key": k})).collect();
+    reason(
+        code,
+        text,
+        json!({"sorter": module, "rank": i + 1, "of": n, "key": key, "ahead": ahead}),
+    )
 }
 
 /// Explains `subject`: a framework when one has that name, otherwise a role.
@@ -599,6 +863,76 @@ mod tests {
             "r",
         );
         assert_eq!(find(&r, "refuse_filters")["filters"], 2);
+    }
+
+    /// Two agents declined by `f1` in role `r` at time 0, for 100 and 50 seconds.
+    fn two_declines() -> Vec<Value> {
+        vec![
+            agent("a1", "cpus:4"),
+            agent("a2", "cpus:4"),
+            framework("f1", "r"),
+            json!({"op": "recover_resources", "framework": "f1", "agent": "a1", "resources": "all", "refuse_seconds": 100}),
+            json!({"op": "recover_resources", "framework": "f1", "agent": "a2", "resources": "all", "refuse_seconds": 50}),
+        ]
+    }
+
+    #[test]
+    fn refuse_filters_per_framework_give_agents_expiries_and_cover() {
+        let r = explain(Value::Array(two_declines()), "r");
+        let f = &find(&r, "refuse_filters")["frameworks"][0];
+        assert_eq!(
+            [
+                &f["framework"],
+                &f["agents"],
+                &f["earliest_expiry"],
+                &f["latest_expiry"],
+                &f["agents_covering_free"]
+            ],
+            [&json!("f1"), &json!(2), &json!(50.0), &json!(100.0), &json!(2)],
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn an_expired_refuse_filter_no_longer_counts() {
+        let mut events = two_declines();
+        events.push(json!({"op": "advance", "seconds": 60}));
+        let r = explain(Value::Array(events), "r");
+        let f = &find(&r, "refuse_filters")["frameworks"][0];
+        assert_eq!(
+            [&f["agents"], &f["earliest_expiry"], &f["latest_expiry"]],
+            [&json!(1), &json!(100.0), &json!(100.0)],
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn a_framework_explanation_gives_its_own_refuse_filters_only() {
+        let mut events = two_declines();
+        events.push(framework("f2", "r"));
+        events.push(json!({"op": "recover_resources", "framework": "f2", "agent": "a1", "resources": "all", "refuse_seconds": 30}));
+        let role = explain(Value::Array(events.clone()), "r");
+        assert_eq!(
+            find(&role, "refuse_filters")["frameworks"].as_array().unwrap().len(),
+            2,
+            "premise"
+        );
+        let r = explain(Value::Array(events), "f1");
+        let filters = find(&r, "refuse_filters");
+        assert_eq!(filters["frameworks"].as_array().unwrap().len(), 1, "{filters}");
+        assert_eq!(
+            (filters["role"].clone(), filters["frameworks"][0]["framework"].clone()),
+            (json!("r"), json!("f1"))
+        );
+    }
+
+    #[test]
+    fn a_framework_without_region_awareness_hears_nothing_about_regions() {
+        // No fault domains exist in the SPEC (ABI 1 AgentInfo has none): the region gate can
+        // withhold nothing, so the explanation does not mention it.
+        let r = explain(json!([agent("a1", "cpus:4;gpus:1"), framework("f1", "r")]), "f1");
+        assert!(!r.is_empty());
+        assert!(r.iter().all(|x| !x.to_string().to_lowercase().contains("region")), "{r:#?}");
     }
 
     #[test]

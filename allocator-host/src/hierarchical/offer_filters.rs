@@ -249,6 +249,25 @@ impl HierarchicalAllocator {
     }
 }
 
+impl HierarchicalAllocator {
+    /// Visits every refuse filter that blocks an event-triggered run at the allocator's current
+    /// time, read-only (for explanations, issue 24): the framework that declined, the agent,
+    /// the role the offer was made to, what was refused and the virtual time the filter
+    /// expires at. The order of visits is unspecified.
+    pub fn visit_active_refuse_filters(
+        &self,
+        mut visit: impl FnMut(FrameworkId, AgentId, &str, &Resources, f64),
+    ) {
+        for (fw_id, fw) in &self.frameworks {
+            for (agent, filters) in &fw.offer_filters {
+                for f in filters.iter().filter(|f| f.active(self.now, false)) {
+                    visit(*fw_id, *agent, &f.role, &f.resources, f.expires);
+                }
+            }
+        }
+    }
+}
+
 pub(super) fn clamp_refuse(seconds: f64) -> Option<f64> {
     if seconds == 0.0 || seconds.is_nan() {
         None
