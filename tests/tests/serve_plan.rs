@@ -1,60 +1,18 @@
 //! `POST /plan` and `GET /explain` on a live master (issue 24): a prediction that changes
 //! nothing, and an account with numbers.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
-
 use serde_json::Value;
-use workspace_tests::{master, workspace_root};
+use workspace_tests::serve::Serve;
 
-struct Live(Child, String);
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// The default workload, 20 virtual seconds per second, for at most a minute.
+fn start() -> Serve {
+    Serve::start(&["--speed", "20", "--duration", "60"])
 }
 
-fn start() -> Live {
-    let mut child = Command::new(master())
-        .args(["serve", "--listen", "127.0.0.1:0", "--speed", "20", "--duration", "60"])
-        .current_dir(workspace_root())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start allocator-master serve");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("serving on http://") {
-                let _ = tx.send(addr.to_owned());
-            }
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the master announces itself");
-    Live(child, addr)
-}
-
-fn request(live: &Live, method: &str, path: &str, body: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(&live.1).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().unwrap();
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
-    let json = body.lines().find(|l| l.starts_with('{')).unwrap_or("null");
-    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+/// One request; the status and the JSON body (`null` when there is none).
+fn request(live: &Serve, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let (status, payload) = live.request(method, path, body);
+    (status, serde_json::from_str(payload.trim()).unwrap_or(Value::Null))
 }
 
 #[test]
