@@ -497,3 +497,69 @@ fn the_stop_policy_stops_cleanly_when_an_isolated_sorter_worker_dies() {
     let last = err.trim_end().lines().last().unwrap();
     assert!(last.contains("killed by SIGABRT during sort"), "{err}");
 }
+
+/// Runs the master with `FATAL_MODULES_ABORT_ON_LOAD` set: the fatal fixture library aborts
+/// while it is loaded.
+fn run_with_aborting_constructor(extra: &[&str]) -> Output {
+    let m = manifest("fatal_modules", "fatal_allocator", &[]);
+    let mut args = vec!["--scenario", SCENARIO, "--output", "-", "--modules", &m];
+    args.extend_from_slice(&["--allocator", "fatal_allocator"]);
+    args.extend_from_slice(extra);
+    std::process::Command::new(workspace_tests::master())
+        .args(&args)
+        .current_dir(workspace_tests::workspace_root())
+        .env_remove("RUST_LOG")
+        .env("FATAL_MODULES_ABORT_ON_LOAD", "1")
+        .output()
+        .expect("run allocator-master")
+}
+
+#[test]
+fn an_isolated_library_whose_constructor_aborts_is_a_clean_load_error() {
+    let out = run_with_aborting_constructor(&["--module_isolation", "process"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let expected = format!(
+        "allocator-master: error loading modules: manifest inline JSON (--modules): library '{}' could not be checked in a worker: worker for module 'fatal_allocator' killed by SIGABRT during load",
+        library("fatal_modules").display()
+    );
+    assert_eq!(stderr(&out).trim_end(), expected);
+}
+
+/// Why the master does not open isolated libraries: one that aborts while loading ends the
+/// process that loads it.
+#[test]
+fn without_isolation_a_library_whose_constructor_aborts_ends_the_master() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = run_with_aborting_constructor(&[]);
+    assert_eq!(out.status.signal(), Some(6), "{:?}: {}", out.status, stderr(&out));
+}
+
+/// The loading checks run in a worker for isolated modules, with the same one-line messages
+/// and exit code as in the master's process.
+#[test]
+fn load_failures_checked_in_a_worker_read_as_in_the_master() {
+    for (library_name, module) in
+        [("faulty_modules", "nope"), ("future_api", "future"), ("faulty_modules", "incompatible")]
+    {
+        let m = workspace_tests::manifest_for(library_name, &[module]);
+        let in_master = run_master(&["--modules", &m, "--list-modules"]);
+        let in_worker =
+            run_master(&["--modules", &m, "--list-modules", "--module_isolation", "process"]);
+        assert_eq!(in_master.status.code(), Some(2), "{module}: {}", stderr(&in_master));
+        assert_eq!(in_worker.status.code(), Some(2), "{module}: {}", stderr(&in_worker));
+        assert_eq!(stderr(&in_worker), stderr(&in_master), "{module}");
+    }
+}
+
+#[test]
+fn isolated_modules_are_listed_from_the_worker_that_checked_their_library() {
+    let m = workspace_tests::manifest_for("fatal_modules", &["fatal_allocator", "fatal_sorter"]);
+    let listed = |isolation: &str| {
+        let out = run_master(&["--modules", &m, "--list-modules", "--module_isolation", isolation]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let in_worker = listed("process");
+    assert!(in_worker.contains("fatal_sorter") && in_worker.contains("allocator"), "{in_worker}");
+    assert_eq!(in_worker, listed("none"));
+}

@@ -34,6 +34,11 @@ const MAX_POSTED: usize = 1024;
 
 /// Control requests (instance 0).
 pub(crate) mod control {
+    /// The first request: load the library and one module (`Spec`).
+    pub const LOAD: u8 = 0;
+    /// The first request, instead of `LOAD`: check a library and the modules a manifest names
+    /// there, report them, and exit (see `Isolator::probe`).
+    pub const PROBE: u8 = 4;
     /// Create an allocator instance: id, `AllocatorOptions`.
     pub const CREATE_ALLOCATOR: u8 = 1;
     /// Create a sorter instance: id, `SorterConfig`.
@@ -72,6 +77,15 @@ pub(crate) struct Worker {
 impl Link {
     /// Starts a worker for `spec` and has it load the module's library.
     pub(crate) fn spawn(spec: &Spec, watchdog: &Watchdog) -> Result<Link, String> {
+        let link = Link::start(spec, watchdog)?;
+        link.call(0, control::LOAD, "load", |e| spec.put(e), reply_result)
+            .and_then(|loaded| loaded)
+            .map_err(|e| e.message.to_string())?;
+        Ok(link)
+    }
+
+    /// Starts a worker for `spec`; its first request is the caller's (a load or a probe).
+    pub(crate) fn start(spec: &Spec, watchdog: &Watchdog) -> Result<Link, String> {
         let exe = match &spec.worker_exe {
             Some(exe) => exe.clone(),
             None => {
@@ -115,11 +129,7 @@ impl Link {
             posted_calls: 0,
             frame: Vec::new(),
         };
-        let link = Link(Arc::new(Mutex::new(worker)));
-        link.call(0, 0, "load", |e| spec.put(e), reply_result)
-            .and_then(|loaded| loaded)
-            .map_err(|e| e.message.to_string())?;
-        Ok(link)
+        Ok(Link(Arc::new(Mutex::new(worker))))
     }
 
     fn lock(&self) -> MutexGuard<'_, Worker> {
