@@ -20,9 +20,12 @@
 //! `--on_module_failure` policy applies as for any other module fault.
 //!
 //! Sorters made for the built-in allocator ([`ModuleRegistry::sorter_factory`]) queue the
-//! per-offer calls (`allocated`, `unallocated`, `update`) and collect their answers with the
-//! next call that needs one: the built-in allocator treats any error of those as a fault, so
-//! a failure reported one call late changes nothing but the call it is reported with.
+//! calls that answer only success or failure (`add`, `remove`, `activate`, `deactivate`,
+//! `update_weight`, `add_agent`, `remove_agent`, and the per-offer `allocated`, `unallocated`,
+//! `update`) and collect their answers with the next call that needs one: the built-in
+//! allocator treats any error of those as a fault, so a failure reported one call late changes
+//! nothing but the call it is reported with (the fault's fallback or restart rebuilds the
+//! sorters from the built-in's own records either way).
 //!
 //! The master never maps an isolated library: when every module a manifest entry names from
 //! a library is isolated, the registry has a short-lived worker check it ([`Isolator::probe`]:
