@@ -341,8 +341,15 @@ impl Worker {
         self.out.buf.clear();
         let posted = std::mem::take(&mut self.posted);
         let (last, earlier) = posted.split_last().expect("at least the call itself");
+        // The worker answers a batch at once: a worker that dies in it answers none of it, so
+        // the call named is the one the caller waits for, and the queued ones are counted.
+        let during = match earlier.len() {
+            0 => (*last).to_owned(),
+            1 => format!("{last} (or the {} call queued before it)", earlier[0]),
+            n => format!("{last} (or one of the {n} calls queued before it)"),
+        };
         for name in earlier {
-            let n = self.read_frame(name, frame)?;
+            let n = self.read_frame(&during, frame)?;
             match reply_result(&mut Dec::new(&frame[..n])) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
@@ -356,7 +363,7 @@ impl Worker {
                 Err(_) => return Err(self.malformed(name)),
             }
         }
-        let n = self.read_frame(last, frame)?;
+        let n = self.read_frame(&during, frame)?;
         let mut d = Dec::new(&frame[..n]);
         match reply(&mut d) {
             Ok(r) if d.is_empty() => Ok(r),
@@ -369,7 +376,7 @@ impl Worker {
     /// memory for a frame it announces and never sends.
     fn read_frame(
         &mut self,
-        during: &'static str,
+        during: &str,
         frame: &mut Vec<u8>,
     ) -> Result<usize, ModuleError> {
         let mut len = [0u8; 4];

@@ -28,7 +28,7 @@
 //! sorters from the built-in's own records either way).
 //!
 //! The master never maps an isolated library: when every module a manifest entry names from
-//! a library is isolated, the registry has a short-lived worker check it ([`Isolator::probe`]:
+//! a library is isolated, the registry has a short-lived worker check it (`Isolator::probe`:
 //! abi_stable's checks, the library's `init`, the modules' names, kinds, API versions and
 //! `compatible()`) and report its modules, or the loading error's line as the master would
 //! have written it. A library whose load-time code kills the process kills only that worker.
