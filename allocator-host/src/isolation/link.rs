@@ -374,11 +374,7 @@ impl Worker {
     /// Reads one reply frame into `frame[..n]` and returns `n`. `frame` keeps its largest
     /// length; it grows only as the bytes arrive, so a worker cannot make the host commit
     /// memory for a frame it announces and never sends.
-    fn read_frame(
-        &mut self,
-        during: &str,
-        frame: &mut Vec<u8>,
-    ) -> Result<usize, ModuleError> {
+    fn read_frame(&mut self, during: &str, frame: &mut Vec<u8>) -> Result<usize, ModuleError> {
         let mut len = [0u8; 4];
         if let Err(e) = self.reader.read_exact(&mut len) {
             return Err(self.end(during, Some(e)));
