@@ -3,7 +3,8 @@
 //!
 //! The host (not the module) is the source of truth: it keeps its own record of agents,
 //! frameworks, weights, quotas, the whitelist and a ledger of what every framework holds. A
-//! failed allocator module is replaced by [`rebuild_builtin`]; a failed sorter module inside the
+//! failed allocator module is replaced by [`rebuild_builtin`] (and a restarted one is given the
+//! same records by [`replay`]); a failed sorter module inside the
 //! built-in allocator by [`builtin_drf`] through
 //! [`HierarchicalAllocator::replace_sorters`].
 
@@ -69,37 +70,45 @@ pub struct Records<'a> {
     pub paused: bool,
 }
 
-/// A fresh built-in allocator with `drf` sorters holding `records`: time, weights, quotas,
-/// whitelist, frameworks, then agents with what the ledger holds on them (so nothing is offered
-/// twice), deactivations, and the pause. One line naming the call on failure.
+/// A fresh built-in allocator with `drf` sorters holding `records` (see [`replay`]). One line
+/// naming the call on failure.
 pub fn rebuild_builtin(records: &Records<'_>) -> Result<HierarchicalAllocator, String> {
     let mut options = records.options.clone();
     options.role_sorter = BUILTIN_SORTER.into();
     options.framework_sorter = BUILTIN_SORTER.into();
     let mut b = HierarchicalAllocator::new(&options, builtin_drf(), builtin_drf())?;
-    let fail = |e: ModuleError| format!("rebuilding the built-in allocator: {e}");
-    b.set_time(records.now).map_err(fail)?;
+    replay(&mut b, records).map_err(|e| format!("rebuilding the built-in allocator: {e}"))?;
+    Ok(b)
+}
+
+/// Gives a freshly created allocator (the built-in on fallback, a restarted module under
+/// `--on_module_failure restart`) the host's `records`: time, weights, quotas, whitelist,
+/// frameworks, then agents with what the ledger holds on them (so nothing is offered twice),
+/// deactivations, and the pause. Refuse filters are not part of the host's records: a rebuilt
+/// allocator starts without them. Fails with the first call the allocator fails, named.
+pub fn replay(target: &mut dyn Allocator, records: &Records<'_>) -> Result<(), ModuleError> {
+    target.set_time(records.now)?;
     let weights: Vec<RoleWeight> = records
         .weights
         .iter()
         .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
         .collect();
-    b.update_weights(&weights).map_err(fail)?;
+    target.update_weights(&weights)?;
     for (role, q) in records.quotas {
-        b.update_quota(role, q).map_err(fail)?;
+        target.update_quota(role, q)?;
     }
-    b.update_whitelist(records.whitelist).map_err(fail)?;
+    target.update_whitelist(records.whitelist)?;
     for f in &records.frameworks {
-        b.add_framework(f.info, &[], f.active, f.options).map_err(fail)?;
+        target.add_framework(f.info, &[], f.active, f.options)?;
     }
     for a in &records.agents {
-        b.add_agent(a.info, a.unavailability, a.total, &a.allocations).map_err(fail)?;
+        target.add_agent(a.info, a.unavailability, a.total, &a.allocations)?;
         if !a.activated {
-            b.deactivate_agent(a.info.id).map_err(fail)?;
+            target.deactivate_agent(a.info.id)?;
         }
     }
     if records.paused {
-        b.pause().map_err(fail)?;
+        target.pause()?;
     }
-    Ok(b)
+    Ok(())
 }

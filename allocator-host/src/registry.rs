@@ -16,7 +16,9 @@ use allocator_api::abi::{
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
 use crate::guard::CheckedSorter;
-use crate::isolation::{ISOLATION_PARAMETER, Isolation, IsolationSettings, Isolator};
+use crate::isolation::{
+    ISOLATION_PARAMETER, Isolation, IsolationSettings, Isolator, ProbeEntry, ProbeError, Probed,
+};
 use crate::manifest::{self, Manifest, ManifestError, ManifestSource};
 use crate::watchdog::{Watchdog, WatchedAllocator, WatchedSorter};
 
@@ -211,6 +213,21 @@ pub enum LoadError {
         /// What is wrong with the value.
         reason: String,
     },
+    /// A worker that checked an isolated library refused it: the line is the one this
+    /// registry writes for a library it opens itself.
+    #[error("{0}")]
+    Checked(String),
+    /// The worker that was to check an isolated library died or hung doing it (a load-time
+    /// constructor that aborts), or could not be started.
+    #[error("manifest {manifest}: library '{path}' could not be checked in a worker: {reason}")]
+    Worker {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// Why (`worker for module 'm' killed by SIGABRT during load`).
+        reason: String,
+    },
     /// The same module was listed again with different parameters.
     #[error("manifest {manifest}: module '{module}' is already loaded with different parameters")]
     DuplicateParameters {
@@ -303,7 +320,66 @@ pub struct LoadedModule {
     /// Where its instances run, when its manifest entry says (`isolation` parameter);
     /// `None`: as the registry's [`IsolationSettings::default`] says.
     pub isolation: Option<Isolation>,
-    descriptor: ModuleDescriptor,
+    /// The descriptor in the library mapped in this process; `None` when the library was
+    /// checked in a worker only (an isolated module).
+    descriptor: Option<ModuleDescriptor>,
+}
+
+impl LoadedModule {
+    /// The module's factory, from the library mapped in this process.
+    fn factory(&self) -> Result<ModuleFactory, CreateError> {
+        self.descriptor.map(|d| d.factory).ok_or_else(|| {
+            CreateError::Unavailable(format!(
+                "module '{}' ({}) was loaded for a worker only (its library was checked there, never opened in this process), so it cannot run in-process",
+                self.name,
+                self.library.display()
+            ))
+        })
+    }
+}
+
+/// A module of a library as the registry learns it: from the library mapped here, or from the
+/// worker that checked it (without a descriptor then).
+struct Described {
+    name: String,
+    kind: ModuleKind,
+    api_version: String,
+    author: String,
+    description: String,
+    descriptor: Option<ModuleDescriptor>,
+}
+
+impl Described {
+    fn mapped(d: ModuleDescriptor) -> Described {
+        Described {
+            name: d.name.to_string(),
+            kind: d.kind(),
+            api_version: d.api_version.to_string(),
+            author: d.author.to_string(),
+            description: d.description.to_string(),
+            descriptor: Some(d),
+        }
+    }
+
+    fn probed(p: Probed) -> Described {
+        Described {
+            name: p.name,
+            kind: p.kind,
+            api_version: p.api_version,
+            author: p.author,
+            description: p.description,
+            descriptor: None,
+        }
+    }
+}
+
+/// A manifest entry's parameters for the module's factory: the host's `isolation` left out.
+fn host_parameters(parameters: &[manifest::ParameterEntry]) -> Vec<Parameter> {
+    parameters
+        .iter()
+        .filter(|p| p.key != ISOLATION_PARAMETER)
+        .map(|p| Parameter { key: p.key.as_str().into(), value: p.value.as_str().into() })
+        .collect()
 }
 
 impl std::fmt::Debug for LoadedModule {
@@ -387,6 +463,10 @@ impl ModuleRegistry {
     }
 
     /// Loads every library and module of `manifest`, in order, stopping at the first error.
+    ///
+    /// A library whose modules (as this manifest entry names them) are all isolated is not
+    /// opened here: a worker checks it and reports its modules (see [`crate::isolation`]), so
+    /// that nothing in it runs in this process.
     pub fn load_manifest(
         &mut self,
         manifest: &Manifest,
@@ -395,89 +475,140 @@ impl ModuleRegistry {
         let label = source.label.clone();
         for (index, entry) in manifest.libraries.iter().enumerate() {
             let path = self.resolve(entry, index, source)?;
-            let library = self.open(&path, &label)?;
-            let shown = path.display().to_string();
-            let descriptors = library.modules();
+            let described = if self.checks_in_worker(entry, &path) {
+                self.probe(entry, &path, &label)?
+            } else {
+                let library = self.open(&path, &label)?;
+                library.modules().iter().map(|d| Described::mapped(*d)).collect()
+            };
             for module in &entry.modules {
-                let Some(name) = module.name.as_deref().filter(|n| !n.is_empty()) else {
-                    return Err(LoadError::NoModuleName { manifest: label, path: shown });
-                };
-                let Some(descriptor) = descriptors.iter().find(|d| d.name.as_str() == name) else {
-                    let available: Vec<&str> =
-                        descriptors.iter().map(|d| d.name.as_str()).collect();
-                    return Err(LoadError::ModuleNotFound {
-                        manifest: label,
-                        path: shown,
-                        module: name.to_owned(),
-                        available: if available.is_empty() {
-                            "no modules".into()
-                        } else {
-                            available.join(", ")
-                        },
-                    });
-                };
-                check_descriptor(descriptor, &label, &shown)?;
-                let isolation =
-                    match module.parameters.iter().rev().find(|p| p.key == ISOLATION_PARAMETER) {
-                        None => None,
-                        Some(p) => Some(p.value.parse::<Isolation>().map_err(|reason| {
-                            LoadError::BadIsolation {
-                                manifest: label.clone(),
-                                module: name.to_owned(),
-                                reason,
-                            }
-                        })?),
-                    };
-                let parameters: Vec<Parameter> = module
-                    .parameters
-                    .iter()
-                    .filter(|p| p.key != ISOLATION_PARAMETER)
-                    .map(|p| Parameter {
-                        key: p.key.as_str().into(),
-                        value: p.value.as_str().into(),
-                    })
-                    .collect();
-                if let Some(existing) = self.modules.get(name) {
-                    if existing.library != path {
-                        return Err(LoadError::DuplicateLibrary {
-                            manifest: label,
-                            module: name.to_owned(),
-                            first: existing.library.display().to_string(),
-                            second: shown,
-                        });
-                    }
-                    if existing.parameters != parameters || existing.isolation != isolation {
-                        return Err(LoadError::DuplicateParameters {
-                            manifest: label,
-                            module: name.to_owned(),
-                        });
-                    }
-                    continue; // identical reload: a no-op
-                }
-                log::info!(
-                    "loaded {} module '{}' from {} (API {}, by {})",
-                    descriptor.kind(),
-                    name,
-                    shown,
-                    descriptor.api_version,
-                    descriptor.author
-                );
-                self.modules.insert(
-                    name.to_owned(),
-                    LoadedModule {
-                        name: name.to_owned(),
-                        kind: descriptor.kind(),
-                        library: path.clone(),
-                        api_version: descriptor.api_version.to_string(),
-                        author: descriptor.author.to_string(),
-                        description: descriptor.description.to_string(),
-                        parameters,
-                        isolation,
-                        descriptor: *descriptor,
-                    },
-                );
+                self.add_module(module, &described, &path, &label)?;
             }
         }
+        Ok(())
+    }
+
+    /// `true` when every module `entry` names runs in a worker (its `isolation` parameter, or
+    /// the registry's default) and the library is not mapped here already.
+    fn checks_in_worker(&self, entry: &manifest::LibraryEntry, path: &Path) -> bool {
+        !self.libraries.contains_key(path)
+            && !entry.modules.is_empty()
+            && entry.modules.iter().all(|m| {
+                let isolation =
+                    match m.parameters.iter().rev().find(|p| p.key == ISOLATION_PARAMETER) {
+                        None => Some(self.isolator.settings.default),
+                        // A bad value is refused, as today, by `add_module` after a local open.
+                        Some(p) => p.value.parse::<Isolation>().ok(),
+                    };
+                isolation == Some(Isolation::Process)
+            })
+    }
+
+    /// The modules of `entry`'s library, as a worker that checked it reports them; the checks
+    /// that read the file without mapping it run here first.
+    fn probe(
+        &self,
+        entry: &manifest::LibraryEntry,
+        path: &Path,
+        label: &str,
+    ) -> Result<Vec<Described>, LoadError> {
+        check_regular_file(path, label)?;
+        check_exports_module_header(path, label)?;
+        let entries: Vec<ProbeEntry> = (entry.modules.iter())
+            .map(|m| ProbeEntry {
+                name: m.name.clone(),
+                parameters: host_parameters(&m.parameters),
+            })
+            .collect();
+        match self.isolator.probe(path, label, &entries, &self.watchdog) {
+            Ok(modules) => Ok(modules.into_iter().map(Described::probed).collect()),
+            Err(ProbeError::Refused(line)) => Err(LoadError::Checked(line)),
+            Err(ProbeError::Worker(reason)) => Err(LoadError::Worker {
+                manifest: label.to_owned(),
+                path: path.display().to_string(),
+                reason,
+            }),
+        }
+    }
+
+    /// Registers one module entry of a library whose modules are `described`.
+    fn add_module(
+        &mut self,
+        module: &manifest::ModuleEntry,
+        described: &[Described],
+        path: &Path,
+        label: &str,
+    ) -> Result<(), LoadError> {
+        let label = label.to_owned();
+        let shown = path.display().to_string();
+        let Some(name) = module.name.as_deref().filter(|n| !n.is_empty()) else {
+            return Err(LoadError::NoModuleName { manifest: label, path: shown });
+        };
+        let Some(found) = described.iter().find(|d| d.name == name) else {
+            let available: Vec<&str> = described.iter().map(|d| d.name.as_str()).collect();
+            return Err(LoadError::ModuleNotFound {
+                manifest: label,
+                path: shown,
+                module: name.to_owned(),
+                available: if available.is_empty() {
+                    "no modules".into()
+                } else {
+                    available.join(", ")
+                },
+            });
+        };
+        if let Some(descriptor) = &found.descriptor {
+            // (A worker that checked the library has run these checks.)
+            check_descriptor(descriptor, &label, &shown)?;
+        }
+        let isolation = match module.parameters.iter().rev().find(|p| p.key == ISOLATION_PARAMETER)
+        {
+            None => None,
+            Some(p) => Some(p.value.parse::<Isolation>().map_err(|reason| {
+                LoadError::BadIsolation { manifest: label.clone(), module: name.to_owned(), reason }
+            })?),
+        };
+        let parameters = host_parameters(&module.parameters);
+        if let Some(existing) = self.modules.get(name) {
+            if existing.library != path {
+                return Err(LoadError::DuplicateLibrary {
+                    manifest: label,
+                    module: name.to_owned(),
+                    first: existing.library.display().to_string(),
+                    second: shown,
+                });
+            }
+            if existing.parameters != parameters || existing.isolation != isolation {
+                return Err(LoadError::DuplicateParameters {
+                    manifest: label,
+                    module: name.to_owned(),
+                });
+            }
+            return Ok(()); // identical reload: a no-op
+        }
+        log::info!(
+            "loaded {} module '{}' from {} (API {}, by {}){}",
+            found.kind,
+            name,
+            shown,
+            found.api_version,
+            found.author,
+            if found.descriptor.is_none() { "; checked in a worker" } else { "" }
+        );
+        self.modules.insert(
+            name.to_owned(),
+            LoadedModule {
+                name: name.to_owned(),
+                kind: found.kind,
+                library: path.to_owned(),
+                api_version: found.api_version.clone(),
+                author: found.author.clone(),
+                description: found.description.clone(),
+                parameters,
+                isolation,
+                descriptor: found.descriptor,
+            },
+        );
         Ok(())
     }
 
@@ -639,9 +770,7 @@ impl ModuleRegistry {
                     .map(|s| Box::new(CheckedSorter::new(Box::new(s), &m.name)) as Box<dyn Sorter>)
                     .map_err(|e| create_error("sorter", m, e));
             }
-            let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
-                unreachable!("kind checked")
-            };
+            let ModuleFactory::Sorter(factory) = m.factory()? else { unreachable!("kind checked") };
             return self.new_sorter(m, factory, config).map_err(|e| create_error("sorter", m, e));
         }
         if name == BUILTIN_SORTER {
@@ -663,9 +792,6 @@ impl ModuleRegistry {
         flag: &str,
     ) -> Result<crate::hierarchical::SorterFactory, CreateError> {
         if let Some(m) = self.module_of_kind(name, ModuleKind::SORTER, flag)? {
-            let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
-                unreachable!("kind checked")
-            };
             let module = m.clone();
             let watchdog = self.watchdog.clone();
             if self.isolation_of(m) == Isolation::Process {
@@ -679,6 +805,7 @@ impl ModuleRegistry {
                         as Box<dyn Sorter>)
                 }));
             }
+            let ModuleFactory::Sorter(factory) = m.factory()? else { unreachable!("kind checked") };
             return Ok(Box::new(move |config: &SorterConfig| {
                 // For the built-in allocator, which checks each client as it walks an answer.
                 let label = format!("sorter '{}'", module.name);
@@ -728,9 +855,7 @@ impl ModuleRegistry {
                 .map(|a| Box::new(a) as Box<dyn Allocator>)
                 .map_err(|e| create_error("allocator", m, e));
         }
-        let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
-            unreachable!("kind checked")
-        };
+        let ModuleFactory::Allocator(factory) = m.factory()? else { unreachable!("kind checked") };
         let label = format!("allocator '{}'", m.name);
         let created = self
             .watchdog
@@ -749,7 +874,7 @@ impl ModuleRegistry {
         options: &AllocatorOptions,
     ) -> Result<Box<dyn Allocator>, allocator_api::ModuleError> {
         let m = self.modules.get(name).ok_or_else(|| unknown_in_worker(name))?;
-        let ModuleFactory::Allocator(factory) = m.descriptor.factory else {
+        let Some(ModuleFactory::Allocator(factory)) = m.descriptor.map(|d| d.factory) else {
             return Err(unknown_in_worker(name));
         };
         let allocator = factory(options, m.parameters.as_slice().into()).into_result()?;
@@ -764,7 +889,7 @@ impl ModuleRegistry {
         config: &SorterConfig,
     ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
         let m = self.modules.get(name).ok_or_else(|| unknown_in_worker(name))?;
-        let ModuleFactory::Sorter(factory) = m.descriptor.factory else {
+        let Some(ModuleFactory::Sorter(factory)) = m.descriptor.map(|d| d.factory) else {
             return Err(unknown_in_worker(name));
         };
         let sorter = factory(config, m.parameters.as_slice().into()).into_result()?;

@@ -8,6 +8,7 @@ use clap::Parser;
 use allocator_api::{AllocatorOptions, Quantities};
 
 use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
+use crate::master::DEFAULT_RESTART_LIMIT;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
@@ -167,16 +168,22 @@ pub struct AllocatorFlags {
     /// Seed of every random choice (agent shuffle, random sorters) [default: 0].
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
-    /// When a module fails (panics, returns a failure): `fallback` continues with the built-in
-    /// (`hierarchical` for an allocator, `drf` for a sorter), rebuilt from the host's records;
-    /// `stop` exits with the reason [default: fallback].
+    /// When a module fails (panics, returns a failure, its worker dies): `fallback` continues
+    /// with the built-in (`hierarchical` for an allocator, `drf` for a sorter), rebuilt from the
+    /// host's records; `restart` re-creates the module (in a fresh worker when isolated) with
+    /// the host's records, up to --module_restart_limit times, then falls back; `stop` exits
+    /// with the reason [default: fallback].
     #[arg(
         long = "on_module_failure",
         alias = "on-module-failure",
         value_name = "POLICY",
-        value_parser = ["fallback", "stop"]
+        value_parser = ["fallback", "restart", "stop"]
     )]
     pub on_module_failure: Option<String>,
+    /// Under `--on_module_failure restart`, the most restarts in a run; past it, the built-in
+    /// takes over [default: 3].
+    #[arg(long = "module_restart_limit", alias = "module-restart-limit", value_name = "N")]
+    pub module_restart_limit: Option<u32>,
     /// The call budget and watchdog.
     #[command(flatten)]
     pub limits: CallLimitFlags,
@@ -237,6 +244,7 @@ impl AllocatorFlags {
             filter_gpu_resources: self.filter_gpu_resources.or(o.filter_gpu_resources),
             seed: self.seed.or(o.seed),
             on_module_failure: self.on_module_failure.or(o.on_module_failure),
+            module_restart_limit: self.module_restart_limit.or(o.module_restart_limit),
             limits: self.limits.or(&o.limits),
         }
     }
@@ -258,6 +266,7 @@ impl AllocatorFlags {
         note(self.filter_gpu_resources.is_some(), "--filter_gpu_resources");
         note(self.seed.is_some(), "--seed");
         note(self.on_module_failure.is_some(), "--on_module_failure");
+        note(self.module_restart_limit.is_some(), "--module_restart_limit");
         given
     }
 }
@@ -974,6 +983,14 @@ pub fn setup(
     options.framework_sorter = framework_sorter.as_str().into();
     let on_module_failure = match flags.on_module_failure.as_deref() {
         Some("stop") => FailurePolicy::Stop,
+        Some("restart") => FailurePolicy::Restart {
+            limit: flags.module_restart_limit.unwrap_or(DEFAULT_RESTART_LIMIT),
+        },
+        _ if flags.module_restart_limit.is_some() => {
+            return Err(
+                "--module_restart_limit applies only with --on_module_failure restart".into()
+            );
+        }
         _ => FailurePolicy::Fallback,
     };
     let (call_budget_ms, call_timeout_ms) = flags.limits.resolved();

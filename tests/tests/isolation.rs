@@ -276,3 +276,290 @@ fn isolated_sorter_and_allocator_modules_pass_conformance() {
         assert!(text.contains(" passed, 0 failed"), "{text}");
     }
 }
+
+/// A file path, unique to this test process and `name`, that does not exist yet (the fixtures'
+/// `once_marker`).
+fn marker(name: &str) -> String {
+    let path = std::env::temp_dir().join(format!("iso-once-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path.display().to_string()
+}
+
+/// The restart line for `module` and restart `n` of `limit`, with the fault's cause in it.
+fn assert_restarted(err: &str, module_line: &str, cause: &str, n: u32, limit: u32) {
+    let restart = format!("restarting it (restart {n} of {limit})");
+    let line = err.lines().find(|l| l.contains(&restart)).unwrap_or_else(|| {
+        panic!("expected a line with '{restart}' in: {err}");
+    });
+    assert!(line.starts_with(&format!("allocator-master: {module_line} failed in ")), "{line}");
+    assert!(line.contains(cause), "expected '{cause}' in: {line}");
+}
+
+#[test]
+fn an_isolated_allocator_killed_once_is_restarted_and_the_run_goes_on_with_it() {
+    let once = marker("allocator");
+    let m =
+        manifest("fatal_modules", "fatal_allocator", &[("fault", "abort"), ("once_marker", &once)]);
+    let out = run(
+        SCENARIO,
+        &[
+            "--modules",
+            &m,
+            "--allocator",
+            "fatal_allocator",
+            "--module_isolation",
+            "process",
+            "--on_module_failure",
+            "restart",
+        ],
+    );
+    let _ = std::fs::remove_file(&once);
+    let err = stderr(&out);
+    // Exit 0: every expectation after the restart held — the repeated run offered nothing
+    // (the fresh module was told what the ledger holds) and the recovered agent was offered
+    // again (nothing lost).
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_restarted(
+        &err,
+        "allocator module 'fatal_allocator'",
+        "worker for module 'fatal_allocator' killed by SIGABRT during allocate",
+        1,
+        3,
+    );
+    assert!(!err.contains("continuing with the built-in"), "{err}");
+    let s = summary(&out);
+    assert_eq!(s["allocator"], "fatal_allocator", "{s}");
+    assert_eq!(s["metrics"]["allocator/module_restarts"], 1, "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 0, "{s}");
+    assert_eq!(s["metrics"]["allocator/guard/dropped_offers"], 0, "{s}");
+}
+
+#[test]
+fn an_isolated_allocator_that_keeps_dying_falls_back_past_the_restart_limit() {
+    let m =
+        manifest("fatal_modules", "fatal_allocator", &[("fault", "null"), ("on_allocate", "1")]);
+    let out = run(
+        SCENARIO,
+        &[
+            "--modules",
+            &m,
+            "--allocator",
+            "fatal_allocator",
+            "--module_isolation",
+            "process",
+            "--on_module_failure",
+            "restart",
+            "--module_restart_limit",
+            "2",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let cause = "killed by SIGSEGV during allocate";
+    assert_restarted(&err, "allocator module 'fatal_allocator'", cause, 1, 2);
+    assert_restarted(&err, "allocator module 'fatal_allocator'", cause, 2, 2);
+    assert!(!err.contains("restart 3"), "{err}");
+    assert!(err.contains("continuing with the built-in hierarchical allocator"), "{err}");
+    let s = summary(&out);
+    assert_eq!(s["allocator"], "hierarchical", "{s}");
+    assert_eq!(s["metrics"]["allocator/module_restarts"], 2, "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1, "{s}");
+    assert_eq!(s["metrics"]["allocator/guard/dropped_offers"], 0, "{s}");
+}
+
+#[test]
+fn a_restart_limit_of_zero_falls_back_at_the_first_fault() {
+    let m = manifest("fatal_modules", "fatal_allocator", &[("fault", "exit0")]);
+    let out = run(
+        SCENARIO,
+        &[
+            "--modules",
+            &m,
+            "--allocator",
+            "fatal_allocator",
+            "--module_isolation",
+            "process",
+            "--on_module_failure",
+            "restart",
+            "--module_restart_limit",
+            "0",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("restarting it"), "{err}");
+    let s = summary(&out);
+    assert_eq!(s["metrics"]["allocator/module_restarts"], 0, "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1, "{s}");
+}
+
+#[test]
+fn the_restart_limit_without_the_restart_policy_is_refused() {
+    let m = manifest("fatal_modules", "fatal_allocator", &[]);
+    let out = run(
+        SCENARIO,
+        &["--modules", &m, "--allocator", "fatal_allocator", "--module_restart_limit", "2"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out)
+            .contains("--module_restart_limit applies only with --on_module_failure restart"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Without isolation a contained fault (a panic) restarts the module too: a fresh instance from
+/// the same library, given the host's records.
+#[test]
+fn an_in_process_allocator_that_panics_is_restarted_from_its_library() {
+    let m = manifest("faulty_modules", "faulty_allocator", &[("panic_on_allocate", "3")]);
+    let out = run(
+        SCENARIO,
+        &["--modules", &m, "--allocator", "faulty_allocator", "--on_module_failure", "restart"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // Each fresh instance panics in its own third run: the scenario's third run (restart 1),
+    // then the fresh instance's third (the repeated run, the recovery's and the last tick's).
+    assert_restarted(&err, "allocator module 'faulty_allocator'", "panicked", 1, 3);
+    assert_restarted(&err, "allocator module 'faulty_allocator'", "panicked", 2, 3);
+    let s = summary(&out);
+    assert_eq!(s["allocator"], "faulty_allocator", "{s}");
+    assert_eq!(s["metrics"]["allocator/module_restarts"], 2, "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 0, "{s}");
+    assert_eq!(s["metrics"]["allocator/guard/dropped_offers"], 0, "{s}");
+}
+
+#[test]
+fn an_isolated_sorter_killed_once_is_restarted_and_stays_in_use() {
+    let once = marker("sorter");
+    let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "null"), ("once_marker", &once)]);
+    let scenario = std::env::temp_dir().join(format!("iso-sorter-{}.json", std::process::id()));
+    // The fatal sorter answers every sort with nobody: no offers, before or after its restart.
+    let events = serde_json::json!({"events": [
+        {"op": "add_framework", "framework": "f1", "roles": ["r1"]},
+        {"op": "add_agent", "agent": "a1", "resources": "cpus:1"},
+        {"op": "add_agent", "agent": "a2", "resources": "cpus:1"},
+        {"op": "add_agent", "agent": "a3", "resources": "cpus:1"},
+        {"op": "tick"},
+        {"op": "expect_offers", "offers": []},
+    ]});
+    std::fs::write(&scenario, events.to_string()).unwrap();
+    let out = run(
+        &scenario.display().to_string(),
+        &[
+            "--modules",
+            &m,
+            "--role_sorter",
+            "fatal_sorter",
+            "--module_isolation",
+            "process",
+            "--on_module_failure",
+            "restart",
+        ],
+    );
+    let _ = std::fs::remove_file(&once);
+    let _ = std::fs::remove_file(&scenario);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_restarted(
+        &err,
+        "sorter module 'fatal_sorter'",
+        "worker for module 'fatal_sorter' killed by SIGSEGV during sort",
+        1,
+        3,
+    );
+    let s = summary(&out);
+    assert_eq!(s["role_sorter"], "fatal_sorter", "{s}");
+    assert_eq!(s["metrics"]["allocator/module_restarts"], 1, "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 0, "{s}");
+}
+
+#[test]
+fn the_stop_policy_stops_cleanly_when_an_isolated_sorter_worker_dies() {
+    let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "abort")]);
+    let out = run(
+        SORTER_SCENARIO,
+        &[
+            "--modules",
+            &m,
+            "--role_sorter",
+            "fatal_sorter",
+            "--module_isolation",
+            "process",
+            "--on_module_failure",
+            "stop",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    let last = err.trim_end().lines().last().unwrap();
+    assert!(last.contains("killed by SIGABRT during sort"), "{err}");
+}
+
+/// Runs the master with `FATAL_MODULES_ABORT_ON_LOAD` set: the fatal fixture library aborts
+/// while it is loaded.
+fn run_with_aborting_constructor(extra: &[&str]) -> Output {
+    let m = manifest("fatal_modules", "fatal_allocator", &[]);
+    let mut args = vec!["--scenario", SCENARIO, "--output", "-", "--modules", &m];
+    args.extend_from_slice(&["--allocator", "fatal_allocator"]);
+    args.extend_from_slice(extra);
+    std::process::Command::new(workspace_tests::master())
+        .args(&args)
+        .current_dir(workspace_tests::workspace_root())
+        .env_remove("RUST_LOG")
+        .env("FATAL_MODULES_ABORT_ON_LOAD", "1")
+        .output()
+        .expect("run allocator-master")
+}
+
+#[test]
+fn an_isolated_library_whose_constructor_aborts_is_a_clean_load_error() {
+    let out = run_with_aborting_constructor(&["--module_isolation", "process"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let expected = format!(
+        "allocator-master: error loading modules: manifest inline JSON (--modules): library '{}' could not be checked in a worker: worker for module 'fatal_allocator' killed by SIGABRT during load",
+        library("fatal_modules").display()
+    );
+    assert_eq!(stderr(&out).trim_end(), expected);
+}
+
+/// Why the master does not open isolated libraries: one that aborts while loading ends the
+/// process that loads it.
+#[test]
+fn without_isolation_a_library_whose_constructor_aborts_ends_the_master() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = run_with_aborting_constructor(&[]);
+    assert_eq!(out.status.signal(), Some(6), "{:?}: {}", out.status, stderr(&out));
+}
+
+/// The loading checks run in a worker for isolated modules, with the same one-line messages
+/// and exit code as in the master's process.
+#[test]
+fn load_failures_checked_in_a_worker_read_as_in_the_master() {
+    for (library_name, module) in
+        [("faulty_modules", "nope"), ("future_api", "future"), ("faulty_modules", "incompatible")]
+    {
+        let m = workspace_tests::manifest_for(library_name, &[module]);
+        let in_master = run_master(&["--modules", &m, "--list-modules"]);
+        let in_worker =
+            run_master(&["--modules", &m, "--list-modules", "--module_isolation", "process"]);
+        assert_eq!(in_master.status.code(), Some(2), "{module}: {}", stderr(&in_master));
+        assert_eq!(in_worker.status.code(), Some(2), "{module}: {}", stderr(&in_worker));
+        assert_eq!(stderr(&in_worker), stderr(&in_master), "{module}");
+    }
+}
+
+#[test]
+fn isolated_modules_are_listed_from_the_worker_that_checked_their_library() {
+    let m = workspace_tests::manifest_for("fatal_modules", &["fatal_allocator", "fatal_sorter"]);
+    let listed = |isolation: &str| {
+        let out = run_master(&["--modules", &m, "--list-modules", "--module_isolation", isolation]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let in_worker = listed("process");
+    assert!(in_worker.contains("fatal_sorter") && in_worker.contains("allocator"), "{in_worker}");
+    assert_eq!(in_worker, listed("none"));
+}

@@ -3,10 +3,10 @@
 //! trait implemented by sending the call) and the worker's dispatch (a request decoded, the
 //! module called, the reply encoded).
 //!
-//! Modes: `call` waits for the reply; `post` (sorter calls the built-in allocator makes per
-//! offer and whose errors it treats as faults anyway) is queued and answered with the next
-//! call when the proxy was made for the built-in allocator, and waits otherwise; `out` writes
-//! its answer into the caller's buffer.
+//! Modes: `call` waits for the reply; `post` (the sorter calls that answer only success or
+//! failure: the built-in allocator treats any failure of those as a fault, whichever call
+//! reports it) is queued and answered with the next call when the proxy was made for the
+//! built-in allocator, and waits otherwise; `out` writes its answer into the caller's buffer.
 
 use allocator_api::allocator::{
     InverseOfferStatus, InverseOfferStatusEntry, Operation, RoleQuota, RoleWeight, Unavailability,
@@ -401,19 +401,19 @@ isolated! {
 isolated! {
     impl Sorter for IsolatedSorter;
     dispatch dispatch_sorter;
-    1 call fn add(&mut self, client: ClientId, path: &str) -> Result<()>;
-    2 call fn remove(&mut self, client: ClientId) -> Result<()>;
-    3 call fn activate(&mut self, client: ClientId) -> Result<()>;
-    4 call fn deactivate(&mut self, client: ClientId) -> Result<()>;
-    5 call fn update_weight(&mut self, path: &str, weight: f64) -> Result<()>;
+    1 post fn add(&mut self, client: ClientId, path: &str) -> Result<()>;
+    2 post fn remove(&mut self, client: ClientId) -> Result<()>;
+    3 post fn activate(&mut self, client: ClientId) -> Result<()>;
+    4 post fn deactivate(&mut self, client: ClientId) -> Result<()>;
+    5 post fn update_weight(&mut self, path: &str, weight: f64) -> Result<()>;
     6 post fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
     7 post fn update(&mut self, client: ClientId, agent: AgentId, old: &Resources, new: &Resources) -> Result<()>;
     8 post fn unallocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
     9 out fn allocation(&self, client: ClientId; out: RVec<AgentAllocation>) -> Result<()>;
     10 out fn allocation_on(&self, client: ClientId, agent: AgentId; out: Resources) -> Result<()>;
     11 out fn allocation_scalar_quantities(&self, client: Option<ClientId>; out: Quantities) -> Result<()>;
-    12 call fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
-    13 call fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
+    12 post fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
+    13 post fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
     14 out fn sort(&mut self; out: RVec<ClientId>) -> Result<()>;
     15 call fn contains(&self, client: ClientId) -> bool;
     16 call fn count(&self) -> usize;

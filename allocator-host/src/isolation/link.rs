@@ -34,6 +34,11 @@ const MAX_POSTED: usize = 1024;
 
 /// Control requests (instance 0).
 pub(crate) mod control {
+    /// The first request: load the library and one module (`Spec`).
+    pub const LOAD: u8 = 0;
+    /// The first request, instead of `LOAD`: check a library and the modules a manifest names
+    /// there, report them, and exit (see `Isolator::probe`).
+    pub const PROBE: u8 = 4;
     /// Create an allocator instance: id, `AllocatorOptions`.
     pub const CREATE_ALLOCATOR: u8 = 1;
     /// Create a sorter instance: id, `SorterConfig`.
@@ -72,6 +77,15 @@ pub(crate) struct Worker {
 impl Link {
     /// Starts a worker for `spec` and has it load the module's library.
     pub(crate) fn spawn(spec: &Spec, watchdog: &Watchdog) -> Result<Link, String> {
+        let link = Link::start(spec, watchdog)?;
+        link.call(0, control::LOAD, "load", |e| spec.put(e), reply_result)
+            .and_then(|loaded| loaded)
+            .map_err(|e| e.message.to_string())?;
+        Ok(link)
+    }
+
+    /// Starts a worker for `spec`; its first request is the caller's (a load or a probe).
+    pub(crate) fn start(spec: &Spec, watchdog: &Watchdog) -> Result<Link, String> {
         let exe = match &spec.worker_exe {
             Some(exe) => exe.clone(),
             None => {
@@ -115,11 +129,7 @@ impl Link {
             posted_calls: 0,
             frame: Vec::new(),
         };
-        let link = Link(Arc::new(Mutex::new(worker)));
-        link.call(0, 0, "load", |e| spec.put(e), reply_result)
-            .and_then(|loaded| loaded)
-            .map_err(|e| e.message.to_string())?;
-        Ok(link)
+        Ok(Link(Arc::new(Mutex::new(worker))))
     }
 
     fn lock(&self) -> MutexGuard<'_, Worker> {
@@ -331,8 +341,15 @@ impl Worker {
         self.out.buf.clear();
         let posted = std::mem::take(&mut self.posted);
         let (last, earlier) = posted.split_last().expect("at least the call itself");
+        // The worker answers a batch at once: a worker that dies in it answers none of it, so
+        // the call named is the one the caller waits for, and the queued ones are counted.
+        let during = match earlier.len() {
+            0 => (*last).to_owned(),
+            1 => format!("{last} (or the {} call queued before it)", earlier[0]),
+            n => format!("{last} (or one of the {n} calls queued before it)"),
+        };
         for name in earlier {
-            let n = self.read_frame(name, frame)?;
+            let n = self.read_frame(&during, frame)?;
             match reply_result(&mut Dec::new(&frame[..n])) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
@@ -346,7 +363,7 @@ impl Worker {
                 Err(_) => return Err(self.malformed(name)),
             }
         }
-        let n = self.read_frame(last, frame)?;
+        let n = self.read_frame(&during, frame)?;
         let mut d = Dec::new(&frame[..n]);
         match reply(&mut d) {
             Ok(r) if d.is_empty() => Ok(r),
@@ -357,11 +374,7 @@ impl Worker {
     /// Reads one reply frame into `frame[..n]` and returns `n`. `frame` keeps its largest
     /// length; it grows only as the bytes arrive, so a worker cannot make the host commit
     /// memory for a frame it announces and never sends.
-    fn read_frame(
-        &mut self,
-        during: &'static str,
-        frame: &mut Vec<u8>,
-    ) -> Result<usize, ModuleError> {
+    fn read_frame(&mut self, during: &str, frame: &mut Vec<u8>) -> Result<usize, ModuleError> {
         let mut len = [0u8; 4];
         if let Err(e) = self.reader.read_exact(&mut len) {
             return Err(self.end(during, Some(e)));

@@ -20,12 +20,19 @@
 //! `--on_module_failure` policy applies as for any other module fault.
 //!
 //! Sorters made for the built-in allocator ([`ModuleRegistry::sorter_factory`]) queue the
-//! per-offer calls (`allocated`, `unallocated`, `update`) and collect their answers with the
-//! next call that needs one: the built-in allocator treats any error of those as a fault, so
-//! a failure reported one call late changes nothing but the call it is reported with.
+//! calls that answer only success or failure (`add`, `remove`, `activate`, `deactivate`,
+//! `update_weight`, `add_agent`, `remove_agent`, and the per-offer `allocated`, `unallocated`,
+//! `update`) and collect their answers with the next call that needs one: the built-in
+//! allocator treats any error of those as a fault, so a failure reported one call late changes
+//! nothing but the call it is reported with (the fault's fallback or restart rebuilds the
+//! sorters from the built-in's own records either way).
 //!
-//! The library is still opened and checked in the master too (to read its modules' names
-//! and kinds); the factories and every call run only in the worker.
+//! The master never maps an isolated library: when every module a manifest entry names from
+//! a library is isolated, the registry has a short-lived worker check it (`Isolator::probe`:
+//! abi_stable's checks, the library's `init`, the modules' names, kinds, API versions and
+//! `compatible()`) and report its modules, or the loading error's line as the master would
+//! have written it. A library whose load-time code kills the process kills only that worker.
+//! The factories and every call run only in the module's worker.
 //!
 //! Each side polls the socket briefly before it sleeps on it (20 µs the host, 50 µs the
 //! worker): a reply or the next request usually comes sooner than a sleeping process wakes.
@@ -58,7 +65,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use allocator_api::abi::Parameter;
+use allocator_api::abi::{ModuleKind, Parameter};
 use allocator_api::{AllocatorOptions, ModuleError, SorterConfig};
 
 pub use calls::{IsolatedAllocator, IsolatedSorter};
@@ -66,7 +73,7 @@ pub use worker::worker_main;
 
 use crate::watchdog::Watchdog;
 use link::{Link, control, reply_result};
-use wire::{Enc, Wire};
+use wire::{DResult, Dec, Enc, Wire};
 
 /// The first argument that makes the master's executable a module worker (see
 /// [`worker_main`]).
@@ -210,6 +217,138 @@ impl Isolator {
         let id = create(&link, control::CREATE_SORTER, |e| config.put(e))?;
         Ok(IsolatedSorter::new(link, id, posting))
     }
+}
+
+/// A module as the worker that checked its library reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Probed {
+    pub(crate) name: String,
+    pub(crate) kind: ModuleKind,
+    pub(crate) api_version: String,
+    pub(crate) author: String,
+    pub(crate) description: String,
+}
+
+impl Probed {
+    fn put(&self, e: &mut Enc) {
+        e.str(&self.name);
+        e.u8(self.kind.0);
+        e.str(&self.api_version);
+        e.str(&self.author);
+        e.str(&self.description);
+    }
+
+    fn get(d: &mut Dec<'_>) -> DResult<Probed> {
+        Ok(Probed {
+            name: d.str()?.to_owned(),
+            kind: ModuleKind(d.u8()?),
+            api_version: d.str()?.to_owned(),
+            author: d.str()?.to_owned(),
+            description: d.str()?.to_owned(),
+        })
+    }
+}
+
+/// One module entry of a manifest, as a probe sends it (the host's `isolation` parameter left
+/// out).
+pub(crate) struct ProbeEntry {
+    pub(crate) name: Option<String>,
+    pub(crate) parameters: Vec<Parameter>,
+}
+
+/// Why a library could not be checked in a worker.
+#[derive(Debug)]
+pub(crate) enum ProbeError {
+    /// A loading check failed: its line, as the master writes it for a library it opens.
+    Refused(String),
+    /// The worker could not be started, or died or hung while it checked the library (a
+    /// load-time constructor that aborts): why.
+    Worker(String),
+}
+
+impl Isolator {
+    /// Checks `library` and the modules `entries` name in a worker of its own, so that the
+    /// master never maps it: the worker runs the registry's loading checks (abi_stable's
+    /// checks, the library's `init`, the module names, API versions and `compatible()`),
+    /// labelling its messages with `label`, reports the modules and exits.
+    pub(crate) fn probe(
+        &self,
+        library: &std::path::Path,
+        label: &str,
+        entries: &[ProbeEntry],
+        watchdog: &Watchdog,
+    ) -> Result<Vec<Probed>, ProbeError> {
+        let spec = Spec {
+            module: entries.iter().find_map(|e| e.name.clone()).unwrap_or_default(),
+            library: library.to_owned(),
+            parameters: Vec::new(),
+            memory_limit_mb: self.settings.memory_limit_mb,
+            worker_exe: self.settings.worker_exe.clone(),
+        };
+        let link = Link::start(&spec, watchdog)
+            .map_err(|e| ProbeError::Worker(format!("cannot start a worker: {e}")))?;
+        let reply = link.call(
+            0,
+            control::PROBE,
+            "load",
+            |e| {
+                e.str(&library.to_string_lossy());
+                e.str(label);
+                spec.memory_limit_mb.put(e);
+                e.len(entries.len());
+                for entry in entries {
+                    entry.name.put(e);
+                    entry.parameters.put(e);
+                }
+            },
+            |d| match d.u8()? {
+                0 => {
+                    let n = d.len()?;
+                    (0..n).map(|_| Probed::get(d)).collect::<DResult<Vec<_>>>().map(Ok)
+                }
+                1 => Ok(Err(d.str()?.to_owned())),
+                _ => Err(wire::DecodeError("a bad reply tag")),
+            },
+        );
+        match reply {
+            Ok(Ok(modules)) => Ok(modules),
+            Ok(Err(line)) => Err(ProbeError::Refused(line)),
+            Err(e) => Err(ProbeError::Worker(e.message.to_string())),
+        }
+    }
+}
+
+/// Worker: answers a probe request (see [`Isolator::probe`]) with `check`'s verdict on the
+/// library, label, memory limit and entries it carries.
+pub(crate) fn answer_probe(
+    d: &mut Dec<'_>,
+    e: &mut Enc,
+    check: impl FnOnce(&str, &str, Option<u64>, Vec<ProbeEntry>) -> Result<Vec<Probed>, String>,
+) -> DResult<()> {
+    let library = d.str()?.to_owned();
+    let label = d.str()?.to_owned();
+    let memory_limit_mb = Option::<u64>::get(d)?;
+    let n = d.len()?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = Option::<String>::get(d)?;
+        let parameters = Vec::<Parameter>::get(d)?;
+        entries.push(ProbeEntry { name, parameters });
+    }
+    match check(&library, &label, memory_limit_mb, entries) {
+        Ok(modules) => {
+            e.u8(0);
+            e.len(modules.len());
+            for m in &modules {
+                m.put(e);
+            }
+        }
+        Err(line) => {
+            e.u8(1);
+            e.str(&line);
+        }
+    }
+    Ok(())
 }
 
 fn create(link: &Link, what: u8, args: impl FnOnce(&mut Enc)) -> Result<u32, ModuleError> {

@@ -12,6 +12,7 @@ use allocator_api::{Allocator, AllocatorOptions, ModuleError, Sorter, SorterConf
 use super::calls::{Reply, dispatch_allocator, dispatch_sorter};
 use super::link::{MAX_FRAME, SpinRead, control};
 use super::wire::{DResult, Dec, DecodeError, Enc, Wire};
+use super::{ProbeEntry, Probed};
 use crate::manifest::{LibraryEntry, Manifest, ManifestSource, ModuleEntry, ParameterEntry};
 use crate::registry::ModuleRegistry;
 
@@ -93,7 +94,18 @@ fn serve(stream: UnixStream) -> Result<(), String> {
         return Ok(());
     }
     let mut d = Dec::new(&frame);
-    let (_, _) = (d.u32().map_err(text)?, d.u8().map_err(text)?);
+    let (_, method) = (d.u32().map_err(text)?, d.u8().map_err(text)?);
+    if method == control::PROBE {
+        reply(&mut out, |e| {
+            let answered = super::answer_probe(&mut d, e, probe);
+            if let Err(error) = answered {
+                e.u8(1);
+                e.str(&format!("the worker could not read the request: {error}"));
+            }
+        });
+        reader.get_ref().stream().write_all(&out.buf).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
     let library = d.str().map_err(text)?.to_owned();
     let module = d.str().map_err(text)?.to_owned();
     let parameters = Vec::<Parameter>::get(&mut d).map_err(text)?;
@@ -244,23 +256,56 @@ fn limit_memory(memory_limit_mb: Option<u64>) -> Result<(), String> {
 
 /// Loads the one library and module through the registry's loader and checks.
 fn load(library: &Path, module: &str, parameters: &[Parameter]) -> Result<ModuleRegistry, String> {
+    let entry = ProbeEntry { name: Some(module.to_owned()), parameters: parameters.to_vec() };
+    check(library, "module worker", vec![entry])
+}
+
+/// Loads `library` and the modules of `entries` as a manifest labelled `label` would, in
+/// this process (a worker's registry isolates nothing).
+fn check(library: &Path, label: &str, entries: Vec<ProbeEntry>) -> Result<ModuleRegistry, String> {
     let manifest = Manifest {
         libraries: vec![LibraryEntry {
             file: Some(library.to_string_lossy().into_owned()),
             name: None,
-            modules: vec![ModuleEntry {
-                name: Some(module.to_owned()),
-                parameters: parameters
-                    .iter()
-                    .map(|p| ParameterEntry { key: p.key.to_string(), value: p.value.to_string() })
-                    .collect(),
-            }],
+            modules: entries
+                .into_iter()
+                .map(|entry| ModuleEntry {
+                    name: entry.name,
+                    parameters: (entry.parameters.iter())
+                        .map(|p| ParameterEntry {
+                            key: p.key.to_string(),
+                            value: p.value.to_string(),
+                        })
+                        .collect(),
+                })
+                .collect(),
         }],
     };
-    let source = ManifestSource { label: "module worker".into(), base: "/".into() };
+    let source = ManifestSource { label: label.to_owned(), base: "/".into() };
     let mut registry = ModuleRegistry::new();
     registry.load_manifest(&manifest, &source).map_err(|e| e.to_string())?;
     Ok(registry)
+}
+
+/// A probe's check: the memory limit, then the library and its named modules, reported.
+fn probe(
+    library: &str,
+    label: &str,
+    memory_limit_mb: Option<u64>,
+    entries: Vec<ProbeEntry>,
+) -> Result<Vec<Probed>, String> {
+    limit_memory(memory_limit_mb)?;
+    let registry = check(Path::new(library), label, entries)?;
+    Ok(registry
+        .modules()
+        .map(|m| Probed {
+            name: m.name.clone(),
+            kind: m.kind,
+            api_version: m.api_version.clone(),
+            author: m.author.clone(),
+            description: m.description.clone(),
+        })
+        .collect())
 }
 
 /// Module records go to standard error, at the level `RUST_LOG` names (`warn` if it names

@@ -1,11 +1,20 @@
 //! Fault containment around the allocator: every call goes through `Master::call`, which
 //! names the handles in a module's messages, and on a module fault applies
 //! `--on_module_failure`: falls back to the built-in (rebuilt from the host's records, so no
-//! allocation is lost or duplicated) and repeats the call there, or stops the master.
+//! allocation is lost or duplicated) and repeats the call there, restarts the module (a fresh
+//! instance — in a fresh worker when its worker died — given the same records) and repeats the
+//! call on it, or stops the master.
+//!
+//! The call in flight when a module fails: the host records a call's effect only after the
+//! allocator accepted it, so neither the host's records nor a rebuilt allocator hold it; it is
+//! repeated once on the replacement (the built-in, or the restarted module), which keeps the two
+//! equal. Nothing that failed earlier is replayed: a rebuild replays only the host's records.
+//! A repeat that fails again is the next fault (the next restart, or the fallback past the
+//! restart limit).
 
 use allocator_api::{Allocator, ModuleError};
 use allocator_host::fallback::{
-    AgentRecord, FrameworkRecord, Records, builtin_drf, rebuild_builtin,
+    AgentRecord, FrameworkRecord, Records, builtin_drf, rebuild_builtin, replay,
 };
 use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER};
@@ -38,7 +47,19 @@ pub enum FailurePolicy {
     Fallback,
     /// Stop with the reason (exit code 2).
     Stop,
+    /// Re-create the failed module — the allocator module, or the sorter modules of the
+    /// built-in allocator — from the same library with the same parameters (an isolated
+    /// module in a fresh worker when its worker died), give it the host's records as a
+    /// fallback would, and repeat the call on it; at most `limit` times in a run, then as
+    /// [`Fallback`](Self::Fallback).
+    Restart {
+        /// The most restarts in a run (`--module_restart_limit`).
+        limit: u32,
+    },
 }
+
+/// The default of `--module_restart_limit`.
+pub const DEFAULT_RESTART_LIMIT: u32 = 3;
 
 impl Master<'_> {
     /// Calls the allocator (`what` names the call in messages); on a module fault, applies the
@@ -51,34 +72,106 @@ impl Master<'_> {
         if let Some(reason) = &self.stopped {
             return Err(reason.clone());
         }
-        // Module calls run under the registry's budget and watchdog (allocator_host::watchdog).
-        let result = f(self.engine.get()).map_err(|mut e| {
-            e.message = self.name_handles(&e.message).into();
-            e
-        });
-        match result {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_fault() && self.setup.on_module_failure == FailurePolicy::Fallback => {
-                self.fall_back(what, &e)?;
-                let r = f(self.engine.get());
-                check_call(&self.setup.allocator, what, r)
-            }
-            Err(e) => {
-                let message = check_call(&self.setup.allocator, what, Err(e.clone()));
-                if e.is_fault() {
+        loop {
+            // Module calls run under the registry's budget and watchdog
+            // (allocator_host::watchdog).
+            let result = f(self.engine.get()).map_err(|mut e| {
+                e.message = self.name_handles(&e.message).into();
+                e
+            });
+            let e = match result {
+                Ok(()) => return Ok(()),
+                Err(e) if !e.is_fault() => return check_call(&self.setup.allocator, what, Err(e)),
+                Err(e) => e,
+            };
+            match self.setup.on_module_failure {
+                FailurePolicy::Stop => {
+                    let message = check_call(&self.setup.allocator, what, Err(e));
                     self.stopped = message.clone().err();
+                    return message;
                 }
-                message
+                FailurePolicy::Restart { limit }
+                    if self.restarts < u64::from(limit) && self.runs_a_module() =>
+                {
+                    match self.restart(what, &e, limit) {
+                        // The call in flight is repeated on the restarted module.
+                        Ok(()) => continue,
+                        Err(why) => eprintln!("allocator-master: the restart failed: {why}"),
+                    }
+                }
+                FailurePolicy::Restart { .. } | FailurePolicy::Fallback => {}
+            }
+            self.fall_back(what, &e)?;
+            let r = f(self.engine.get());
+            return check_call(&self.setup.allocator, what, r);
+        }
+    }
+
+    /// `true` when the engine is a module or runs sorter modules.
+    fn runs_a_module(&self) -> bool {
+        matches!(self.engine, Engine::Module(_)) || !self.sorter_modules().is_empty()
+    }
+
+    /// The loaded sorter modules the built-in allocator runs (each named once).
+    fn sorter_modules(&self) -> Vec<String> {
+        let mut names: Vec<String> = [&self.setup.role_sorter, &self.setup.framework_sorter]
+            .into_iter()
+            .filter(|n| self.registry.module(n).is_some())
+            .cloned()
+            .collect();
+        names.dedup();
+        names
+    }
+
+    /// Restarts the failed module (see [`FailurePolicy::Restart`]) and says so in one line on
+    /// standard error: the module, the cause, the count. The engine is replaced only when the
+    /// fresh module holds the host's records.
+    fn restart(&mut self, what: &str, e: &ModuleError, limit: u32) -> Result<(), String> {
+        self.restarts += 1;
+        let count = format!("restart {} of {limit}", self.restarts);
+        let registry = self.registry;
+        match &mut self.engine {
+            Engine::Module(_) => {
+                let name = self.setup.allocator.clone();
+                eprintln!(
+                    "allocator-master: allocator module '{name}' failed in {what} ({e}); restarting it ({count})"
+                );
+                let mut fresh = registry
+                    .create_allocator_module(&name, &self.setup.options)
+                    .map_err(|e| e.to_string())?;
+                replay(fresh.as_mut(), &self.records()).map_err(|e| {
+                    format!("allocator module '{name}' refused the host's records: {e}")
+                })?;
+                self.engine = Engine::Module(fresh);
+            }
+            Engine::Builtin(_) => {
+                let names = self.sorter_modules();
+                let names = match names.as_slice() {
+                    [one] => format!("sorter module '{one}'"),
+                    many => format!("sorter modules '{}'", many.join("' and '")),
+                };
+                eprintln!(
+                    "allocator-master: {names} failed in {what} ({e}); restarting it ({count})"
+                );
+                let role = registry
+                    .sorter_factory(&self.setup.role_sorter, "--role_sorter")
+                    .map_err(|e| e.to_string())?;
+                let framework = registry
+                    .sorter_factory(&self.setup.framework_sorter, "--framework_sorter")
+                    .map_err(|e| e.to_string())?;
+                // The built-in allocator's own records are the host's for its sorters (they
+                // hold what it allocated); its sorters are rebuilt from them.
+                let Engine::Builtin(alloc) = &mut self.engine else { unreachable!("matched") };
+                alloc.replace_sorters(role, framework)?;
             }
         }
+        Ok(())
     }
 
     /// Replaces a failed module by the built-in: an allocator module by `hierarchical` with
     /// `drf` sorters, a sorter module inside the built-in allocator by `drf`.
     fn fall_back(&mut self, what: &str, e: &ModuleError) -> Result<(), String> {
-        let sorter_modules = [&self.setup.role_sorter, &self.setup.framework_sorter]
-            .iter()
-            .any(|n| self.registry.module(n).is_some());
+        let sorter_modules = !self.sorter_modules().is_empty();
         match &mut self.engine {
             Engine::Module(_) => {
                 log::error!(
@@ -113,7 +206,17 @@ impl Master<'_> {
     /// A fresh built-in allocator holding the host's record of agents, frameworks, weights,
     /// quotas, whitelist and allocations ([`allocator_host::fallback::rebuild_builtin`]).
     fn rebuild_builtin(&mut self) -> Result<(), String> {
-        let records = Records {
+        let builtin = rebuild_builtin(&self.records())?;
+        self.engine = Engine::Builtin(Box::new(builtin));
+        self.setup.allocator = BUILTIN_ALLOCATOR.into();
+        self.setup.role_sorter = BUILTIN_SORTER.into();
+        self.setup.framework_sorter = BUILTIN_SORTER.into();
+        Ok(())
+    }
+
+    /// The host's records of the cluster, for a rebuilt or restarted allocator.
+    fn records(&self) -> Records<'_> {
+        Records {
             now: self.now,
             options: &self.setup.options,
             weights: &self.weights,
@@ -132,13 +235,7 @@ impl Master<'_> {
                 })
                 .collect(),
             paused: self.paused,
-        };
-        let builtin = rebuild_builtin(&records)?;
-        self.engine = Engine::Builtin(Box::new(builtin));
-        self.setup.allocator = BUILTIN_ALLOCATOR.into();
-        self.setup.role_sorter = BUILTIN_SORTER.into();
-        self.setup.framework_sorter = BUILTIN_SORTER.into();
-        Ok(())
+        }
     }
 
     /// A module's message with the names the host knows added to the handles it names

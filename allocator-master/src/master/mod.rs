@@ -40,7 +40,7 @@ use allocator_host::guard::GuardLog;
 use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 
-pub use containment::{Engine, FailurePolicy};
+pub use containment::{DEFAULT_RESTART_LIMIT, Engine, FailurePolicy};
 pub use events::{Event, TaskEnd};
 use ledger::Ledger;
 use tasks::Task;
@@ -120,6 +120,8 @@ pub struct Master<'r> {
     whitelist: Option<Vec<RString>>,
     paused: bool,
     fallbacks: u64,
+    /// Modules restarted (`--on_module_failure restart`).
+    restarts: u64,
     guard: GuardLog,
     batch: OfferBatch,
     /// The registry watchdog's over-budget count when this master started.
@@ -165,6 +167,7 @@ impl<'r> Master<'r> {
             whitelist: None,
             paused: false,
             fallbacks: 0,
+            restarts: 0,
             guard: GuardLog::default(),
             batch: OfferBatch::default(),
             over_budget_base: registry.watchdog().over_budget(),
@@ -245,6 +248,11 @@ impl<'r> Master<'r> {
     /// How many times a failed module was replaced by the built-in.
     pub fn fallbacks(&self) -> u64 {
         self.fallbacks
+    }
+
+    /// How many times a failed module was restarted (`--on_module_failure restart`).
+    pub fn restarts(&self) -> u64 {
+        self.restarts
     }
 
     /// Offers (and parts of offers) the guard dropped.

@@ -166,6 +166,7 @@ impl Stats {
         );
         m.insert("allocator/guard/dropped_offers".into(), json!(master.dropped_offers()));
         m.insert("allocator/module_fallbacks".into(), json!(master.fallbacks()));
+        m.insert("allocator/module_restarts".into(), json!(master.restarts()));
         m.insert("allocator/module_calls_over_budget".into(), json!(master.calls_over_budget()));
         let mut roles: BTreeSet<&String> = self.roles.keys().collect();
         roles.extend(master.role_alloc().keys());
