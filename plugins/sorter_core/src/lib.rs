@@ -10,8 +10,13 @@
 //! nodes sets a dirty bit and the next [`sort`](Sorter::sort) recomputes every share and
 //! re-sorts each level; an [`allocated`](Sorter::allocated) call on a clean tree only
 //! recomputes the shares on the client's path and moves those nodes among their siblings.
+//! Siblings are kept in blocks of at most 128 (`siblings.rs`), each entry with its client beside
+//! it: a move costs O(log n) comparisons and shifts entries within at most two blocks, and
+//! [`sort_prefix`](Sorter::sort_prefix) of a flat tree writes `len` clients in O(`len`).
 
 #![deny(missing_docs)]
+
+mod siblings;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -21,6 +26,7 @@ use allocator_api::{
     AgentAllocation, AgentId, ClientId, IdMap, ModuleError, Name, Quantities, RVec, Resource,
     Resources, Result, Scalar, Sorter, SorterConfig,
 };
+use siblings::{Entry, Siblings};
 
 /// Index of a node in the arena.
 pub type NodeIndex = usize;
@@ -58,7 +64,8 @@ pub struct Node {
     /// over; an inner node that collapses back into a leaf keeps its own count.
     pub count: u64,
     parent: Option<NodeIndex>,
-    children: Vec<NodeIndex>,
+    /// In order: active siblings sorted (when the tree is clean), inactive leaves after them.
+    children: Siblings,
     client: Option<ClientId>,
     /// Allocated scalar quantities by interned name id (shared resources once).
     totals: Vec<i64>,
@@ -175,11 +182,10 @@ pub struct Tree {
     counted: Vec<bool>,
     agents: IdMap<AgentId, Quantities>,
     excluded: Vec<String>,
-    /// For a flat tree (no inner node below the root): the active leaves' clients in order,
-    /// kept in step by [`reposition_path`](Self::reposition_path) so that a sort is one copy of
-    /// a compact array. `None` when it must be rebuilt (any other change of the tree's shape,
-    /// order or activity clears it).
-    flat_order: Option<Vec<ClientId>>,
+    /// Whether no child of the root is an inner node (every framework sorter, most role
+    /// sorters), so that the order is the root's active children; `None` when the shape
+    /// changed since it was last found.
+    flat: Option<bool>,
     /// Reused by [`scalar_ids`](Self::scalar_ids).
     ids_scratch: Vec<(usize, i64)>,
 }
@@ -196,7 +202,7 @@ impl Tree {
             share: 0.0,
             count: 0,
             parent: None,
-            children: Vec::new(),
+            children: Siblings::default(),
             client: None,
             totals: Vec::new(),
             per_agent: IdMap::default(),
@@ -216,7 +222,7 @@ impl Tree {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-            flat_order: None,
+            flat: None,
             ids_scratch: Vec::new(),
         }
     }
@@ -275,7 +281,7 @@ impl Tree {
             share: 0.0,
             count: 0,
             parent: Some(parent),
-            children: Vec::new(),
+            children: Siblings::default(),
             client: None,
             totals: vec![0; self.names.len()],
             per_agent: IdMap::default(),
@@ -303,7 +309,7 @@ impl Tree {
     }
 
     fn has_active_leaf(&self, node: &Node) -> bool {
-        node.children.iter().any(|&c| self.nodes[c].is_active(self))
+        node.children.nodes().any(|c| self.nodes[c].is_active(self))
     }
 
     /// Unweighted dominant share of a node over the pool (excluded names and names with an
@@ -329,7 +335,7 @@ impl Tree {
 
     /// Adds `client` at `path` (inactive). Implements Mesos's rules for virtual leaves.
     pub fn add(&mut self, client: ClientId, path: &str) -> Result<NodeIndex> {
-        self.flat_order = None;
+        self.flat = None;
         if self.clients.contains_key(&client) {
             return Err(ModuleError::rejected(format!("add: client {client} is already present")));
         }
@@ -367,7 +373,7 @@ impl Tree {
         let leaf = if fresh {
             current
         } else if self.nodes[current].kind == NodeKind::Internal {
-            if self.nodes[current].children.iter().any(|&c| self.nodes[c].name == ".") {
+            if self.nodes[current].children.nodes().any(|c| self.nodes[c].name == ".") {
                 return Err(ModuleError::rejected(format!(
                     "add: path '{path}' is already a client"
                 )));
@@ -381,6 +387,7 @@ impl Tree {
         let n = &mut self.nodes[leaf];
         n.kind = NodeKind::InactiveLeaf;
         n.client = Some(client);
+        // (Re-entered with its client beside it.)
         self.move_to_inactive_end(leaf);
         self.clients.insert(client, leaf);
         Ok(leaf)
@@ -388,6 +395,7 @@ impl Tree {
 
     /// Turns leaf `i` into an inner node whose client moves to a new virtual leaf `.`.
     fn make_internal(&mut self, i: NodeIndex) {
+        self.flat = None;
         let path = self.nodes[i].path.clone();
         let v = self.new_node(".", format!("{path}/."), path.clone(), i);
         let (kind, client, count, per_agent, totals) = {
@@ -412,31 +420,33 @@ impl Tree {
         if let Some(c) = client {
             self.clients.insert(c, v);
         }
-        self.nodes[i].children.push(v);
+        self.nodes[i].children.push(v, client);
+        if let Some(p) = self.nodes[i].parent {
+            self.nodes[p].children.set_client(i, None);
+        }
         self.refresh_share(v);
     }
 
     fn insert_child(&mut self, parent: NodeIndex, child: NodeIndex) {
-        self.nodes[parent].children.push(child);
+        let client = self.nodes[child].client;
+        self.nodes[parent].children.push(child, client);
     }
 
     /// Moves `i` to the end of its parent's children (where inactive leaves live).
     fn move_to_inactive_end(&mut self, i: NodeIndex) {
-        self.flat_order = None;
         let p = self.nodes[i].parent.expect("non-root");
+        let client = self.nodes[i].client;
         let children = &mut self.nodes[p].children;
         // From the end: a node just added is the last child.
-        if let Some(pos) = children.iter().rposition(|&c| c == i) {
-            children.remove(pos);
-        }
-        children.push(i);
+        children.remove_node(i);
+        children.push(i, client);
     }
 
     /// Removes `client`, subtracting its allocation from every ancestor and collapsing inner
     /// nodes left with only a virtual leaf.
     pub fn remove(&mut self, client: ClientId) -> Result<()> {
         let leaf = self.client_node(client, "remove")?;
-        self.flat_order = None;
+        self.flat = None;
         self.clients.remove(&client);
         let allocations: Vec<(AgentId, Resources)> =
             self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
@@ -451,7 +461,7 @@ impl Tree {
         let mut current = leaf;
         loop {
             let parent = self.nodes[current].parent.expect("non-root");
-            self.nodes[parent].children.retain(|&c| c != current);
+            self.nodes[parent].children.remove_node(current);
             self.nodes[current].children.clear();
             self.nodes[current].per_agent.clear();
             self.free_node(current);
@@ -463,7 +473,7 @@ impl Tree {
                 current = parent;
                 continue;
             }
-            if siblings.len() == 1 && self.nodes[siblings[0]].name == "." {
+            if siblings.len() == 1 && siblings.first().is_some_and(|s| self.nodes[s].name == ".") {
                 self.collapse(parent);
             }
             break;
@@ -475,8 +485,8 @@ impl Tree {
     /// keeps its own allocation count (every `allocated` call below it), as Mesos's
     /// `DRFSorter::remove` does; the virtual leaf's count goes with it.
     fn collapse(&mut self, p: NodeIndex) {
-        self.flat_order = None;
-        let v = self.nodes[p].children[0];
+        self.flat = None;
+        let v = self.nodes[p].children.first().expect("a virtual leaf");
         let (kind, client, per_agent) = {
             let vn = &mut self.nodes[v];
             (vn.kind, vn.client.take(), std::mem::take(&mut vn.per_agent))
@@ -490,6 +500,9 @@ impl Tree {
         if let Some(c) = client {
             self.clients.insert(c, p);
         }
+        if let Some(pp) = self.nodes[p].parent {
+            self.nodes[pp].children.set_client(p, client);
+        }
         if kind == NodeKind::InactiveLeaf {
             self.move_to_inactive_end(p);
         }
@@ -502,7 +515,6 @@ impl Tree {
         if self.nodes[leaf].kind == want {
             return Ok(false);
         }
-        self.flat_order = None;
         self.nodes[leaf].kind = want;
         if !active {
             self.move_to_inactive_end(leaf);
@@ -759,7 +771,7 @@ impl Tree {
 
     /// Children of `i` that are active (active leaves and inner nodes with an active leaf).
     pub fn active_children(&self, i: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.nodes[i].children.iter().copied().filter(|&c| self.nodes[c].is_active(self))
+        self.nodes[i].children.nodes().filter(|&c| self.nodes[c].is_active(self))
     }
 
     /// Root index.
@@ -774,7 +786,6 @@ impl Tree {
 
     /// Recomputes every share and sorts every level with `O`, inactive leaves last.
     pub fn resort_all<O: Order>(&mut self) {
-        self.flat_order = None;
         for i in 0..self.nodes.len() {
             if self.nodes[i].parent.is_some() || i == ROOT {
                 self.nodes[i].share = self.compute_share(i);
@@ -782,10 +793,10 @@ impl Tree {
         }
         let mut stack = vec![ROOT];
         while let Some(i) = stack.pop() {
-            let mut children = std::mem::take(&mut self.nodes[i].children);
+            let mut children = self.nodes[i].children.take_all();
             let nodes = &self.nodes;
-            children.sort_by(|&a, &b| {
-                let (na, nb) = (&nodes[a], &nodes[b]);
+            children.sort_by(|a, b| {
+                let (na, nb) = (&nodes[a.node], &nodes[b.node]);
                 let ia = na.kind == NodeKind::InactiveLeaf;
                 let ib = nb.kind == NodeKind::InactiveLeaf;
                 match (ia, ib) {
@@ -796,9 +807,12 @@ impl Tree {
                 }
             });
             stack.extend(
-                children.iter().copied().filter(|&c| self.nodes[c].kind == NodeKind::Internal),
+                children
+                    .iter()
+                    .map(|e| e.node)
+                    .filter(|&c| self.nodes[c].kind == NodeKind::Internal),
             );
-            self.nodes[i].children = children;
+            self.nodes[i].children.set_all(children);
         }
     }
 
@@ -808,8 +822,8 @@ impl Tree {
     /// Each node on the path had its count raised by one ([`allocated`](Self::allocated)) and
     /// its share not yet refreshed, and the siblings were sorted with the old values: so a node's
     /// old place is found by binary search with its count lowered back by one, and its new place
-    /// by another; only the entries between the two move. O(log n) comparisons per level; no
-    /// scan of the siblings.
+    /// by another. O(log n) comparisons per level; the move shifts entries within at most two
+    /// blocks of siblings (no shift of every sibling in between).
     pub fn reposition_path<O: Order>(&mut self, leaf: NodeIndex) {
         let mut cur = leaf;
         while let Some(p) = self.nodes[cur].parent {
@@ -817,40 +831,32 @@ impl Tree {
             if self.nodes[cur].kind != NodeKind::InactiveLeaf {
                 let mut children = std::mem::take(&mut self.nodes[p].children);
                 // Active siblings first, inactive leaves after (both kept so by every change
-                // that does not mark the tree dirty).
-                let active_len =
-                    children.partition_point(|&c| self.nodes[c].kind != NodeKind::InactiveLeaf);
-                // The old place, under the values the siblings were sorted with.
+                // that does not mark the tree dirty). The old place, under the values the
+                // siblings were sorted with:
                 self.nodes[cur].count -= 1;
                 let nodes = &self.nodes;
-                let less = |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
-                let mut pos = children[..active_len].partition_point(less);
-                if children.get(pos) != Some(&cur) {
+                let active = |e: &Entry| nodes[e.node].kind != NodeKind::InactiveLeaf;
+                let before_cur = |e: &Entry| {
+                    active(e) && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
+                };
+                let mut pos = children.partition_point(before_cur);
+                if children.get(pos).map(|e| e.node) != Some(cur) {
                     // Not where the order says (it cannot be, short of a sorter bug): find it.
-                    pos = children[..active_len].iter().position(|&c| c == cur).unwrap_or(pos);
+                    if let Some(found) = children.position_in_prefix(cur, active) {
+                        pos = found;
+                    }
                 }
                 self.nodes[cur].count += 1;
                 self.nodes[cur].share = share;
-                if children.get(pos) == Some(&cur) {
+                if children.get(pos).map(|e| e.node) == Some(cur) {
+                    // The new place among the other active siblings (they are sorted).
+                    let entry = children.remove_at(pos);
                     let nodes = &self.nodes;
-                    let less =
-                        |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
-                    // The new place among the other active siblings (they are sorted), then one
-                    // rotation of the entries between the old and the new place.
-                    let before = children[..pos].partition_point(less);
-                    let at = if before < pos {
-                        before
-                    } else {
-                        pos + children[pos + 1..active_len].partition_point(less)
-                    };
-                    move_entry(&mut children, pos, at);
-                    // In a flat tree the cached order is the active prefix of the root's
-                    // children: it moves the same way.
-                    if p == ROOT
-                        && let Some(order) = self.flat_order.as_mut()
-                    {
-                        move_entry(order, pos, at);
-                    }
+                    let at = children.partition_point(|e| {
+                        nodes[e.node].kind != NodeKind::InactiveLeaf
+                            && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
+                    });
+                    children.insert_at(at, entry);
                 }
                 self.nodes[p].children = children;
             } else {
@@ -863,70 +869,82 @@ impl Tree {
 
     /// Writes the active leaves in pre-order (each subtree before the next sibling).
     pub fn emit_active(&mut self, out: &mut RVec<ClientId>) {
+        self.emit_prefix(usize::MAX, out);
+    }
+
+    /// Writes the first `len` active leaves in pre-order (all of them when there are fewer);
+    /// returns `true` when `out` holds every active leaf. O(len) for a flat tree (plus
+    /// O(log n) to find where the active leaves end), the walk of the visited subtrees
+    /// otherwise.
+    pub fn emit_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> bool {
         out.clear();
-        if let Some(order) = &self.flat_order {
-            copy_order(order, out);
-            return;
-        }
-        // A flat tree (every framework sorter, most role sorters): the root's children in
-        // order, up to the first inactive leaf; kept for the next sorts.
-        let root = &self.nodes[ROOT];
-        if root.children.iter().all(|&c| self.nodes[c].kind != NodeKind::Internal) {
-            let mut order = Vec::with_capacity(root.children.len());
-            for &c in &root.children {
-                let n = &self.nodes[c];
-                if n.kind != NodeKind::ActiveLeaf {
-                    break;
-                }
-                if let Some(client) = n.client {
-                    order.push(client);
-                }
+        let flat = match self.flat {
+            Some(f) => f,
+            None => {
+                let root = &self.nodes[ROOT];
+                let f = root.children.nodes().all(|c| self.nodes[c].kind != NodeKind::Internal);
+                self.flat = Some(f);
+                f
             }
-            copy_order(&order, out);
-            self.flat_order = Some(order);
-            return;
-        }
-        let mut stack = vec![ROOT];
-        while let Some(i) = stack.pop() {
-            let n = &self.nodes[i];
-            if n.kind == NodeKind::ActiveLeaf {
-                if let Some(c) = n.client {
-                    out.push(c);
+        };
+        let nodes = &self.nodes;
+        if flat {
+            // A flat tree (every framework sorter, most role sorters): the root's children in
+            // order, up to the first inactive leaf.
+            let children = &nodes[ROOT].children;
+            let end = children.partition_point(|e| nodes[e.node].kind == NodeKind::ActiveLeaf);
+            for slice in children.slices_before(end) {
+                let room = len - out.len();
+                if slice.len() > room {
+                    extend_clients(out, &slice[..room]);
+                    return false;
                 }
+                extend_clients(out, slice);
+            }
+            return true;
+        }
+        let mut stack = vec![nodes[ROOT].children.iter()];
+        while let Some(top) = stack.last_mut() {
+            let Some(e) = top.next() else {
+                stack.pop();
                 continue;
-            }
-            for &c in n.children.iter().rev() {
-                if self.nodes[c].kind != NodeKind::InactiveLeaf {
-                    stack.push(c);
+            };
+            let n = &nodes[e.node];
+            match n.kind {
+                NodeKind::InactiveLeaf => {}
+                NodeKind::ActiveLeaf => {
+                    if let Some(c) = n.client {
+                        if out.len() == len {
+                            return false;
+                        }
+                        out.push(c);
+                    }
                 }
+                NodeKind::Internal => stack.push(n.children.iter()),
             }
         }
+        true
     }
 }
 
-/// Moves the entry at `from` to index `to`, shifting only the entries in between (one
-/// `memmove`; a slice rotation by one is an element-by-element loop).
-fn move_entry<T: Copy>(v: &mut [T], from: usize, to: usize) {
-    let x = v[from];
-    if from < to {
-        v.copy_within(from + 1..=to, from);
-    } else if to < from {
-        v.copy_within(to..from, to + 1);
-    }
-    v[to] = x;
-}
-
-/// Writes `order` into `out` with one `memcpy` (extending or resizing an `RVec` goes element
-/// by element, several instructions per client).
-fn copy_order(order: &[ClientId], out: &mut RVec<ClientId>) {
-    out.clear();
-    out.reserve(order.len());
-    // SAFETY: `out` has room for `order.len()` elements (reserved above) and does not overlap
-    // `order` (a distinct buffer); `ClientId` is `Copy`, so the copied elements are valid and
-    // the new length covers exactly the initialized prefix.
+/// Appends the clients of `entries` to `out` in one pass (extending an `RVec` from an iterator
+/// goes through a capacity check per element).
+fn extend_clients(out: &mut RVec<ClientId>, entries: &[Entry]) {
+    out.reserve(entries.len());
+    let base = out.len();
+    let mut k = 0;
+    // SAFETY: `out` has room for `entries.len()` more elements (reserved above) and at most
+    // that many are written, each one past the initialized length; `ClientId` is `Copy`, so the
+    // new length covers exactly the initialized elements.
     unsafe {
-        std::ptr::copy_nonoverlapping(order.as_ptr(), out.as_mut_ptr(), order.len());
-        out.set_len(order.len());
+        let dst = out.as_mut_ptr().add(base);
+        for e in entries {
+            if let Some(c) = e.client {
+                dst.add(k).write(c);
+                k += 1;
+            }
+        }
+        out.set_len(base + k);
     }
 }
 
@@ -964,6 +982,21 @@ pub trait Policy: Send + 'static {
     /// changed since the last sort.
     fn sort(&mut self, tree: &mut Tree, dirty: bool, out: &mut RVec<ClientId>);
 
+    /// Writes the first `len` active clients of the order [`sort`](Self::sort) would write and
+    /// returns `true` when that is all of them ([`Sorter::sort_prefix`]). The default sorts in
+    /// full (one `sort`, so a policy that draws on every sort keeps its sequence).
+    fn sort_prefix(
+        &mut self,
+        tree: &mut Tree,
+        dirty: bool,
+        len: usize,
+        out: &mut RVec<ClientId>,
+    ) -> bool {
+        let _ = len;
+        self.sort(tree, dirty, out);
+        true
+    }
+
     /// Called when a client is deactivated. DRF keeps its order (the inactive leaf just leaves
     /// the walk); policies that cache the set of active clients refresh it.
     fn invalidate(&mut self) {}
@@ -989,6 +1022,19 @@ impl<O: Order> Policy for Ordered<O> {
             tree.resort_all::<O>();
         }
         tree.emit_active(out);
+    }
+
+    fn sort_prefix(
+        &mut self,
+        tree: &mut Tree,
+        dirty: bool,
+        len: usize,
+        out: &mut RVec<ClientId>,
+    ) -> bool {
+        if dirty {
+            tree.resort_all::<O>();
+        }
+        tree.emit_prefix(len, out)
     }
 }
 
@@ -1125,6 +1171,12 @@ impl<P: Policy> Sorter for TreeSorter<P> {
         Ok(())
     }
 
+    fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+        let complete = self.policy.sort_prefix(&mut self.tree, self.dirty, len, out);
+        self.dirty = false;
+        Ok(complete)
+    }
+
     fn contains(&self, client: ClientId) -> bool {
         self.tree.contains(client)
     }
@@ -1183,6 +1235,80 @@ mod tests {
         s.dirty = true;
         s.sort(&mut full).unwrap();
         assert_eq!(incremental, full);
+    }
+
+    /// A DRF sorter with `n` active clients (`c000`…) and, when `nested`, one client below
+    /// another (`c007/x`), some inactive ones, and 300 allocations spread over them.
+    fn busy_sorter(n: u32, nested: bool) -> TreeSorter<Ordered<ShareOrder>> {
+        let mut s = TreeSorter::new(&SorterConfig::default(), Ordered::<ShareOrder>::default());
+        s.add_agent(AgentId(0), &Quantities::parse("cpus:100000;mem:100000").unwrap()).unwrap();
+        for c in 0..n {
+            s.add(ClientId(c), &format!("c{c:03}")).unwrap();
+            s.activate(ClientId(c)).unwrap();
+        }
+        if nested {
+            s.add(ClientId(n), "c007/x").unwrap();
+            s.activate(ClientId(n)).unwrap();
+        }
+        for c in (0..n).step_by(9) {
+            s.deactivate(ClientId(c)).unwrap();
+        }
+        let mut out = RVec::new();
+        s.sort(&mut out).unwrap();
+        for step in 0u32..300 {
+            let client = ClientId((step * 7 + step / 3) % n);
+            let amount = 1 + (step * 13) % 5;
+            s.allocated(client, AgentId(0), &res(&format!("cpus:{amount}"))).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn a_prefix_of_the_order_is_the_start_of_the_full_sort() {
+        for nested in [false, true] {
+            let mut s = busy_sorter(400, nested);
+            let mut full = RVec::new();
+            let mut prefix = RVec::new();
+            for len in [0, 1, 5, 128, 129, 300] {
+                assert!(!s.sort_prefix(len, &mut prefix).unwrap(), "more than {len} are active");
+                s.sort(&mut full).unwrap();
+                assert_eq!(prefix.as_slice(), &full[..len], "len {len}, nested {nested}");
+            }
+            assert!(s.sort_prefix(full.len(), &mut prefix).unwrap(), "exactly all of them");
+            assert_eq!(prefix, full);
+            assert!(s.sort_prefix(usize::MAX, &mut prefix).unwrap());
+            assert_eq!(prefix, full);
+        }
+    }
+
+    #[test]
+    fn the_incremental_order_over_many_blocks_of_siblings_is_the_full_sort_order() {
+        for nested in [false, true] {
+            let mut s = busy_sorter(1000, nested);
+            let mut incremental = RVec::new();
+            s.sort(&mut incremental).unwrap();
+            let mut full = RVec::new();
+            s.dirty = true;
+            s.sort(&mut full).unwrap();
+            assert_eq!(incremental, full, "nested {nested}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_after_a_change_that_resorts_is_the_start_of_the_new_order() {
+        let mut s = busy_sorter(200, false);
+        let mut prefix = RVec::new();
+        s.sort_prefix(3, &mut prefix).unwrap();
+        // Giving back marks the tree dirty: the next answer comes from a full re-sort.
+        let first = prefix[0];
+        s.allocated(first, AgentId(0), &res("cpus:50")).unwrap();
+        s.unallocated(first, AgentId(0), &res("cpus:50")).unwrap();
+        s.activate(ClientId(0)).unwrap();
+        s.sort_prefix(10, &mut prefix).unwrap();
+        let mut full = RVec::new();
+        s.dirty = true;
+        s.sort(&mut full).unwrap();
+        assert_eq!(prefix.as_slice(), &full[..10]);
     }
 
     #[test]
