@@ -186,6 +186,12 @@ pub struct Tree {
     /// sorters), so that the order is the root's active children; `None` when the shape
     /// changed since it was last found.
     flat: Option<bool>,
+    /// For a flat tree that was sorted in full ([`Sorter::sort`], as a module sorter is): the
+    /// active leaves' clients in order, kept in step by [`reposition_path`](Self::reposition_path)
+    /// so that the next full sort is one copy of a compact array. `None` when it must be rebuilt
+    /// (any other change of the tree's shape, order or activity clears it); prefix reads
+    /// neither build nor need it.
+    full_order: Option<Vec<ClientId>>,
     /// Reused by [`scalar_ids`](Self::scalar_ids).
     ids_scratch: Vec<(usize, i64)>,
 }
@@ -223,6 +229,7 @@ impl Tree {
                 .map(|s| s.to_string())
                 .collect(),
             flat: None,
+            full_order: None,
             ids_scratch: Vec::new(),
         }
     }
@@ -336,6 +343,7 @@ impl Tree {
     /// Adds `client` at `path` (inactive). Implements Mesos's rules for virtual leaves.
     pub fn add(&mut self, client: ClientId, path: &str) -> Result<NodeIndex> {
         self.flat = None;
+        self.full_order = None;
         if self.clients.contains_key(&client) {
             return Err(ModuleError::rejected(format!("add: client {client} is already present")));
         }
@@ -396,6 +404,7 @@ impl Tree {
     /// Turns leaf `i` into an inner node whose client moves to a new virtual leaf `.`.
     fn make_internal(&mut self, i: NodeIndex) {
         self.flat = None;
+        self.full_order = None;
         let path = self.nodes[i].path.clone();
         let v = self.new_node(".", format!("{path}/."), path.clone(), i);
         let (kind, client, count, per_agent, totals) = {
@@ -434,6 +443,7 @@ impl Tree {
 
     /// Moves `i` to the end of its parent's children (where inactive leaves live).
     fn move_to_inactive_end(&mut self, i: NodeIndex) {
+        self.full_order = None;
         let p = self.nodes[i].parent.expect("non-root");
         let client = self.nodes[i].client;
         let children = &mut self.nodes[p].children;
@@ -447,6 +457,7 @@ impl Tree {
     pub fn remove(&mut self, client: ClientId) -> Result<()> {
         let leaf = self.client_node(client, "remove")?;
         self.flat = None;
+        self.full_order = None;
         self.clients.remove(&client);
         let allocations: Vec<(AgentId, Resources)> =
             self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
@@ -486,6 +497,7 @@ impl Tree {
     /// `DRFSorter::remove` does; the virtual leaf's count goes with it.
     fn collapse(&mut self, p: NodeIndex) {
         self.flat = None;
+        self.full_order = None;
         let v = self.nodes[p].children.first().expect("a virtual leaf");
         let (kind, client, per_agent) = {
             let vn = &mut self.nodes[v];
@@ -515,6 +527,7 @@ impl Tree {
         if self.nodes[leaf].kind == want {
             return Ok(false);
         }
+        self.full_order = None;
         self.nodes[leaf].kind = want;
         if !active {
             self.move_to_inactive_end(leaf);
@@ -786,6 +799,7 @@ impl Tree {
 
     /// Recomputes every share and sorts every level with `O`, inactive leaves last.
     pub fn resort_all<O: Order>(&mut self) {
+        self.full_order = None;
         for i in 0..self.nodes.len() {
             if self.nodes[i].parent.is_some() || i == ROOT {
                 self.nodes[i].share = self.compute_share(i);
@@ -850,12 +864,19 @@ impl Tree {
                 self.nodes[cur].share = share;
                 if children.get(pos).map(|e| e.node) == Some(cur) {
                     // The new place among the other active siblings (they are sorted).
+                    // In a flat tree sorted in full, the cached order is the active prefix of
+                    // the root's children: it moves the same way (by index).
+                    let cached = if p == ROOT { self.full_order.as_mut() } else { None };
+                    let from = cached.is_some().then(|| children.index_of(pos));
                     let entry = children.remove_at(pos);
                     let nodes = &self.nodes;
                     let at = children.partition_point(|e| {
                         nodes[e.node].kind != NodeKind::InactiveLeaf
                             && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
                     });
+                    if let (Some(order), Some(from)) = (cached, from) {
+                        move_entry(order, from, children.index_of(at));
+                    }
                     children.insert_at(at, entry);
                 }
                 self.nodes[p].children = children;
@@ -867,9 +888,17 @@ impl Tree {
         self.nodes[ROOT].share = self.compute_share(ROOT);
     }
 
-    /// Writes the active leaves in pre-order (each subtree before the next sibling).
+    /// Writes the active leaves in pre-order (each subtree before the next sibling). A flat
+    /// tree keeps what it wrote for the next call (see `full_order`).
     pub fn emit_active(&mut self, out: &mut RVec<ClientId>) {
+        if let Some(order) = &self.full_order {
+            copy_order(order, out);
+            return;
+        }
         self.emit_prefix(usize::MAX, out);
+        if self.flat == Some(true) {
+            self.full_order = Some(out.to_vec());
+        }
     }
 
     /// Writes the first `len` active leaves in pre-order (all of them when there are fewer);
@@ -924,6 +953,32 @@ impl Tree {
             }
         }
         true
+    }
+}
+
+/// Moves the entry at `from` to index `to`, shifting only the entries in between (one
+/// `memmove`; a slice rotation by one is an element-by-element loop).
+fn move_entry<T: Copy>(v: &mut [T], from: usize, to: usize) {
+    let x = v[from];
+    if from < to {
+        v.copy_within(from + 1..=to, from);
+    } else if to < from {
+        v.copy_within(to..from, to + 1);
+    }
+    v[to] = x;
+}
+
+/// Writes `order` into `out` with one `memcpy` (extending or resizing an `RVec` goes element
+/// by element, several instructions per client).
+fn copy_order(order: &[ClientId], out: &mut RVec<ClientId>) {
+    out.clear();
+    out.reserve(order.len());
+    // SAFETY: `out` has room for `order.len()` elements (reserved above) and does not overlap
+    // `order` (a distinct buffer); `ClientId` is `Copy`, so the copied elements are valid and
+    // the new length covers exactly the initialized prefix.
+    unsafe {
+        std::ptr::copy_nonoverlapping(order.as_ptr(), out.as_mut_ptr(), order.len());
+        out.set_len(order.len());
     }
 }
 

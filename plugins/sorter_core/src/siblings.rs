@@ -153,6 +153,11 @@ impl Siblings {
         None
     }
 
+    /// The index of `pos` in the whole sequence. O(number of blocks).
+    pub(crate) fn index_of(&self, pos: Pos) -> usize {
+        self.blocks[..pos.block].iter().map(Vec::len).sum::<usize>() + pos.offset
+    }
+
     /// The child at `pos`, if any.
     pub(crate) fn get(&self, pos: Pos) -> Option<&Entry> {
         self.blocks.get(pos.block).and_then(|b| b.get(pos.offset))
