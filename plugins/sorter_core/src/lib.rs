@@ -101,6 +101,11 @@ impl Held {
             if self.grants.len() >= MAX_GRANTS {
                 self.merge();
             }
+            // Most records keep one grant at a time: room for one, not the four a first push
+            // reserves (96 bytes a record).
+            if self.grants.capacity() == 0 {
+                self.grants.reserve_exact(1);
+            }
             self.grants.push(resources.clone());
         }
     }
