@@ -342,9 +342,9 @@ impl HierarchicalAllocator {
                     self.charge_quota(role, role_client, &to_offer, stage1, run);
                 }
                 let left = self.take_from_agent(agent_id, fw_id, role, &to_offer, run);
-                if !complete
-                    && !(left.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()))
-                {
+                let walk_ends =
+                    left.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero());
+                if !complete && !walk_ends {
                     // The walk goes on after this grant, which moves the framework in its
                     // sorter: read the rest of the order as it stands before the move.
                     complete = match self.read_order(role, usize::MAX, &mut fw_order) {

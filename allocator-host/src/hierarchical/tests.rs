@@ -500,7 +500,7 @@ fn offers_over_many_runs(framework_sorter: SorterFactory) -> Vec<Vec<Allocation>
         let mut out = OfferBatch::default();
         a.allocate(&agents, true, &mut out).unwrap();
         for (k, o) in out.offers.iter().enumerate() {
-            let refuse = if (round as usize + k) % 5 == 0 { 2.0 } else { 100.0 };
+            let refuse = if (round as usize + k).is_multiple_of(5) { 2.0 } else { 100.0 };
             a.recover_resources(o.framework, o.agent, &o.role, &o.resources, Some(refuse)).unwrap();
         }
         runs.push(out.offers.iter().cloned().collect());

@@ -867,18 +867,23 @@ impl Tree {
                 }
                 self.nodes[cur].count += 1;
                 self.nodes[cur].share = share;
-                if children.get(pos).map(|e| e.node) == Some(cur) {
+                let nodes = &self.nodes;
+                let before_cur = |e: &Entry| {
+                    nodes[e.node].kind != NodeKind::InactiveLeaf
+                        && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
+                };
+                // Still between its neighbours (a lone child, or a share that did not pass the
+                // next sibling's): nothing moves.
+                let (prev, next) = children.neighbours(pos);
+                let stays = prev.is_none_or(before_cur) && next.is_none_or(|e| !before_cur(e));
+                if children.get(pos).map(|e| e.node) == Some(cur) && !stays {
                     // The new place among the other active siblings (they are sorted).
                     // In a flat tree sorted in full, the cached order is the active prefix of
                     // the root's children: it moves the same way (by index).
                     let cached = if p == ROOT { self.full_order.as_mut() } else { None };
                     let from = cached.is_some().then(|| children.index_of(pos));
                     let entry = children.remove_at(pos);
-                    let nodes = &self.nodes;
-                    let at = children.partition_point(|e| {
-                        nodes[e.node].kind != NodeKind::InactiveLeaf
-                            && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
-                    });
+                    let at = children.partition_point(before_cur);
                     if let (Some(order), Some(from)) = (cached, from) {
                         move_entry(order, from, children.index_of(at));
                     }

@@ -158,6 +158,20 @@ impl Siblings {
         self.blocks[..pos.block].iter().map(Vec::len).sum::<usize>() + pos.offset
     }
 
+    /// The children just before and just after `pos`.
+    pub(crate) fn neighbours(&self, pos: Pos) -> (Option<&Entry>, Option<&Entry>) {
+        let before = if pos.offset > 0 {
+            self.blocks[pos.block].get(pos.offset - 1)
+        } else {
+            pos.block.checked_sub(1).and_then(|b| self.blocks[b].last())
+        };
+        let after = match self.blocks.get(pos.block) {
+            Some(b) if pos.offset + 1 < b.len() => b.get(pos.offset + 1),
+            _ => self.blocks.get(pos.block + 1).and_then(|b| b.first()),
+        };
+        (before, after)
+    }
+
     /// The child at `pos`, if any.
     pub(crate) fn get(&self, pos: Pos) -> Option<&Entry> {
         self.blocks.get(pos.block).and_then(|b| b.get(pos.offset))
