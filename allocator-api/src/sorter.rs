@@ -55,7 +55,10 @@
 //!   once (to find roles with an active framework); then for each candidate agent, in a
 //!   seeded random order, the role sorter, and for each role in that order the role's
 //!   framework sorter until a framework takes the agent. With quota, the agents are visited
-//!   twice (guarantees, then fair share).
+//!   twice (guarantees, then fair share). The framework sorters are asked through
+//!   [`sort_prefix`](Sorter::sort_prefix) (length 1 at the start of the run; 8 for an agent,
+//!   then twice as many while the walk needs more, and the whole order before a grant that the
+//!   walk goes on after); a sorter that keeps the default sees each of those as one `sort`.
 //!
 //! Resources are passed whole (reservations, revocable and shared flags included); sorters
 //! compare scalar quantities, so `allocated` and `unallocated` of the same resources cancel.
@@ -213,6 +216,25 @@ pub trait Sorter: Send {
     /// Writes the active clients into `out`, first to be served first. `out` is cleared first;
     /// reusing it across calls avoids allocation.
     fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()>;
+
+    /// Writes into `out` the first `len` clients of the order [`sort`](Self::sort) would write
+    /// now (all of them when there are fewer) and returns `true` when `out` holds the whole
+    /// order. It counts as one `sort` (it answers with the same order and leaves the sorter as
+    /// `sort` would). A caller that needs more of the order asks again with a larger `len`,
+    /// only after an answer of `false` and with no other call on the sorter in between; it
+    /// cannot tell the answers apart from one `sort` cut short.
+    ///
+    /// The default calls `sort` and returns `true`, so a sorter that keeps it is asked exactly
+    /// as often as before: the random sorter keeps it (it draws on every sort), and so does
+    /// every sorter loaded over the module ABI, which has no prefix call (ABI 2 could add one).
+    /// The shipped DRF and weighted-priority sorters answer in O(`len`), which makes the
+    /// built-in allocator's cost per agent grow with the frameworks it considers, not with all
+    /// of them.
+    fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+        let _ = len;
+        self.sort(out)?;
+        Ok(true)
+    }
 
     /// `true` when `client` is in the sorter, active or not.
     fn contains(&self, client: ClientId) -> bool;

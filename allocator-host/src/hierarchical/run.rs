@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// How many clients of a framework order a walk reads first; it reads twice as many each
+/// time it needs more.
+const FIRST_READ: usize = 8;
+
 /// The two stages of an allocation run.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(super) enum Stage {
@@ -82,7 +86,11 @@ impl HierarchicalAllocator {
         // once, and skip the run entirely when no role can receive anything.
         let mut buf = std::mem::take(&mut self.fw_buf);
         for state in self.roles.values_mut() {
-            state.sorter.sort(&mut buf).map_err(|e| sorter_error("framework sorter sort", e))?;
+            // Whether the order is empty: its first client is enough.
+            state
+                .sorter
+                .sort_prefix(1, &mut buf)
+                .map_err(|e| sorter_error("framework sorter sort", e))?;
             if !buf.is_empty() {
                 run.active[state.client.index()] = true;
                 run.open_fair += 1;
@@ -207,13 +215,10 @@ impl HierarchicalAllocator {
                     continue;
                 }
             }
+            // The framework order is read a prefix at a time (FrameworkOrder): an agent taken
+            // by the k-th framework costs O(k), not O(frameworks in the role).
             let mut fw_order = std::mem::take(&mut self.fw_buf);
-            self.roles
-                .get_mut(role)
-                .expect("role in sorter")
-                .sorter
-                .sort(&mut fw_order)
-                .map_err(|e| sorter_error("framework sorter sort", e))?;
+            let mut complete = self.read_order(role, FIRST_READ, &mut fw_order)?;
             if fw_order.is_empty() {
                 self.fw_buf = fw_order;
                 continue; // no active, unsuppressed framework in this role
@@ -241,11 +246,28 @@ impl HierarchicalAllocator {
             let mut blocked_until = Some(f64::INFINITY);
             let mut walked = true;
             self.fw_walk.begin();
-            for &fw_client in fw_order.iter() {
+            let mut next = 0;
+            while next < fw_order.len() || !complete {
                 if available.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero()) {
                     walked = false;
                     break;
                 }
+                if next == fw_order.len() {
+                    // More of the same order: the sorter has not changed since the walk began.
+                    let len = 2 * next.max(FIRST_READ);
+                    complete = match self.read_order(role, len, &mut fw_order) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            self.role_buf = role_order;
+                            return Err(e);
+                        }
+                    };
+                    if next >= fw_order.len() {
+                        break; // no more after all (only a sorter at odds with its answer)
+                    }
+                }
+                let fw_client = fw_order[next];
+                next += 1;
                 let fw_id = FrameworkId(fw_client.0);
                 let fw = self
                     .frameworks
@@ -319,7 +341,22 @@ impl HierarchicalAllocator {
                         .then_some((&within_guarantee, &mut unsatisfied));
                     self.charge_quota(role, role_client, &to_offer, stage1, run);
                 }
-                available = self.grant(agent_id, fw_id, role_client, &role_name, to_offer, run)?;
+                let left = self.take_from_agent(agent_id, fw_id, role, &to_offer, run);
+                let walk_ends =
+                    left.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero());
+                if !complete && !walk_ends {
+                    // The walk goes on after this grant, which moves the framework in its
+                    // sorter: read the rest of the order as it stands before the move.
+                    complete = match self.read_order(role, usize::MAX, &mut fw_order) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            self.role_buf = role_order;
+                            return Err(e);
+                        }
+                    };
+                }
+                self.grant(agent_id, fw_id, role_client, &role_name, to_offer, run)?;
+                available = left;
             }
             self.fw_buf = fw_order;
             if let (true, Some(until)) = (walked, blocked_until) {
@@ -328,6 +365,17 @@ impl HierarchicalAllocator {
         }
         self.role_buf = role_order;
         Ok(())
+    }
+
+    /// Reads the first `len` clients of `role`'s framework order into `out`
+    /// ([`Sorter::sort_prefix`]); `true` when that is the whole order.
+    fn read_order(&mut self, role: &str, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+        self.roles
+            .get_mut(role)
+            .expect("role in sorter")
+            .sorter
+            .sort_prefix(len, out)
+            .map_err(|e| sorter_error("framework sorter sort", e))
     }
 
     /// Records that every candidate of `role` is blocked on `agent_id` for runs before `until`
@@ -370,9 +418,40 @@ impl HierarchicalAllocator {
         run.available_headroom = saturating_sub(&run.available_headroom, &increase);
     }
 
-    /// Grants `to_offer` on `agent_id` to framework `fw_id` under role `role_name` (client
-    /// `role_client`): the agent's free and held resources, the sorters and the run's offers
-    /// (one per framework, role and agent). Returns what the role may still get on the agent.
+    /// The agent's side of granting `to_offer` on `agent_id` to framework `fw_id` under `role`:
+    /// its free and held resources. Returns what the role may still get on the agent. The
+    /// sorters and the run's offers follow in [`grant`](Self::grant).
+    fn take_from_agent(
+        &mut self,
+        agent_id: AgentId,
+        fw_id: FrameworkId,
+        role: &str,
+        to_offer: &Resources,
+        run: &mut RunState,
+    ) -> Resources {
+        let has_shared = to_offer.iter().any(|r| r.is_shared());
+        let agent = self.agents.get_mut(&agent_id).expect("candidate");
+        agent.blocked.clear();
+        if has_shared {
+            agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
+            run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
+        } else {
+            agent.free.subtract(to_offer);
+        }
+        let held = agent.allocated.entry(fw_id).or_default();
+        match held.get_mut(role) {
+            Some(h) => h.add(to_offer),
+            None => {
+                held.insert(role.to_owned(), to_offer.clone());
+            }
+        }
+        agent.available_to(role, run.shared_offered.get(&agent_id))
+    }
+
+    /// Grants `to_offer` (already taken from the agent by
+    /// [`take_from_agent`](Self::take_from_agent)) to framework `fw_id` under role `role_name`
+    /// (client `role_client`): the sorters and the run's offers (one per framework, role and
+    /// agent).
     fn grant(
         &mut self,
         agent_id: AgentId,
@@ -381,25 +460,8 @@ impl HierarchicalAllocator {
         role_name: &std::sync::Arc<str>,
         to_offer: Resources,
         run: &mut RunState,
-    ) -> Result<Resources> {
+    ) -> Result<()> {
         let role: &str = role_name;
-        let has_shared = to_offer.iter().any(|r| r.is_shared());
-        let agent = self.agents.get_mut(&agent_id).expect("candidate");
-        agent.blocked.clear();
-        if has_shared {
-            agent.free.subtract(&to_offer.filter(|r| !r.is_shared()));
-            run.shared_offered.entry(agent_id).or_default().add(&to_offer.shared());
-        } else {
-            agent.free.subtract(&to_offer);
-        }
-        let held = agent.allocated.entry(fw_id).or_default();
-        match held.get_mut(role) {
-            Some(h) => h.add(&to_offer),
-            None => {
-                held.insert(role.to_owned(), to_offer.clone());
-            }
-        }
-        let available = agent.available_to(role, run.shared_offered.get(&agent_id));
         self.track_allocated(agent_id, fw_id, role, &to_offer)?;
         match run.offer_index.entry((fw_id, role_client, agent_id)) {
             std::collections::hash_map::Entry::Occupied(e) => run.offers[*e.get()].4.add(&to_offer),
@@ -408,7 +470,7 @@ impl HierarchicalAllocator {
                 run.offers.push((fw_id, role_client, role_name.clone(), agent_id, to_offer));
             }
         }
-        Ok(available)
+        Ok(())
     }
 
     /// R23: one inverse offer per run to each active framework holding resources on an agent

@@ -387,3 +387,153 @@ fn a_fully_filtered_agent_stays_skipped_while_nothing_changes() {
     assert_eq!(after.len(), 1);
     assert_eq!((after[0].generation, after[0].until), (recorded[0].generation, recorded[0].until));
 }
+
+/// The built-in DRF sorter behind a sorter that answers every order in full (the trait's default
+/// `sort_prefix`, as a module sorter does), noting each prefix length the allocator asks for.
+struct FullSortOnly {
+    inner: Box<dyn Sorter>,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    full: bool,
+}
+
+impl Sorter for FullSortOnly {
+    fn add(&mut self, c: ClientId, path: &str) -> Result<()> {
+        self.inner.add(c, path)
+    }
+    fn remove(&mut self, c: ClientId) -> Result<()> {
+        self.inner.remove(c)
+    }
+    fn activate(&mut self, c: ClientId) -> Result<()> {
+        self.inner.activate(c)
+    }
+    fn deactivate(&mut self, c: ClientId) -> Result<()> {
+        self.inner.deactivate(c)
+    }
+    fn update_weight(&mut self, path: &str, weight: f64) -> Result<()> {
+        self.inner.update_weight(path, weight)
+    }
+    fn allocated(&mut self, c: ClientId, a: AgentId, r: &Resources) -> Result<()> {
+        self.inner.allocated(c, a, r)
+    }
+    fn update(&mut self, c: ClientId, a: AgentId, old: &Resources, new: &Resources) -> Result<()> {
+        self.inner.update(c, a, old, new)
+    }
+    fn unallocated(&mut self, c: ClientId, a: AgentId, r: &Resources) -> Result<()> {
+        self.inner.unallocated(c, a, r)
+    }
+    fn allocation(
+        &self,
+        c: ClientId,
+        out: &mut RVec<allocator_api::AgentAllocation>,
+    ) -> Result<()> {
+        self.inner.allocation(c, out)
+    }
+    fn allocation_on(&self, c: ClientId, a: AgentId, out: &mut Resources) -> Result<()> {
+        self.inner.allocation_on(c, a, out)
+    }
+    fn allocation_scalar_quantities(
+        &self,
+        c: Option<ClientId>,
+        out: &mut Quantities,
+    ) -> Result<()> {
+        self.inner.allocation_scalar_quantities(c, out)
+    }
+    fn add_agent(&mut self, a: AgentId, q: &Quantities) -> Result<()> {
+        self.inner.add_agent(a, q)
+    }
+    fn remove_agent(&mut self, a: AgentId) -> Result<()> {
+        self.inner.remove_agent(a)
+    }
+    fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+        self.inner.sort(out)
+    }
+    fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+        self.asked.lock().unwrap().push(len);
+        if self.full {
+            self.inner.sort(out)?;
+            Ok(true)
+        } else {
+            self.inner.sort_prefix(len, out)
+        }
+    }
+    fn contains(&self, c: ClientId) -> bool {
+        self.inner.contains(c)
+    }
+    fn count(&self) -> usize {
+        self.inner.count()
+    }
+    fn dominant_share(&self, c: ClientId) -> Option<f64> {
+        self.inner.dominant_share(c)
+    }
+}
+
+fn drf_noting(full: bool, asked: &std::sync::Arc<std::sync::Mutex<Vec<usize>>>) -> SorterFactory {
+    let asked = asked.clone();
+    Box::new(move |c: &SorterConfig| {
+        let inner = Box::new(drf_sorter::create(c)) as Box<dyn Sorter>;
+        Ok(Box::new(FullSortOnly { inner, asked: asked.clone(), full }) as Box<dyn Sorter>)
+    })
+}
+
+/// 40 frameworks in `r1` and 10 in `r2` (the even ones take revocable resources, so an agent's
+/// walk goes on after a grant to an odd one), 6 agents with revocable cpus, and 30 runs whose
+/// offers are declined with refuse filters of 100 seconds, one in five of 2 seconds (so later
+/// walks pass many filtered frameworks): the offers of every run.
+fn offers_over_many_runs(framework_sorter: SorterFactory) -> Vec<Vec<Allocation>> {
+    let mut a =
+        HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), framework_sorter).unwrap();
+    for f in 0..50u32 {
+        let mut info = framework_info(f, if f < 40 { "r1" } else { "r2" });
+        if f % 2 == 0 {
+            info.capabilities = info.capabilities.with(FrameworkCapabilities::REVOCABLE_RESOURCES);
+        }
+        a.add_framework(&info, &[], true, &Default::default()).unwrap();
+    }
+    for i in 0..6u32 {
+        let total = "cpus:2;mem:100;cpus{revocable}:4".parse().unwrap();
+        a.add_agent(&agent_info(i), None, &total, &[]).unwrap();
+    }
+    let mut runs = Vec::new();
+    for round in 0..30u32 {
+        a.set_time(f64::from(round)).unwrap();
+        let agents: Vec<AgentId> = a.agents.keys().copied().collect();
+        let mut out = OfferBatch::default();
+        a.allocate(&agents, true, &mut out).unwrap();
+        for (k, o) in out.offers.iter().enumerate() {
+            let refuse = if (round as usize + k).is_multiple_of(5) { 2.0 } else { 100.0 };
+            a.recover_resources(o.framework, o.agent, &o.role, &o.resources, Some(refuse)).unwrap();
+        }
+        runs.push(out.offers.iter().cloned().collect());
+    }
+    runs
+}
+
+#[test]
+fn reading_framework_orders_a_prefix_at_a_time_gives_the_offers_of_full_sorts() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let by_prefix = offers_over_many_runs(drf_noting(false, &asked));
+    let asked_by_prefix = std::mem::take(&mut *asked.lock().unwrap());
+    let in_full = offers_over_many_runs(drf_noting(true, &asked));
+    assert_eq!(by_prefix, in_full);
+    assert!(by_prefix.iter().filter(|r| !r.is_empty()).count() > 20, "runs offer something");
+    // The walks did read past the first prefix, and read the rest before a grant that a walk
+    // went on after.
+    assert!(asked_by_prefix.contains(&16), "{asked_by_prefix:?}");
+    assert!(asked_by_prefix.contains(&usize::MAX), "{asked_by_prefix:?}");
+}
+
+#[test]
+fn an_agent_taken_by_the_first_framework_reads_only_a_prefix_of_the_order() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut a =
+        HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf_noting(false, &asked))
+            .unwrap();
+    for f in 0..100u32 {
+        a.add_framework(&framework_info(f, "r1"), &[], true, &Default::default()).unwrap();
+    }
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[]).unwrap();
+    asked.lock().unwrap().clear();
+    assert_eq!(run_at(&mut a, 1.0), vec![(0, 0)]);
+    // One read to see that the role has an active framework, one for the agent's walk.
+    assert_eq!(*asked.lock().unwrap(), vec![1, 8]);
+}

@@ -10,8 +10,13 @@
 //! nodes sets a dirty bit and the next [`sort`](Sorter::sort) recomputes every share and
 //! re-sorts each level; an [`allocated`](Sorter::allocated) call on a clean tree only
 //! recomputes the shares on the client's path and moves those nodes among their siblings.
+//! Siblings are kept in blocks of at most 128 (`siblings.rs`), each entry with its client beside
+//! it: a move costs O(log n) comparisons and shifts entries within at most two blocks, and
+//! [`sort_prefix`](Sorter::sort_prefix) of a flat tree writes `len` clients in O(`len`).
 
 #![deny(missing_docs)]
+
+mod siblings;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -21,6 +26,7 @@ use allocator_api::{
     AgentAllocation, AgentId, ClientId, IdMap, ModuleError, Name, Quantities, RVec, Resource,
     Resources, Result, Scalar, Sorter, SorterConfig,
 };
+use siblings::{Entry, Siblings};
 
 /// Index of a node in the arena.
 pub type NodeIndex = usize;
@@ -58,7 +64,8 @@ pub struct Node {
     /// over; an inner node that collapses back into a leaf keeps its own count.
     pub count: u64,
     parent: Option<NodeIndex>,
-    children: Vec<NodeIndex>,
+    /// In order: active siblings sorted (when the tree is clean), inactive leaves after them.
+    children: Siblings,
     client: Option<ClientId>,
     /// Allocated scalar quantities by interned name id (shared resources once).
     totals: Vec<i64>,
@@ -94,6 +101,11 @@ impl Held {
             if self.grants.len() >= MAX_GRANTS {
                 self.merge();
             }
+            // Most records keep one grant at a time: room for one, not the four a first push
+            // reserves (96 bytes a record).
+            if self.grants.capacity() == 0 {
+                self.grants.reserve_exact(1);
+            }
             self.grants.push(resources.clone());
         }
     }
@@ -108,7 +120,7 @@ impl Held {
 
     /// Removes a grant equal to `resources` kept whole; `false` when there is none.
     fn take_grant(&mut self, resources: &Resources) -> bool {
-        match self.grants.iter().rposition(|g| g == resources) {
+        match self.grants.iter().rposition(|g| same_resources(g, resources)) {
             Some(k) => {
                 self.grants.swap_remove(k);
                 true
@@ -123,7 +135,7 @@ impl Held {
         if self.take_grant(resources) {
             return true;
         }
-        if self.grants.is_empty() && self.merged == *resources {
+        if self.grants.is_empty() && same_resources(&self.merged, resources) {
             self.merged.clear();
             return true;
         }
@@ -175,11 +187,16 @@ pub struct Tree {
     counted: Vec<bool>,
     agents: IdMap<AgentId, Quantities>,
     excluded: Vec<String>,
-    /// For a flat tree (no inner node below the root): the active leaves' clients in order,
-    /// kept in step by [`reposition_path`](Self::reposition_path) so that a sort is one copy of
-    /// a compact array. `None` when it must be rebuilt (any other change of the tree's shape,
-    /// order or activity clears it).
-    flat_order: Option<Vec<ClientId>>,
+    /// Whether no child of the root is an inner node (every framework sorter, most role
+    /// sorters), so that the order is the root's active children; `None` when the shape
+    /// changed since it was last found.
+    flat: Option<bool>,
+    /// For a flat tree that was sorted in full ([`Sorter::sort`], as a module sorter is): the
+    /// active leaves' clients in order, kept in step by [`reposition_path`](Self::reposition_path)
+    /// so that the next full sort is one copy of a compact array. `None` when it must be rebuilt
+    /// (any other change of the tree's shape, order or activity clears it); prefix reads
+    /// neither build nor need it.
+    full_order: Option<Vec<ClientId>>,
     /// Reused by [`scalar_ids`](Self::scalar_ids).
     ids_scratch: Vec<(usize, i64)>,
 }
@@ -196,7 +213,7 @@ impl Tree {
             share: 0.0,
             count: 0,
             parent: None,
-            children: Vec::new(),
+            children: Siblings::default(),
             client: None,
             totals: Vec::new(),
             per_agent: IdMap::default(),
@@ -216,7 +233,8 @@ impl Tree {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
-            flat_order: None,
+            flat: None,
+            full_order: None,
             ids_scratch: Vec::new(),
         }
     }
@@ -275,7 +293,7 @@ impl Tree {
             share: 0.0,
             count: 0,
             parent: Some(parent),
-            children: Vec::new(),
+            children: Siblings::default(),
             client: None,
             totals: vec![0; self.names.len()],
             per_agent: IdMap::default(),
@@ -303,7 +321,7 @@ impl Tree {
     }
 
     fn has_active_leaf(&self, node: &Node) -> bool {
-        node.children.iter().any(|&c| self.nodes[c].is_active(self))
+        node.children.nodes().any(|c| self.nodes[c].is_active(self))
     }
 
     /// Unweighted dominant share of a node over the pool (excluded names and names with an
@@ -329,7 +347,8 @@ impl Tree {
 
     /// Adds `client` at `path` (inactive). Implements Mesos's rules for virtual leaves.
     pub fn add(&mut self, client: ClientId, path: &str) -> Result<NodeIndex> {
-        self.flat_order = None;
+        self.flat = None;
+        self.full_order = None;
         if self.clients.contains_key(&client) {
             return Err(ModuleError::rejected(format!("add: client {client} is already present")));
         }
@@ -367,7 +386,7 @@ impl Tree {
         let leaf = if fresh {
             current
         } else if self.nodes[current].kind == NodeKind::Internal {
-            if self.nodes[current].children.iter().any(|&c| self.nodes[c].name == ".") {
+            if self.nodes[current].children.nodes().any(|c| self.nodes[c].name == ".") {
                 return Err(ModuleError::rejected(format!(
                     "add: path '{path}' is already a client"
                 )));
@@ -381,6 +400,7 @@ impl Tree {
         let n = &mut self.nodes[leaf];
         n.kind = NodeKind::InactiveLeaf;
         n.client = Some(client);
+        // (Re-entered with its client beside it.)
         self.move_to_inactive_end(leaf);
         self.clients.insert(client, leaf);
         Ok(leaf)
@@ -388,6 +408,8 @@ impl Tree {
 
     /// Turns leaf `i` into an inner node whose client moves to a new virtual leaf `.`.
     fn make_internal(&mut self, i: NodeIndex) {
+        self.flat = None;
+        self.full_order = None;
         let path = self.nodes[i].path.clone();
         let v = self.new_node(".", format!("{path}/."), path.clone(), i);
         let (kind, client, count, per_agent, totals) = {
@@ -412,31 +434,35 @@ impl Tree {
         if let Some(c) = client {
             self.clients.insert(c, v);
         }
-        self.nodes[i].children.push(v);
+        self.nodes[i].children.push(v, client);
+        if let Some(p) = self.nodes[i].parent {
+            self.nodes[p].children.set_client(i, None);
+        }
         self.refresh_share(v);
     }
 
     fn insert_child(&mut self, parent: NodeIndex, child: NodeIndex) {
-        self.nodes[parent].children.push(child);
+        let client = self.nodes[child].client;
+        self.nodes[parent].children.push(child, client);
     }
 
     /// Moves `i` to the end of its parent's children (where inactive leaves live).
     fn move_to_inactive_end(&mut self, i: NodeIndex) {
-        self.flat_order = None;
+        self.full_order = None;
         let p = self.nodes[i].parent.expect("non-root");
+        let client = self.nodes[i].client;
         let children = &mut self.nodes[p].children;
         // From the end: a node just added is the last child.
-        if let Some(pos) = children.iter().rposition(|&c| c == i) {
-            children.remove(pos);
-        }
-        children.push(i);
+        children.remove_node(i);
+        children.push(i, client);
     }
 
     /// Removes `client`, subtracting its allocation from every ancestor and collapsing inner
     /// nodes left with only a virtual leaf.
     pub fn remove(&mut self, client: ClientId) -> Result<()> {
         let leaf = self.client_node(client, "remove")?;
-        self.flat_order = None;
+        self.flat = None;
+        self.full_order = None;
         self.clients.remove(&client);
         let allocations: Vec<(AgentId, Resources)> =
             self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
@@ -451,7 +477,7 @@ impl Tree {
         let mut current = leaf;
         loop {
             let parent = self.nodes[current].parent.expect("non-root");
-            self.nodes[parent].children.retain(|&c| c != current);
+            self.nodes[parent].children.remove_node(current);
             self.nodes[current].children.clear();
             self.nodes[current].per_agent.clear();
             self.free_node(current);
@@ -463,7 +489,7 @@ impl Tree {
                 current = parent;
                 continue;
             }
-            if siblings.len() == 1 && self.nodes[siblings[0]].name == "." {
+            if siblings.len() == 1 && siblings.first().is_some_and(|s| self.nodes[s].name == ".") {
                 self.collapse(parent);
             }
             break;
@@ -475,8 +501,9 @@ impl Tree {
     /// keeps its own allocation count (every `allocated` call below it), as Mesos's
     /// `DRFSorter::remove` does; the virtual leaf's count goes with it.
     fn collapse(&mut self, p: NodeIndex) {
-        self.flat_order = None;
-        let v = self.nodes[p].children[0];
+        self.flat = None;
+        self.full_order = None;
+        let v = self.nodes[p].children.first().expect("a virtual leaf");
         let (kind, client, per_agent) = {
             let vn = &mut self.nodes[v];
             (vn.kind, vn.client.take(), std::mem::take(&mut vn.per_agent))
@@ -490,6 +517,9 @@ impl Tree {
         if let Some(c) = client {
             self.clients.insert(c, p);
         }
+        if let Some(pp) = self.nodes[p].parent {
+            self.nodes[pp].children.set_client(p, client);
+        }
         if kind == NodeKind::InactiveLeaf {
             self.move_to_inactive_end(p);
         }
@@ -502,7 +532,7 @@ impl Tree {
         if self.nodes[leaf].kind == want {
             return Ok(false);
         }
-        self.flat_order = None;
+        self.full_order = None;
         self.nodes[leaf].kind = want;
         if !active {
             self.move_to_inactive_end(leaf);
@@ -759,7 +789,7 @@ impl Tree {
 
     /// Children of `i` that are active (active leaves and inner nodes with an active leaf).
     pub fn active_children(&self, i: NodeIndex) -> impl Iterator<Item = NodeIndex> + '_ {
-        self.nodes[i].children.iter().copied().filter(|&c| self.nodes[c].is_active(self))
+        self.nodes[i].children.nodes().filter(|&c| self.nodes[c].is_active(self))
     }
 
     /// Root index.
@@ -774,7 +804,7 @@ impl Tree {
 
     /// Recomputes every share and sorts every level with `O`, inactive leaves last.
     pub fn resort_all<O: Order>(&mut self) {
-        self.flat_order = None;
+        self.full_order = None;
         for i in 0..self.nodes.len() {
             if self.nodes[i].parent.is_some() || i == ROOT {
                 self.nodes[i].share = self.compute_share(i);
@@ -782,10 +812,10 @@ impl Tree {
         }
         let mut stack = vec![ROOT];
         while let Some(i) = stack.pop() {
-            let mut children = std::mem::take(&mut self.nodes[i].children);
+            let mut children = self.nodes[i].children.take_all();
             let nodes = &self.nodes;
-            children.sort_by(|&a, &b| {
-                let (na, nb) = (&nodes[a], &nodes[b]);
+            children.sort_by(|a, b| {
+                let (na, nb) = (&nodes[a.node], &nodes[b.node]);
                 let ia = na.kind == NodeKind::InactiveLeaf;
                 let ib = nb.kind == NodeKind::InactiveLeaf;
                 match (ia, ib) {
@@ -796,9 +826,12 @@ impl Tree {
                 }
             });
             stack.extend(
-                children.iter().copied().filter(|&c| self.nodes[c].kind == NodeKind::Internal),
+                children
+                    .iter()
+                    .map(|e| e.node)
+                    .filter(|&c| self.nodes[c].kind == NodeKind::Internal),
             );
-            self.nodes[i].children = children;
+            self.nodes[i].children.set_all(children);
         }
     }
 
@@ -808,8 +841,8 @@ impl Tree {
     /// Each node on the path had its count raised by one ([`allocated`](Self::allocated)) and
     /// its share not yet refreshed, and the siblings were sorted with the old values: so a node's
     /// old place is found by binary search with its count lowered back by one, and its new place
-    /// by another; only the entries between the two move. O(log n) comparisons per level; no
-    /// scan of the siblings.
+    /// by another. O(log n) comparisons per level; the move shifts entries within at most two
+    /// blocks of siblings (no shift of every sibling in between).
     pub fn reposition_path<O: Order>(&mut self, leaf: NodeIndex) {
         let mut cur = leaf;
         while let Some(p) = self.nodes[cur].parent {
@@ -817,40 +850,44 @@ impl Tree {
             if self.nodes[cur].kind != NodeKind::InactiveLeaf {
                 let mut children = std::mem::take(&mut self.nodes[p].children);
                 // Active siblings first, inactive leaves after (both kept so by every change
-                // that does not mark the tree dirty).
-                let active_len =
-                    children.partition_point(|&c| self.nodes[c].kind != NodeKind::InactiveLeaf);
-                // The old place, under the values the siblings were sorted with.
+                // that does not mark the tree dirty). The old place, under the values the
+                // siblings were sorted with:
                 self.nodes[cur].count -= 1;
                 let nodes = &self.nodes;
-                let less = |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
-                let mut pos = children[..active_len].partition_point(less);
-                if children.get(pos) != Some(&cur) {
+                let active = |e: &Entry| nodes[e.node].kind != NodeKind::InactiveLeaf;
+                let before_cur = |e: &Entry| {
+                    active(e) && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
+                };
+                let mut pos = children.partition_point(before_cur);
+                if children.get(pos).map(|e| e.node) != Some(cur) {
                     // Not where the order says (it cannot be, short of a sorter bug): find it.
-                    pos = children[..active_len].iter().position(|&c| c == cur).unwrap_or(pos);
+                    if let Some(found) = children.position_in_prefix(cur, active) {
+                        pos = found;
+                    }
                 }
                 self.nodes[cur].count += 1;
                 self.nodes[cur].share = share;
-                if children.get(pos) == Some(&cur) {
-                    let nodes = &self.nodes;
-                    let less =
-                        |c: &NodeIndex| O::compare(&nodes[*c], &nodes[cur]) == Ordering::Less;
-                    // The new place among the other active siblings (they are sorted), then one
-                    // rotation of the entries between the old and the new place.
-                    let before = children[..pos].partition_point(less);
-                    let at = if before < pos {
-                        before
-                    } else {
-                        pos + children[pos + 1..active_len].partition_point(less)
-                    };
-                    move_entry(&mut children, pos, at);
-                    // In a flat tree the cached order is the active prefix of the root's
-                    // children: it moves the same way.
-                    if p == ROOT
-                        && let Some(order) = self.flat_order.as_mut()
-                    {
-                        move_entry(order, pos, at);
+                let nodes = &self.nodes;
+                let before_cur = |e: &Entry| {
+                    nodes[e.node].kind != NodeKind::InactiveLeaf
+                        && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
+                };
+                // Still between its neighbours (a lone child, or a share that did not pass the
+                // next sibling's): nothing moves.
+                let (prev, next) = children.neighbours(pos);
+                let stays = prev.is_none_or(before_cur) && next.is_none_or(|e| !before_cur(e));
+                if children.get(pos).map(|e| e.node) == Some(cur) && !stays {
+                    // The new place among the other active siblings (they are sorted).
+                    // In a flat tree sorted in full, the cached order is the active prefix of
+                    // the root's children: it moves the same way (by index).
+                    let cached = if p == ROOT { self.full_order.as_mut() } else { None };
+                    let from = cached.is_some().then(|| children.index_of(pos));
+                    let entry = children.remove_at(pos);
+                    let at = children.partition_point(before_cur);
+                    if let (Some(order), Some(from)) = (cached, from) {
+                        move_entry(order, from, children.index_of(at));
                     }
+                    children.insert_at(at, entry);
                 }
                 self.nodes[p].children = children;
             } else {
@@ -861,46 +898,71 @@ impl Tree {
         self.nodes[ROOT].share = self.compute_share(ROOT);
     }
 
-    /// Writes the active leaves in pre-order (each subtree before the next sibling).
+    /// Writes the active leaves in pre-order (each subtree before the next sibling). A flat
+    /// tree keeps what it wrote for the next call (see `full_order`).
     pub fn emit_active(&mut self, out: &mut RVec<ClientId>) {
-        out.clear();
-        if let Some(order) = &self.flat_order {
+        if let Some(order) = &self.full_order {
             copy_order(order, out);
             return;
         }
-        // A flat tree (every framework sorter, most role sorters): the root's children in
-        // order, up to the first inactive leaf; kept for the next sorts.
-        let root = &self.nodes[ROOT];
-        if root.children.iter().all(|&c| self.nodes[c].kind != NodeKind::Internal) {
-            let mut order = Vec::with_capacity(root.children.len());
-            for &c in &root.children {
-                let n = &self.nodes[c];
-                if n.kind != NodeKind::ActiveLeaf {
-                    break;
-                }
-                if let Some(client) = n.client {
-                    order.push(client);
-                }
-            }
-            copy_order(&order, out);
-            self.flat_order = Some(order);
-            return;
+        self.emit_prefix(usize::MAX, out);
+        if self.flat == Some(true) {
+            self.full_order = Some(out.to_vec());
         }
-        let mut stack = vec![ROOT];
-        while let Some(i) = stack.pop() {
-            let n = &self.nodes[i];
-            if n.kind == NodeKind::ActiveLeaf {
-                if let Some(c) = n.client {
-                    out.push(c);
+    }
+
+    /// Writes the first `len` active leaves in pre-order (all of them when there are fewer);
+    /// returns `true` when `out` holds every active leaf. O(len) for a flat tree (plus
+    /// O(log n) to find where the active leaves end), the walk of the visited subtrees
+    /// otherwise.
+    pub fn emit_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> bool {
+        out.clear();
+        let flat = match self.flat {
+            Some(f) => f,
+            None => {
+                let root = &self.nodes[ROOT];
+                let f = root.children.nodes().all(|c| self.nodes[c].kind != NodeKind::Internal);
+                self.flat = Some(f);
+                f
+            }
+        };
+        let nodes = &self.nodes;
+        if flat {
+            // A flat tree (every framework sorter, most role sorters): the root's children in
+            // order, up to the first inactive leaf.
+            let children = &nodes[ROOT].children;
+            let end = children.partition_point(|e| nodes[e.node].kind == NodeKind::ActiveLeaf);
+            for slice in children.slices_before(end) {
+                let room = len - out.len();
+                if slice.len() > room {
+                    extend_clients(out, &slice[..room]);
+                    return false;
                 }
+                extend_clients(out, slice);
+            }
+            return true;
+        }
+        let mut stack = vec![nodes[ROOT].children.iter()];
+        while let Some(top) = stack.last_mut() {
+            let Some(e) = top.next() else {
+                stack.pop();
                 continue;
-            }
-            for &c in n.children.iter().rev() {
-                if self.nodes[c].kind != NodeKind::InactiveLeaf {
-                    stack.push(c);
+            };
+            let n = &nodes[e.node];
+            match n.kind {
+                NodeKind::InactiveLeaf => {}
+                NodeKind::ActiveLeaf => {
+                    if let Some(c) = n.client {
+                        if out.len() == len {
+                            return false;
+                        }
+                        out.push(c);
+                    }
                 }
+                NodeKind::Internal => stack.push(n.children.iter()),
             }
         }
+        true
     }
 }
 
@@ -928,6 +990,52 @@ fn copy_order(order: &[ClientId], out: &mut RVec<ClientId>) {
         std::ptr::copy_nonoverlapping(order.as_ptr(), out.as_mut_ptr(), order.len());
         out.set_len(order.len());
     }
+}
+
+/// Appends the clients of `entries` to `out` in one pass (extending an `RVec` from an iterator
+/// goes through a capacity check per element).
+fn extend_clients(out: &mut RVec<ClientId>, entries: &[Entry]) {
+    out.reserve(entries.len());
+    let base = out.len();
+    let mut k = 0;
+    // SAFETY: `out` has room for `entries.len()` more elements (reserved above) and at most
+    // that many are written, each one past the initialized length; `ClientId` is `Copy`, so the
+    // new length covers exactly the initialized elements.
+    unsafe {
+        let dst = out.as_mut_ptr().add(base);
+        for e in entries {
+            if let Some(c) = e.client {
+                dst.add(k).write(c);
+                k += 1;
+            }
+        }
+        out.set_len(base + k);
+    }
+}
+
+/// `a == b`, with range lists compared as memory (the derived equality compares a list range by
+/// range, about 13 instructions each: most of giving back a grant whole with 100 port ranges).
+fn same_resources(a: &Resources, b: &Resources) -> bool {
+    a.iter().len() == b.iter().len()
+        && a.iter().zip(b.iter()).all(|(x, y)| {
+            x.name == y.name
+                && x.reservation == y.reservation
+                && x.volume == y.volume
+                && x.flags == y.flags
+                && match (&x.value, &y.value) {
+                    (Value::Ranges(p), Value::Ranges(q)) => range_words(p) == range_words(q),
+                    (p, q) => p == q,
+                }
+        })
+}
+
+/// A range list as the `u64` words it is made of (`begin`, `end`, `begin`, …), so that comparing
+/// two is one `memcmp`.
+fn range_words(ranges: &[allocator_api::resources::Range]) -> &[u64] {
+    // SAFETY: `Range` is `#[repr(C)]` with exactly two `u64` fields (`begin`, `end`), so a slice
+    // of `n` ranges is `2 n` initialized, properly aligned `u64`s with no padding, borrowed for
+    // the same lifetime.
+    unsafe { std::slice::from_raw_parts(ranges.as_ptr().cast::<u64>(), ranges.len() * 2) }
 }
 
 /// The id (index) of `name` among `names`.
@@ -964,6 +1072,21 @@ pub trait Policy: Send + 'static {
     /// changed since the last sort.
     fn sort(&mut self, tree: &mut Tree, dirty: bool, out: &mut RVec<ClientId>);
 
+    /// Writes the first `len` active clients of the order [`sort`](Self::sort) would write and
+    /// returns `true` when that is all of them ([`Sorter::sort_prefix`]). The default sorts in
+    /// full (one `sort`, so a policy that draws on every sort keeps its sequence).
+    fn sort_prefix(
+        &mut self,
+        tree: &mut Tree,
+        dirty: bool,
+        len: usize,
+        out: &mut RVec<ClientId>,
+    ) -> bool {
+        let _ = len;
+        self.sort(tree, dirty, out);
+        true
+    }
+
     /// Called when a client is deactivated. DRF keeps its order (the inactive leaf just leaves
     /// the walk); policies that cache the set of active clients refresh it.
     fn invalidate(&mut self) {}
@@ -989,6 +1112,19 @@ impl<O: Order> Policy for Ordered<O> {
             tree.resort_all::<O>();
         }
         tree.emit_active(out);
+    }
+
+    fn sort_prefix(
+        &mut self,
+        tree: &mut Tree,
+        dirty: bool,
+        len: usize,
+        out: &mut RVec<ClientId>,
+    ) -> bool {
+        if dirty {
+            tree.resort_all::<O>();
+        }
+        tree.emit_prefix(len, out)
     }
 }
 
@@ -1125,6 +1261,12 @@ impl<P: Policy> Sorter for TreeSorter<P> {
         Ok(())
     }
 
+    fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+        let complete = self.policy.sort_prefix(&mut self.tree, self.dirty, len, out);
+        self.dirty = false;
+        Ok(complete)
+    }
+
     fn contains(&self, client: ClientId) -> bool {
         self.tree.contains(client)
     }
@@ -1185,6 +1327,80 @@ mod tests {
         assert_eq!(incremental, full);
     }
 
+    /// A DRF sorter with `n` active clients (`c000`…) and, when `nested`, one client below
+    /// another (`c007/x`), some inactive ones, and 300 allocations spread over them.
+    fn busy_sorter(n: u32, nested: bool) -> TreeSorter<Ordered<ShareOrder>> {
+        let mut s = TreeSorter::new(&SorterConfig::default(), Ordered::<ShareOrder>::default());
+        s.add_agent(AgentId(0), &Quantities::parse("cpus:100000;mem:100000").unwrap()).unwrap();
+        for c in 0..n {
+            s.add(ClientId(c), &format!("c{c:03}")).unwrap();
+            s.activate(ClientId(c)).unwrap();
+        }
+        if nested {
+            s.add(ClientId(n), "c007/x").unwrap();
+            s.activate(ClientId(n)).unwrap();
+        }
+        for c in (0..n).step_by(9) {
+            s.deactivate(ClientId(c)).unwrap();
+        }
+        let mut out = RVec::new();
+        s.sort(&mut out).unwrap();
+        for step in 0u32..300 {
+            let client = ClientId((step * 7 + step / 3) % n);
+            let amount = 1 + (step * 13) % 5;
+            s.allocated(client, AgentId(0), &res(&format!("cpus:{amount}"))).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn a_prefix_of_the_order_is_the_start_of_the_full_sort() {
+        for nested in [false, true] {
+            let mut s = busy_sorter(400, nested);
+            let mut full = RVec::new();
+            let mut prefix = RVec::new();
+            for len in [0, 1, 5, 128, 129, 300] {
+                assert!(!s.sort_prefix(len, &mut prefix).unwrap(), "more than {len} are active");
+                s.sort(&mut full).unwrap();
+                assert_eq!(prefix.as_slice(), &full[..len], "len {len}, nested {nested}");
+            }
+            assert!(s.sort_prefix(full.len(), &mut prefix).unwrap(), "exactly all of them");
+            assert_eq!(prefix, full);
+            assert!(s.sort_prefix(usize::MAX, &mut prefix).unwrap());
+            assert_eq!(prefix, full);
+        }
+    }
+
+    #[test]
+    fn the_incremental_order_over_many_blocks_of_siblings_is_the_full_sort_order() {
+        for nested in [false, true] {
+            let mut s = busy_sorter(1000, nested);
+            let mut incremental = RVec::new();
+            s.sort(&mut incremental).unwrap();
+            let mut full = RVec::new();
+            s.dirty = true;
+            s.sort(&mut full).unwrap();
+            assert_eq!(incremental, full, "nested {nested}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_after_a_change_that_resorts_is_the_start_of_the_new_order() {
+        let mut s = busy_sorter(200, false);
+        let mut prefix = RVec::new();
+        s.sort_prefix(3, &mut prefix).unwrap();
+        // Giving back marks the tree dirty: the next answer comes from a full re-sort.
+        let first = prefix[0];
+        s.allocated(first, AgentId(0), &res("cpus:50")).unwrap();
+        s.unallocated(first, AgentId(0), &res("cpus:50")).unwrap();
+        s.activate(ClientId(0)).unwrap();
+        s.sort_prefix(10, &mut prefix).unwrap();
+        let mut full = RVec::new();
+        s.dirty = true;
+        s.sort(&mut full).unwrap();
+        assert_eq!(prefix.as_slice(), &full[..10]);
+    }
+
     #[test]
     fn a_grant_given_back_whole_leaves_what_was_held_before() {
         let mut t = Tree::new(&SorterConfig::default());
@@ -1203,6 +1419,27 @@ mod tests {
         let mut q = Quantities::new();
         t.scalar_quantities(Some(ClientId(0)), &mut q).unwrap();
         assert_eq!(q, Quantities::parse("cpus:2;mem:64").unwrap());
+    }
+
+    #[test]
+    fn resources_compare_equal_exactly_when_the_derived_equality_says_so() {
+        let cases = [
+            "cpus:2;ports:[1-10,20-30]",
+            "cpus:2;ports:[1-10,20-31]",
+            "cpus:2;ports:[1-10]",
+            "cpus:2;ports:[1-10,20-30];zones:{a,b}",
+            "cpus:2;ports:[1-10,20-30];zones:{a,c}",
+            "cpus(r1):2;ports:[1-10,20-30]",
+            "cpus{revocable}:2;ports:[1-10,20-30]",
+            "cpus:3;ports:[1-10,20-30]",
+            "",
+        ];
+        for a in cases {
+            for b in cases {
+                let (ra, rb) = (res(a), res(b));
+                assert_eq!(same_resources(&ra, &rb), ra == rb, "{a} vs {b}");
+            }
+        }
     }
 
     #[test]
