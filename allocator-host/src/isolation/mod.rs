@@ -19,7 +19,19 @@
 //! and the cause (`worker for module 'x' killed by SIGSEGV during allocate`), so the host's
 //! `--on_module_failure` policy applies as for any other module fault.
 //!
-//! Sorters made for the built-in allocator ([`ModuleRegistry::sorter_factory`]) queue the
+//! When the built-in allocator runs with an isolated sorter module
+//! ([`ModuleRegistry::create_builtin_in_worker`]), the allocator itself runs in a worker
+//! beside its sorter modules (the first request is then `HOST`: load every sorter module of
+//! the two; then `CREATE_BUILTIN`), which it calls in-process there. The host holds an
+//! [`IsolatedAllocator`] for it: one round trip per allocator call (`allocate` once per run)
+//! instead of two or more per agent, and a sorter's fatal fault kills only that worker, seen
+//! by the host as a fault of the allocator call it happened in (`worker for the built-in
+//! allocator with sorter module 'x' killed by SIGSEGV during allocate`).
+//!
+//! Sorter proxies ([`IsolatedSorter`]) remain for an isolated sorter created on its own
+//! ([`ModuleRegistry::create_sorter`]; the sorter benchmarks) and for sorters given to an
+//! in-process built-in allocator ([`ModuleRegistry::sorter_factory`]: `set_sorters` switching
+//! to an isolated module at run time). Those made for the built-in allocator queue the
 //! calls that answer only success or failure (`add`, `remove`, `activate`, `deactivate`,
 //! `update_weight`, `add_agent`, `remove_agent`, and the per-offer `allocated`, `unallocated`,
 //! `update`) and collect their answers with the next call that needs one: the built-in
@@ -55,6 +67,8 @@
 //! ```
 //!
 //! [`ModuleRegistry::sorter_factory`]: crate::ModuleRegistry::sorter_factory
+//! [`ModuleRegistry::create_sorter`]: crate::ModuleRegistry::create_sorter
+//! [`ModuleRegistry::create_builtin_in_worker`]: crate::ModuleRegistry::create_builtin_in_worker
 
 mod calls;
 mod link;
