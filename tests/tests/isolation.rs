@@ -180,6 +180,38 @@ fn an_isolated_sorter_that_segfaults_is_replaced_by_the_builtin_drf() {
     assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1);
 }
 
+/// A sorter that never returns, isolated, takes only its worker with it: the worker is killed
+/// after the timeout (in-process, a hung call stops the master) and the built-in drf sorters
+/// take over.
+#[test]
+fn an_isolated_sorter_that_never_returns_is_killed_after_the_timeout_and_falls_back() {
+    let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "hang")]);
+    let out = run(
+        SORTER_SCENARIO,
+        &[
+            "--modules",
+            &m,
+            "--role_sorter",
+            "fatal_sorter",
+            "--module_isolation",
+            "process",
+            "--module_call_timeout_ms",
+            "300",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "worker for the built-in allocator with sorter module 'fatal_sorter' did not answer within 300 ms"
+        ),
+        "{err}"
+    );
+    let s = summary(&out);
+    assert_eq!(s["role_sorter"], "drf", "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1, "{s}");
+}
+
 /// A panic in an isolated sorter is caught in its worker by the same wrappers as in the
 /// master's process: the same message, the same fallback, the same offers.
 #[test]
