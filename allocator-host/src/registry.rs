@@ -17,7 +17,8 @@ use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig
 
 use crate::guard::CheckedSorter;
 use crate::isolation::{
-    ISOLATION_PARAMETER, Isolation, IsolationSettings, Isolator, ProbeEntry, ProbeError, Probed,
+    HostedSorter, ISOLATION_PARAMETER, Isolation, IsolationSettings, Isolator, ProbeEntry,
+    ProbeError, Probed,
 };
 use crate::manifest::{self, Manifest, ManifestError, ManifestSource};
 use crate::watchdog::{Watchdog, WatchedAllocator, WatchedSorter};
@@ -298,6 +299,11 @@ pub enum CreateError {
     /// The requested built-in does not exist yet.
     #[error("{0}")]
     Unavailable(String),
+    /// The built-in allocator could not be created in the worker that runs it beside its
+    /// isolated sorter modules: the worker's line (a sorter factory's failure, as it reads
+    /// in-process), or why the worker could not be started or died.
+    #[error("{0}")]
+    InWorker(String),
 }
 
 /// A module the registry knows.
@@ -831,6 +837,50 @@ impl ModuleRegistry {
             builtin: BUILTIN_SORTER.into(),
             loaded: self.loaded_names(),
         })
+    }
+
+    /// The built-in allocator with `options`, in a worker process, when one of the sorters its
+    /// `role_sorter` and `framework_sorter` name is an isolated sorter module; `Ok(None)` when
+    /// neither is (the caller creates the built-in in-process then, with
+    /// [`sorter_factory`](Self::sorter_factory)).
+    ///
+    /// The worker loads every sorter module of the two (an in-process one too: it then runs
+    /// in the worker beside the isolated one) and runs the built-in allocator there, calling
+    /// them in-process: one round trip per allocator call, where sorters isolated one by one
+    /// cost one or more per sorter call. The allocator in the worker is a plain
+    /// [`Allocator`]: the host learns of a sorter's fault as a fault of the allocator call
+    /// it happened in (`worker for the built-in allocator with sorter module 'x' killed by
+    /// SIGSEGV during allocate`). See [`crate::isolation`].
+    pub fn create_builtin_in_worker(
+        &self,
+        options: &AllocatorOptions,
+    ) -> Result<Option<Box<dyn Allocator>>, CreateError> {
+        let mut sorters: Vec<&LoadedModule> = Vec::new();
+        for (name, flag) in [
+            (&options.role_sorter, "--role_sorter"),
+            (&options.framework_sorter, "--framework_sorter"),
+        ] {
+            if let Some(m) = self.module_of_kind(name, ModuleKind::SORTER, flag)?
+                && !sorters.iter().any(|s| s.name == m.name)
+            {
+                sorters.push(m);
+            }
+        }
+        if !sorters.iter().any(|m| self.isolation_of(m) == Isolation::Process) {
+            return Ok(None);
+        }
+        let hosted: Vec<HostedSorter> = sorters
+            .iter()
+            .map(|m| HostedSorter {
+                module: m.name.clone(),
+                library: m.library.clone(),
+                parameters: m.parameters.clone(),
+            })
+            .collect();
+        match self.isolator.create_builtin(&hosted, options, &self.watchdog) {
+            Ok(a) => Ok(Some(Box::new(a))),
+            Err(e) => Err(CreateError::InWorker(e.message.to_string())),
+        }
     }
 
     /// Creates the allocator module called `name` (`--allocator`). The built-in allocator is

@@ -33,6 +33,18 @@ impl Subject<'_> {
             return Ok(Box::new(bench::builtin_allocator(linked_drf(), linked_drf())?));
         };
         if allocator == BUILTIN_ALLOCATOR || allocator == BUILTIN_ALLOCATOR_ALIAS {
+            // Isolated sorter modules: the built-in allocator runs in their worker, as the
+            // master runs it.
+            let options = AllocatorOptions {
+                role_sorter: role.as_str().into(),
+                framework_sorter: framework.as_str().into(),
+                ..AllocatorOptions::default()
+            };
+            let hosted =
+                self.registry.create_builtin_in_worker(&options).map_err(|e| e.to_string())?;
+            if let Some(hosted) = hosted {
+                return Ok(hosted);
+            }
             let r =
                 self.registry.sorter_factory(role, "--role_sorter").map_err(|e| e.to_string())?;
             let f = self

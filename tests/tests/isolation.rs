@@ -166,13 +166,105 @@ fn an_isolated_sorter_that_segfaults_is_replaced_by_the_builtin_drf() {
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    // The built-in allocator runs in the sorter's worker, so the host sees the worker die
+    // during the allocator call (`allocate`), not during the sorter's `sort` inside it.
     assert!(
-        err.contains("worker for module 'fatal_sorter' killed by SIGSEGV during sort"),
+        err.contains(
+            "worker for the built-in allocator with sorter module 'fatal_sorter' killed by SIGSEGV during allocate"
+        ),
         "{err}"
     );
+    assert!(err.contains("continuing with the built-in drf sorters"), "{err}");
     let s = summary(&out);
     assert_eq!(s["role_sorter"], "drf");
     assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1);
+}
+
+/// A sorter that never returns, isolated, takes only its worker with it: the worker is killed
+/// after the timeout (in-process, a hung call stops the master) and the built-in drf sorters
+/// take over.
+#[test]
+fn an_isolated_sorter_that_never_returns_is_killed_after_the_timeout_and_falls_back() {
+    let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "hang")]);
+    let out = run(
+        SORTER_SCENARIO,
+        &[
+            "--modules",
+            &m,
+            "--role_sorter",
+            "fatal_sorter",
+            "--module_isolation",
+            "process",
+            "--module_call_timeout_ms",
+            "300",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "worker for the built-in allocator with sorter module 'fatal_sorter' did not answer within 300 ms"
+        ),
+        "{err}"
+    );
+    let s = summary(&out);
+    assert_eq!(s["role_sorter"], "drf", "{s}");
+    assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1, "{s}");
+}
+
+/// A panic in an isolated sorter is caught in its worker by the same wrappers as in the
+/// master's process: the same message, the same fallback, the same offers.
+#[test]
+fn an_isolated_sorter_that_panics_falls_back_as_in_process() {
+    let m = manifest("faulty_modules", "panicky", &[("panic_on_sort", "3")]);
+    let stream = |isolation: &str| {
+        let out = run(
+            SORTER_SCENARIO,
+            &["--modules", &m, "--role_sorter", "panicky", "--module_isolation", isolation],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{isolation}: {err}");
+        assert!(err.contains("a sorter module failed in allocate"), "{isolation}: {err}");
+        assert!(err.contains("sort number 3 panics on purpose"), "{isolation}: {err}");
+        let s = summary(&out);
+        assert_eq!(s["role_sorter"], "drf", "{isolation}: {s}");
+        assert_eq!(s["metrics"]["allocator/module_fallbacks"], 1, "{isolation}: {s}");
+        offers(&out)
+    };
+    assert_eq!(stream("process"), stream("none"));
+}
+
+/// The offer events of a run, in order.
+fn offers(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "offer")
+        .collect()
+}
+
+/// The built-in allocator in the worker of its isolated sorter modules cannot switch sorters
+/// in place (its records are in the worker): `set_sorters` is refused, as for an allocator
+/// module, with one line that says why.
+#[test]
+fn set_sorters_is_refused_while_the_builtin_allocator_runs_in_the_sorter_worker() {
+    let out = run(
+        "tests/scenarios/allocator/set_sorters_keeps_allocations.json",
+        &[
+            "--modules",
+            "examples/modules.json",
+            "--role_sorter",
+            "drf",
+            "--module_isolation",
+            "process",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("set_sorters needs the built-in allocator in the master's process"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -463,10 +555,11 @@ fn an_isolated_sorter_killed_once_is_restarted_and_stays_in_use() {
     let _ = std::fs::remove_file(&scenario);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    // Killed during the allocator call: the built-in allocator runs in the sorter's worker.
     assert_restarted(
         &err,
         "sorter module 'fatal_sorter'",
-        "worker for module 'fatal_sorter' killed by SIGSEGV during sort",
+        "worker for the built-in allocator with sorter module 'fatal_sorter' killed by SIGSEGV during allocate",
         1,
         3,
     );
@@ -495,7 +588,10 @@ fn the_stop_policy_stops_cleanly_when_an_isolated_sorter_worker_dies() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     let last = err.trim_end().lines().last().unwrap();
-    assert!(last.contains("killed by SIGABRT during sort"), "{err}");
+    assert!(
+        last.contains("sorter module 'fatal_sorter' killed by SIGABRT during allocate"),
+        "{err}"
+    );
 }
 
 /// Runs the master with `FATAL_MODULES_ABORT_ON_LOAD` set: the fatal fixture library aborts

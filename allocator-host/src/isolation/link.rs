@@ -45,6 +45,12 @@ pub(crate) mod control {
     pub const CREATE_SORTER: u8 = 2;
     /// Drop an instance: id.
     pub const DROP: u8 = 3;
+    /// The first request, instead of `LOAD`: load the sorter modules of a built-in allocator
+    /// that runs in the worker (`Spec::put_hosted`).
+    pub const HOST: u8 = 5;
+    /// Create the built-in allocator with the loaded sorter modules: id, `AllocatorOptions`
+    /// (whose `role_sorter` and `framework_sorter` name them).
+    pub const CREATE_BUILTIN: u8 = 6;
 }
 
 /// A shared handle on one worker (every instance of the module holds one).
@@ -78,7 +84,12 @@ impl Link {
     /// Starts a worker for `spec` and has it load the module's library.
     pub(crate) fn spawn(spec: &Spec, watchdog: &Watchdog) -> Result<Link, String> {
         let link = Link::start(spec, watchdog)?;
-        link.call(0, control::LOAD, "load", |e| spec.put(e), reply_result)
+        let (first, put): (u8, fn(&Spec, &mut Enc)) = if spec.hosted.is_empty() {
+            (control::LOAD, Spec::put)
+        } else {
+            (control::HOST, Spec::put_hosted)
+        };
+        link.call(0, first, "load", |e| put(spec, e), reply_result)
             .and_then(|loaded| loaded)
             .map_err(|e| e.message.to_string())?;
         Ok(link)
@@ -114,7 +125,7 @@ impl Link {
             let _ = host.set_read_timeout(Some(Duration::from_secs_f64(ms / 1e3)));
         }
         let worker = Worker {
-            module: format!("module '{}'", spec.module),
+            module: spec.label.clone(),
             child,
             reader: BufReader::with_capacity(1 << 16, SpinRead::new(host, HOST_SPIN)),
             out: Enc::default(),

@@ -19,7 +19,19 @@
 //! and the cause (`worker for module 'x' killed by SIGSEGV during allocate`), so the host's
 //! `--on_module_failure` policy applies as for any other module fault.
 //!
-//! Sorters made for the built-in allocator ([`ModuleRegistry::sorter_factory`]) queue the
+//! When the built-in allocator runs with an isolated sorter module
+//! ([`ModuleRegistry::create_builtin_in_worker`]), the allocator itself runs in a worker
+//! beside its sorter modules (the first request is then `HOST`: load every sorter module of
+//! the two; then `CREATE_BUILTIN`), which it calls in-process there. The host holds an
+//! [`IsolatedAllocator`] for it: one round trip per allocator call (`allocate` once per run)
+//! instead of two or more per agent, and a sorter's fatal fault kills only that worker, seen
+//! by the host as a fault of the allocator call it happened in (`worker for the built-in
+//! allocator with sorter module 'x' killed by SIGSEGV during allocate`).
+//!
+//! Sorter proxies ([`IsolatedSorter`]) remain for an isolated sorter created on its own
+//! ([`ModuleRegistry::create_sorter`]; the sorter benchmarks) and for sorters given to an
+//! in-process built-in allocator ([`ModuleRegistry::sorter_factory`]: `set_sorters` switching
+//! to an isolated module at run time). Those made for the built-in allocator queue the
 //! calls that answer only success or failure (`add`, `remove`, `activate`, `deactivate`,
 //! `update_weight`, `add_agent`, `remove_agent`, and the per-offer `allocated`, `unallocated`,
 //! `update`) and collect their answers with the next call that needs one: the built-in
@@ -55,6 +67,8 @@
 //! ```
 //!
 //! [`ModuleRegistry::sorter_factory`]: crate::ModuleRegistry::sorter_factory
+//! [`ModuleRegistry::create_sorter`]: crate::ModuleRegistry::create_sorter
+//! [`ModuleRegistry::create_builtin_in_worker`]: crate::ModuleRegistry::create_builtin_in_worker
 
 mod calls;
 mod link;
@@ -134,16 +148,42 @@ pub struct IsolationSettings {
     pub worker_exe: Option<PathBuf>,
 }
 
-/// What a worker is started for: one module of one library.
+/// What a worker is started for: one module of one library, or (with `hosted` set) the
+/// built-in allocator beside the sorter modules it runs.
 pub(crate) struct Spec {
     pub(crate) module: String,
+    /// How messages name the worker (`module 'name'`, or `the built-in allocator with sorter
+    /// module 'name'`).
+    pub(crate) label: String,
+    /// For a worker that runs the built-in allocator: every sorter module it loads (the first
+    /// request is then [`control::HOST`] instead of [`control::LOAD`]).
+    pub(crate) hosted: Vec<HostedSorter>,
     pub(crate) library: PathBuf,
     pub(crate) parameters: Vec<Parameter>,
     pub(crate) memory_limit_mb: Option<u64>,
     pub(crate) worker_exe: Option<PathBuf>,
 }
 
+/// A sorter module a worker that runs the built-in allocator loads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HostedSorter {
+    pub(crate) module: String,
+    pub(crate) library: PathBuf,
+    pub(crate) parameters: Vec<Parameter>,
+}
+
 impl Spec {
+    /// The first request of a worker that runs the built-in allocator: its sorter modules.
+    fn put_hosted(&self, e: &mut Enc) {
+        e.len(self.hosted.len());
+        for h in &self.hosted {
+            e.str(&h.library.to_string_lossy());
+            e.str(&h.module);
+            h.parameters.put(e);
+        }
+        self.memory_limit_mb.put(e);
+    }
+
     /// The worker's first request: what to load.
     fn put(&self, e: &mut Enc) {
         e.str(&self.library.to_string_lossy());
@@ -176,6 +216,8 @@ impl Isolator {
         }
         let spec = Spec {
             module: module.to_owned(),
+            label: format!("module '{module}'"),
+            hosted: Vec::new(),
             library: library.to_owned(),
             parameters: parameters.to_vec(),
             memory_limit_mb: self.settings.memory_limit_mb,
@@ -216,6 +258,55 @@ impl Isolator {
         let link = self.link(module, library, parameters, watchdog)?;
         let id = create(&link, control::CREATE_SORTER, |e| config.put(e))?;
         Ok(IsolatedSorter::new(link, id, posting))
+    }
+}
+
+impl Isolator {
+    /// Creates the built-in allocator with `options` (whose `role_sorter` and
+    /// `framework_sorter` name its sorters) in a worker that loads the sorter modules `sorters`
+    /// and calls them in-process there: one round trip per allocator call instead of one or
+    /// more per sorter call. Messages name the worker `the built-in allocator with sorter
+    /// module 'name'`. A live worker with the same set-up is reused (a restart after a fault
+    /// that left it running).
+    pub(crate) fn create_builtin(
+        &self,
+        sorters: &[HostedSorter],
+        options: &AllocatorOptions,
+        watchdog: &Watchdog,
+    ) -> Result<IsolatedAllocator, ModuleError> {
+        let names: Vec<&str> = sorters.iter().map(|s| s.module.as_str()).collect();
+        let label = match names.as_slice() {
+            [one] => format!("the built-in allocator with sorter module '{one}'"),
+            many => {
+                format!("the built-in allocator with sorter modules '{}'", many.join("' and '"))
+            }
+        };
+        // Not a module name (those cannot contain a NUL): the hosting workers' own keys.
+        let key = format!("\0hierarchical\0{}", names.join("\0"));
+        let link = {
+            let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+            match workers.get(&key).filter(|l| !l.is_dead()) {
+                Some(link) => link.clone(),
+                None => {
+                    let spec = Spec {
+                        module: names.join(","),
+                        label: label.clone(),
+                        hosted: sorters.to_vec(),
+                        library: PathBuf::new(),
+                        parameters: Vec::new(),
+                        memory_limit_mb: self.settings.memory_limit_mb,
+                        worker_exe: self.settings.worker_exe.clone(),
+                    };
+                    let link = Link::spawn(&spec, watchdog).map_err(|e| {
+                        ModuleError::failed(format!("cannot start a worker for {label}: {e}"))
+                    })?;
+                    workers.insert(key, link.clone());
+                    link
+                }
+            }
+        };
+        let id = create(&link, control::CREATE_BUILTIN, |e| options.put(e))?;
+        Ok(IsolatedAllocator::new(link, id))
     }
 }
 
@@ -278,8 +369,11 @@ impl Isolator {
         entries: &[ProbeEntry],
         watchdog: &Watchdog,
     ) -> Result<Vec<Probed>, ProbeError> {
+        let module = entries.iter().find_map(|e| e.name.clone()).unwrap_or_default();
         let spec = Spec {
-            module: entries.iter().find_map(|e| e.name.clone()).unwrap_or_default(),
+            label: format!("module '{module}'"),
+            module,
+            hosted: Vec::new(),
             library: library.to_owned(),
             parameters: Vec::new(),
             memory_limit_mb: self.settings.memory_limit_mb,

@@ -13,6 +13,7 @@ use super::calls::{Reply, dispatch_allocator, dispatch_sorter};
 use super::link::{MAX_FRAME, SpinRead, control};
 use super::wire::{DResult, Dec, DecodeError, Enc, Wire};
 use super::{ProbeEntry, Probed};
+use crate::hierarchical::HierarchicalAllocator;
 use crate::manifest::{LibraryEntry, Manifest, ManifestSource, ModuleEntry, ParameterEntry};
 use crate::registry::ModuleRegistry;
 
@@ -106,12 +107,20 @@ fn serve(stream: UnixStream) -> Result<(), String> {
         reader.get_ref().stream().write_all(&out.buf).map_err(|e| e.to_string())?;
         return Ok(());
     }
-    let library = d.str().map_err(text)?.to_owned();
-    let module = d.str().map_err(text)?.to_owned();
-    let parameters = Vec::<Parameter>::get(&mut d).map_err(text)?;
-    let memory_limit_mb = Option::<u64>::get(&mut d).map_err(text)?;
-    let loaded = limit_memory(memory_limit_mb)
-        .and_then(|()| load(Path::new(&library), &module, &parameters));
+    let (module, loaded) = if method == control::HOST {
+        // The built-in allocator's worker: its sorter modules, loaded here.
+        let hosted = read_hosted(&mut d).map_err(text)?;
+        let memory_limit_mb = Option::<u64>::get(&mut d).map_err(text)?;
+        (String::new(), limit_memory(memory_limit_mb).and_then(|()| load_hosted(hosted)))
+    } else {
+        let library = d.str().map_err(text)?.to_owned();
+        let module = d.str().map_err(text)?.to_owned();
+        let parameters = Vec::<Parameter>::get(&mut d).map_err(text)?;
+        let memory_limit_mb = Option::<u64>::get(&mut d).map_err(text)?;
+        let loaded = limit_memory(memory_limit_mb)
+            .and_then(|()| load(Path::new(&library), &module, &parameters));
+        (module, loaded)
+    };
     let registry = match loaded {
         Ok(registry) => registry,
         Err(message) => {
@@ -204,6 +213,10 @@ fn control_call(
             let config = SorterConfig::get(d)?;
             registry.raw_sorter(module, &config).map(Instance::Sorter)
         }
+        control::CREATE_BUILTIN => {
+            let options = AllocatorOptions::get(d)?;
+            builtin(registry, &options).map(Instance::Allocator)
+        }
         control::DROP => {
             drop(instances[id].take());
             Ok::<(), ModuleError>(()).put_reply(out);
@@ -254,6 +267,57 @@ fn limit_memory(memory_limit_mb: Option<u64>) -> Result<(), String> {
     Ok(())
 }
 
+/// The sorter modules of a `HOST` request: library, module, parameters each.
+fn read_hosted(d: &mut Dec<'_>) -> DResult<Vec<(String, ProbeEntry)>> {
+    let n = d.len()?;
+    (0..n)
+        .map(|_| {
+            let library = d.str()?.to_owned();
+            let name = Some(d.str()?.to_owned());
+            let parameters = Vec::<Parameter>::get(d)?;
+            Ok((library, ProbeEntry { name, parameters }))
+        })
+        .collect()
+}
+
+/// Loads the sorter modules of a built-in allocator that runs here, each library once.
+fn load_hosted(hosted: Vec<(String, ProbeEntry)>) -> Result<ModuleRegistry, String> {
+    let mut libraries: Vec<(String, Vec<ProbeEntry>)> = Vec::new();
+    for (library, entry) in hosted {
+        match libraries.iter_mut().find(|(l, _)| *l == library) {
+            Some((_, entries)) => entries.push(entry),
+            None => libraries.push((library, vec![entry])),
+        }
+    }
+    let manifest = Manifest {
+        libraries: libraries
+            .into_iter()
+            .map(|(library, entries)| library_entry(Path::new(&library), entries))
+            .collect(),
+    };
+    let source = ManifestSource { label: "module worker".to_owned(), base: "/".into() };
+    let mut registry = ModuleRegistry::new();
+    registry.load_manifest(&manifest, &source).map_err(|e| e.to_string())?;
+    Ok(registry)
+}
+
+/// The built-in allocator with the sorters `options` names, created from this worker's
+/// registry: the loaded sorter modules run in-process here, with the checks and wrappers they
+/// have in the master's process (so their refusals and panics read as there).
+fn builtin(
+    registry: &ModuleRegistry,
+    options: &AllocatorOptions,
+) -> Result<Box<dyn Allocator>, ModuleError> {
+    let factory = |name: &str, flag: &str| {
+        registry.sorter_factory(name, flag).map_err(|e| ModuleError::failed(e.to_string()))
+    };
+    let role = factory(&options.role_sorter, "--role_sorter")?;
+    let framework = factory(&options.framework_sorter, "--framework_sorter")?;
+    let allocator =
+        HierarchicalAllocator::new(options, role, framework).map_err(ModuleError::failed)?;
+    Ok(Box::new(allocator))
+}
+
 /// Loads the one library and module through the registry's loader and checks.
 fn load(library: &Path, module: &str, parameters: &[Parameter]) -> Result<ModuleRegistry, String> {
     let entry = ProbeEntry { name: Some(module.to_owned()), parameters: parameters.to_vec() };
@@ -263,28 +327,28 @@ fn load(library: &Path, module: &str, parameters: &[Parameter]) -> Result<Module
 /// Loads `library` and the modules of `entries` as a manifest labelled `label` would, in
 /// this process (a worker's registry isolates nothing).
 fn check(library: &Path, label: &str, entries: Vec<ProbeEntry>) -> Result<ModuleRegistry, String> {
-    let manifest = Manifest {
-        libraries: vec![LibraryEntry {
-            file: Some(library.to_string_lossy().into_owned()),
-            name: None,
-            modules: entries
-                .into_iter()
-                .map(|entry| ModuleEntry {
-                    name: entry.name,
-                    parameters: (entry.parameters.iter())
-                        .map(|p| ParameterEntry {
-                            key: p.key.to_string(),
-                            value: p.value.to_string(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-        }],
-    };
+    let manifest = Manifest { libraries: vec![library_entry(library, entries)] };
     let source = ManifestSource { label: label.to_owned(), base: "/".into() };
     let mut registry = ModuleRegistry::new();
     registry.load_manifest(&manifest, &source).map_err(|e| e.to_string())?;
     Ok(registry)
+}
+
+/// A manifest's entry for `library` and the modules `entries` name there.
+fn library_entry(library: &Path, entries: Vec<ProbeEntry>) -> LibraryEntry {
+    LibraryEntry {
+        file: Some(library.to_string_lossy().into_owned()),
+        name: None,
+        modules: entries
+            .into_iter()
+            .map(|entry| ModuleEntry {
+                name: entry.name,
+                parameters: (entry.parameters.iter())
+                    .map(|p| ParameterEntry { key: p.key.to_string(), value: p.value.to_string() })
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 /// A probe's check: the memory limit, then the library and its named modules, reported.

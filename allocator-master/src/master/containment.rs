@@ -27,13 +27,19 @@ pub enum Engine {
     Builtin(Box<HierarchicalAllocator>),
     /// An allocator module.
     Module(Box<dyn Allocator>),
+    /// The built-in `hierarchical` allocator running in a worker process beside its isolated
+    /// sorter modules (`ModuleRegistry::create_builtin_in_worker`): driven like an isolated
+    /// allocator module, but its faults are the sorter modules' (a fallback rebuilds the
+    /// built-in with `drf` sorters here; a restart creates it again in a fresh worker).
+    /// `set_sorters` is refused for it, as for modules.
+    Hosted(Box<dyn Allocator>),
 }
 
 impl Engine {
     pub(super) fn get(&mut self) -> &mut dyn Allocator {
         match self {
             Engine::Builtin(a) => a.as_mut(),
-            Engine::Module(a) => a.as_mut(),
+            Engine::Module(a) | Engine::Hosted(a) => a.as_mut(),
         }
     }
 }
@@ -109,7 +115,8 @@ impl Master<'_> {
 
     /// `true` when the engine is a module or runs sorter modules.
     fn runs_a_module(&self) -> bool {
-        matches!(self.engine, Engine::Module(_)) || !self.sorter_modules().is_empty()
+        matches!(self.engine, Engine::Module(_) | Engine::Hosted(_))
+            || !self.sorter_modules().is_empty()
     }
 
     /// The loaded sorter modules the built-in allocator runs (each named once).
@@ -121,6 +128,15 @@ impl Master<'_> {
             .collect();
         names.dedup();
         names
+    }
+
+    /// `sorter module 'x'` or `sorter modules 'x' and 'y'`: the sorter modules the built-in
+    /// allocator runs, for messages.
+    fn sorter_module_names(&self) -> String {
+        match self.sorter_modules().as_slice() {
+            [one] => format!("sorter module '{one}'"),
+            many => format!("sorter modules '{}'", many.join("' and '")),
+        }
     }
 
     /// Restarts the failed module (see [`FailurePolicy::Restart`]) and says so in one line on
@@ -144,14 +160,26 @@ impl Master<'_> {
                 })?;
                 self.engine = Engine::Module(fresh);
             }
-            Engine::Builtin(_) => {
-                let names = self.sorter_modules();
-                let names = match names.as_slice() {
-                    [one] => format!("sorter module '{one}'"),
-                    many => format!("sorter modules '{}'", many.join("' and '")),
-                };
+            Engine::Hosted(_) => {
                 eprintln!(
-                    "allocator-master: {names} failed in {what} ({e}); restarting it ({count})"
+                    "allocator-master: {} failed in {what} ({e}); restarting it ({count})",
+                    self.sorter_module_names()
+                );
+                // A fresh built-in allocator in a worker (a fresh worker when the last one
+                // died), given the host's records as a restarted allocator module is.
+                let mut fresh = registry
+                    .create_builtin_in_worker(&self.setup.options)
+                    .map_err(|e| e.to_string())?
+                    .ok_or("its sorter modules are no longer isolated")?;
+                replay(fresh.as_mut(), &self.records()).map_err(|e| {
+                    format!("the built-in allocator in its worker refused the host's records: {e}")
+                })?;
+                self.engine = Engine::Hosted(fresh);
+            }
+            Engine::Builtin(_) => {
+                eprintln!(
+                    "allocator-master: {} failed in {what} ({e}); restarting it ({count})",
+                    self.sorter_module_names()
                 );
                 let role = registry
                     .sorter_factory(&self.setup.role_sorter, "--role_sorter")
@@ -182,6 +210,17 @@ impl Master<'_> {
                     "allocator-master: allocator module '{}' failed in {what} ({e}); continuing with the built-in hierarchical allocator",
                     self.setup.allocator
                 );
+                self.rebuild_builtin()?;
+            }
+            Engine::Hosted(_) => {
+                log::error!(
+                    "a sorter module failed in {what}: {e}; falling back to the built-in drf sorter"
+                );
+                eprintln!(
+                    "allocator-master: a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
+                );
+                // The allocator's own records were in the worker: the built-in is rebuilt
+                // here, with drf sorters, from the host's.
                 self.rebuild_builtin()?;
             }
             Engine::Builtin(alloc) if sorter_modules => {

@@ -400,7 +400,7 @@ impl<'r> Master<'r> {
     pub fn allocator_records(&self) -> Vec<Allocation> {
         match &self.engine {
             Engine::Builtin(a) => a.allocations(),
-            Engine::Module(_) => Vec::new(),
+            Engine::Module(_) | Engine::Hosted(_) => Vec::new(),
         }
     }
 
@@ -413,6 +413,17 @@ impl<'r> Master<'r> {
 /// The allocator named by `setup`: the built-in with the named sorters, or a module.
 fn create_engine(registry: &ModuleRegistry, setup: &Setup) -> Result<Engine, String> {
     if setup.allocator == BUILTIN_ALLOCATOR || setup.allocator == BUILTIN_ALLOCATOR_ALIAS {
+        // Isolated sorter modules: the built-in allocator runs in their worker.
+        if let Some(hosted) =
+            registry.create_builtin_in_worker(&setup.options).map_err(|e| e.to_string())?
+        {
+            log::info!(
+                "allocator: built-in hierarchical in a worker process; role sorter: {}; framework sorter: {}",
+                registry.describe_sorter(&setup.role_sorter),
+                registry.describe_sorter(&setup.framework_sorter)
+            );
+            return Ok(Engine::Hosted(hosted));
+        }
         let role = registry
             .sorter_factory(&setup.role_sorter, "--role_sorter")
             .map_err(|e| e.to_string())?;

@@ -75,6 +75,9 @@ impl Master<'_> {
         role_sorter: Option<&str>,
         framework_sorter: Option<&str>,
     ) -> Result<(), String> {
+        if let Engine::Hosted(_) = self.engine {
+            return Err("set_sorters needs the built-in allocator in the master's process, not in the worker of its isolated sorter modules".into());
+        }
         let Engine::Builtin(alloc) = &mut self.engine else {
             return Err(format!(
                 "set_sorters needs the built-in allocator, not module '{}'",
