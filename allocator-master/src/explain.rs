@@ -159,6 +159,11 @@ fn free_for(master: &Master<'_>, role: &str) -> Free {
 
 /// Why `role` got what it got at the last run.
 pub fn explain_role(master: &Master<'_>, last: &LastRun, role: &str) -> Value {
+    role_account(master, last, role, &free_for(master, role))
+}
+
+/// [`explain_role`] with what is free for the role already worked out.
+fn role_account(master: &Master<'_>, last: &LastRun, role: &str, free: &Free) -> Value {
     let (share, weight, weighted) = weighted_share(master, role);
     let order = role_order(master);
     let rank = order.iter().position(|(r, _)| r == role).map(|i| i + 1);
@@ -212,7 +217,7 @@ pub fn explain_role(master: &Master<'_>, last: &LastRun, role: &str) -> Value {
         ));
     }
     quota_reasons(master, role, &mut reasons);
-    gate_reasons(master, role, &mut reasons);
+    gate_reasons(master, role, free, &mut reasons);
     json!({"event": "explanation", "time": master.now(), "run": master.runs(), "role": role,
            "allocated": allocated.to_string(), "dominant_share": share, "weight": weight,
            "offers_last_run": last.by_role.get(role).copied().unwrap_or(0),
@@ -257,8 +262,7 @@ fn quota_reasons(master: &Master<'_>, role: &str, reasons: &mut Vec<Value>) {
 }
 
 /// Agents and resources the role cannot be offered, and the allocator's own gates.
-fn gate_reasons(master: &Master<'_>, role: &str, reasons: &mut Vec<Value>) {
-    let free = free_for(master, role);
+fn gate_reasons(master: &Master<'_>, role: &str, free: &Free, reasons: &mut Vec<Value>) {
     if master.paused() {
         reasons.push(reason("paused", "allocation is paused".into(), json!({})));
     }
@@ -433,8 +437,8 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
         } else {
             per_role.push(framework_rank(master, fw, role));
         }
-        let role_account = explain_role(master, last, role);
-        for r in role_account["reasons"].as_array().into_iter().flatten() {
+        let account = role_account(master, last, role, &free);
+        for r in account["reasons"].as_array().into_iter().flatten() {
             if !matches!(
                 r["reason"].as_str(),
                 Some("no_frameworks" | "no_receiving_framework" | "refuse_filters")
