@@ -20,6 +20,19 @@ from pymesos import MesosSchedulerDriver, Scheduler
 MASTER = sys.argv[1]
 seen = {}
 
+# pymesos 0.3.15's `MesosSchedulerDriver._send` has a mutable default argument, `headers={}`,
+# shared by every driver in the process: it sets `Mesos-Stream-Id` in that dict and then sends,
+# so two drivers in one process (the checks that run two frameworks) can send each other's
+# stream id, which the master rightly refuses (400). Each call gets its own dict here.
+_pymesos_send = MesosSchedulerDriver._send
+
+
+def _send_with_own_headers(self, body, path="/api/v1/scheduler", method="POST", headers=None):
+    return _pymesos_send(self, body, path, method, dict(headers or {}))
+
+
+MesosSchedulerDriver._send = _send_with_own_headers
+
 
 def done(code=0):
     print(json.dumps(seen))
@@ -316,8 +329,11 @@ def check_bad_calls():
 
 
 def check_weights():
-    """Two frameworks in roles `w1` and `w3` with unbounded demand for 1-second tasks; prints
-    their running-task counts sampled over ARGS[0] seconds after a warm-up."""
+    """Two frameworks in roles `w1` and `w3` with unbounded demand for 3.5-second tasks; prints
+    their running-task counts sampled every 0.25 s over ARGS[0] seconds after a warm-up. (Tasks
+    that end between runs leave an agent idle until the next run and the framework's answer;
+    tasks much longer than that gap, ending between runs, keep the samples steady: 1-second
+    tasks ending at the run's instant left half the samples at zero.)"""
     seen.update(samples=[])
     counter = [0]
 
@@ -330,7 +346,7 @@ def check_weights():
                 tasks = []
                 for _ in range(n):
                     counter[0] += 1
-                    tasks.append(task(o, "w-%d" % counter[0], duration=1))
+                    tasks.append(task(o, "w-%d" % counter[0], duration=3.5))
                 driver.launchTasks(o["id"], tasks, filters={"refuse_seconds": 0})
 
     ids = {}
@@ -338,11 +354,11 @@ def check_weights():
         d = run(Greedy(), framework(role, roles=(role,)))
         ids[role] = d
     time.sleep(4)
-    for _ in range(int(float(sys.argv[3]) / 0.5)):
+    for _ in range(int(float(sys.argv[3]) / 0.25)):
         fws = frameworks_state()
         seen["samples"].append({role: fws.get(d.framework_id, {}).get("tasks_running", 0)
                                 for role, d in ids.items()})
-        time.sleep(0.5)
+        time.sleep(0.25)
     done()
 
 

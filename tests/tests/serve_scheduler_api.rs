@@ -158,7 +158,7 @@ fn bad_calls_are_refused_with_a_one_line_reason_and_change_nothing() {
 #[test]
 fn two_frameworks_with_weights_1_and_3_settle_near_1_to_3_running_tasks() {
     let Some(python) = python_or_skip() else { return };
-    let seen = start("tests/python/weighted.json", &[]).check(&python, "weights", &["5"]);
+    let seen = start("tests/python/weighted.json", &[]).check(&python, "weights", &["8"]);
     let (mut w1, mut w3) = (0.0, 0.0);
     for s in seen["samples"].as_array().unwrap() {
         w1 += s["w1"].as_f64().unwrap();
