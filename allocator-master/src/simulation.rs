@@ -227,6 +227,21 @@ impl<'r> Simulation<'r> {
         if self.expectations.check(index, op, &self.master, out)? {
             return Ok(());
         }
+        let (master, mut deliverer) = self.deliverer(out);
+        scenario::apply(op, master, &mut deliverer)?;
+        deliverer.deliver(master)?;
+        if !matches!(op, Op::Advance(_) | Op::Tick) {
+            self.journal.applied(self.master.now(), op);
+        }
+        self.journal_mesos();
+        Ok(())
+    }
+
+    /// The master and, borrowed beside it, its observers and clients to deliver its events to.
+    fn deliverer<'a>(
+        &'a mut self,
+        out: &'a mut EventStream,
+    ) -> (&'a mut Master<'r>, Deliverer<'a>) {
         let Simulation {
             master,
             sims,
@@ -238,7 +253,7 @@ impl<'r> Simulation<'r> {
             explain,
             ..
         } = self;
-        let mut deliverer = Deliverer {
+        let deliverer = Deliverer {
             sims,
             mesos: mesos.as_mut(),
             last_run,
@@ -248,13 +263,7 @@ impl<'r> Simulation<'r> {
             progress: progress.as_deref(),
             out,
         };
-        scenario::apply(op, master, &mut deliverer)?;
-        deliverer.deliver(master)?;
-        if !matches!(op, Op::Advance(_) | Op::Tick) {
-            self.journal.applied(self.master.now(), op);
-        }
-        self.journal_mesos();
-        Ok(())
+        (master, deliverer)
     }
 
     /// Moves what the connected frameworks applied into the journal.
@@ -321,29 +330,9 @@ impl<'r> Simulation<'r> {
         out: &mut EventStream,
         f: impl FnOnce(&mut MesosFrameworks, &mut Master<'r>) -> Result<R, String>,
     ) -> Result<Option<R>, String> {
-        let Simulation {
-            master,
-            sims,
-            mesos,
-            stats,
-            expectations,
-            progress,
-            last_run,
-            explain,
-            ..
-        } = self;
-        let Some(mesos) = mesos.as_mut() else { return Ok(None) };
+        let (master, mut deliverer) = self.deliverer(out);
+        let Some(mesos) = deliverer.mesos.as_deref_mut() else { return Ok(None) };
         let result = f(mesos, master)?;
-        let mut deliverer = Deliverer {
-            sims,
-            mesos: Some(mesos),
-            last_run,
-            explain: explain.as_deref(),
-            stats,
-            expectations,
-            progress: progress.as_deref(),
-            out,
-        };
         deliverer.deliver(master)?;
         self.journal_mesos();
         Ok(Some(result))
