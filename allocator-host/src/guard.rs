@@ -155,6 +155,8 @@ impl GuardLog {
 pub struct SortWalk {
     seen: Vec<u32>,
     stamp: u32,
+    /// Clients visited (and passed) over the walk's whole life.
+    visits: u64,
 }
 
 impl SortWalk {
@@ -190,7 +192,15 @@ impl SortWalk {
             return Err(fault(format!("{client} more than once")));
         }
         self.seen[i] = self.stamp;
+        self.visits += 1;
         Ok(())
+    }
+
+    /// The number of clients that passed [`visit`](Self::visit) since the walk was made: for the
+    /// built-in allocator's framework walk, the frameworks it considered (benchmarks divide a
+    /// run's time by it).
+    pub fn visits(&self) -> u64 {
+        self.visits
     }
 }
 

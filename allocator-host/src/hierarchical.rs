@@ -218,6 +218,14 @@ impl HierarchicalAllocator {
         })
     }
 
+    /// The number of frameworks the allocation runs' walks have considered so far, over the
+    /// allocator's life: every framework a walk took from its role's order and checked (filtered
+    /// or granted), not those of a role skipped as blocked (see `Blocked`). Benchmarks divide a
+    /// run's time by the run's share of it: the cost per (agent × framework considered).
+    pub fn frameworks_considered(&self) -> u64 {
+        self.fw_walk.visits()
+    }
+
     /// The number of unexpired refuse filters per role (Mesos's
     /// `allocator/mesos/offer_filters/roles/<role>/active`); roles without one are absent.
     pub fn active_offer_filters(&self) -> BTreeMap<String, usize> {

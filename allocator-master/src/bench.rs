@@ -109,6 +109,10 @@ pub struct DeclineRuns {
     /// peak is reset at the start where the kernel allows it (see [`reset_peak_rss`]), so this
     /// is the peak of this measurement, not of the process's whole life.
     pub peak_rss_kib: u64,
+    /// The frameworks each run's walks considered (filtered or granted), in order; empty where
+    /// the allocator does not count them (only the built-in one does:
+    /// [`HierarchicalAllocator::frameworks_considered`]).
+    pub considered: Vec<u64>,
 }
 
 impl DeclineRuns {
@@ -121,19 +125,29 @@ impl DeclineRuns {
     pub fn last(&self, n: usize) -> Duration {
         median(&self.runs[self.runs.len().saturating_sub(n)..])
     }
+
+    /// The mean number of frameworks considered per run over the last `n` runs; `None` when not
+    /// counted.
+    pub fn considered_last(&self, n: usize) -> Option<f64> {
+        let tail = &self.considered[self.considered.len().saturating_sub(n)..];
+        (!tail.is_empty()).then(|| tail.iter().sum::<u64>() as f64 / tail.len() as f64)
+    }
 }
 
 /// Mesos's `DeclineOffers`: `agents` agents of `cpus:24;mem:4096;disk:4096;ports:[31000-32000]`,
 /// each with `cpus:16;mem:2014;disk:1024` plus 16 port ranges already used by a framework
 /// (round-robin); every offer is declined with a refuse filter of the maximum length, and each
 /// of `rounds` allocation runs is timed, as is the setup. Peak resident memory is reset before
-/// the setup and read after the last run.
-pub fn decline_offers(
-    allocator: &mut dyn Allocator,
+/// the setup and read after the last run. `considered` reads the allocator's running count of
+/// frameworks considered ([`HierarchicalAllocator::frameworks_considered`]; `None` where it
+/// has none), read around each run.
+pub fn decline_offers<A: Allocator + ?Sized>(
+    allocator: &mut A,
     agents: u32,
     frameworks: u32,
     rounds: u32,
     interval: f64,
+    considered: impl Fn(&A) -> Option<u64>,
 ) -> Result<DeclineRuns, String> {
     let err = |e: allocator_api::ModuleError| e.to_string();
     reset_peak_rss();
@@ -143,17 +157,28 @@ pub fn decline_offers(
     let setup = start.elapsed();
     let mut batch = OfferBatch::default();
     let mut runs = Vec::new();
+    let mut counts = Vec::new();
     let mut now = 0.0;
     for _ in 0..rounds {
         now += interval;
         allocator.set_time(now).map_err(err)?;
         batch.clear();
+        let before = considered(allocator);
         let start = Instant::now();
         allocator.allocate(&ids, true, &mut batch).map_err(err)?;
         runs.push(start.elapsed());
+        if let (Some(b), Some(a)) = (before, considered(allocator)) {
+            counts.push(a - b);
+        }
         give_back(allocator, &batch, Some(f64::from(i32::MAX)))?;
     }
-    Ok(DeclineRuns { setup, runs, rss_before_kib, peak_rss_kib: peak_rss_kib() })
+    Ok(DeclineRuns {
+        setup,
+        runs,
+        rss_before_kib,
+        peak_rss_kib: peak_rss_kib(),
+        considered: counts,
+    })
 }
 
 /// What [`nothing_to_offer`] measured.
@@ -234,8 +259,8 @@ fn parse(text: &str) -> Result<Resources, String> {
 }
 
 /// Gives every offer of `batch` back, with a refuse filter of `refuse_seconds` (`None`: none).
-fn give_back(
-    allocator: &mut dyn Allocator,
+fn give_back<A: Allocator + ?Sized>(
+    allocator: &mut A,
     batch: &OfferBatch,
     refuse_seconds: Option<f64>,
 ) -> Result<(), String> {
@@ -248,7 +273,11 @@ fn give_back(
 }
 
 /// Adds `count` active frameworks (ids 0..count) subscribed to `role`.
-fn add_frameworks(allocator: &mut dyn Allocator, count: u32, role: &str) -> Result<(), String> {
+fn add_frameworks<A: Allocator + ?Sized>(
+    allocator: &mut A,
+    count: u32,
+    role: &str,
+) -> Result<(), String> {
     for f in 0..count {
         allocator
             .add_framework(&framework(f, role), &[], true, &FrameworkOptions::default())
@@ -259,8 +288,8 @@ fn add_frameworks(allocator: &mut dyn Allocator, count: u32, role: &str) -> Resu
 
 /// Adds `agents` agents of `total`, each with `used` already held in `role1` by one of the
 /// `frameworks` frameworks, round-robin.
-fn add_agents_in_use(
-    allocator: &mut dyn Allocator,
+fn add_agents_in_use<A: Allocator + ?Sized>(
+    allocator: &mut A,
     agents: u32,
     frameworks: u32,
     total: &Resources,
@@ -283,8 +312,8 @@ fn add_agents_in_use(
 /// The `DeclineOffers` cluster: `frameworks` frameworks in `role1`, `agents` agents of
 /// `cpus:24;mem:4096;disk:4096;ports:[31000-32000]` with `cpus:16;mem:2014;disk:1024` and 16
 /// port ranges used (round-robin over the frameworks).
-pub fn decline_offers_cluster(
-    allocator: &mut dyn Allocator,
+pub fn decline_offers_cluster<A: Allocator + ?Sized>(
+    allocator: &mut A,
     agents: u32,
     frameworks: u32,
 ) -> Result<Vec<AgentId>, String> {
@@ -485,6 +514,7 @@ mod tests {
             runs: ms.iter().map(|&m| Duration::from_millis(m)).collect(),
             rss_before_kib: 0,
             peak_rss_kib: 0,
+            considered: Vec::new(),
         }
     }
 
@@ -500,6 +530,22 @@ mod tests {
         let m = runs(&[4, 1, 9]);
         assert_eq!(m.first(5), Duration::from_millis(4));
         assert_eq!(m.last(5), Duration::from_millis(4));
+    }
+
+    #[test]
+    fn decline_offers_counts_one_framework_per_agent_first_and_none_once_all_are_blocked() {
+        let mut a = builtin_allocator(
+            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
+            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
+        )
+        .unwrap();
+        let m = decline_offers(&mut a, 20, 4, 8, 1.0, |a| Some(a.frameworks_considered())).unwrap();
+        // Run 1: the first framework in order takes each agent.
+        assert_eq!(m.considered[0], 20);
+        // After 4 declining runs every framework has filtered every agent: the walk that finds
+        // so records the role as blocked, and later runs skip it without considering anyone.
+        assert!(m.considered[4..].iter().any(|&c| c >= 20 * 4), "{:?}", m.considered);
+        assert_eq!(*m.considered.last().unwrap(), 0, "{:?}", m.considered);
     }
 
     #[test]
@@ -521,8 +567,9 @@ mod tests {
             Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
         )
         .unwrap();
-        let m = decline_offers(&mut a, 20, 4, 7, 1.0).unwrap();
+        let m = decline_offers(&mut a, 20, 4, 7, 1.0, |a| Some(a.frameworks_considered())).unwrap();
         assert_eq!(m.runs.len(), 7);
+        assert_eq!(m.considered.len(), 7);
         assert!(m.setup > Duration::ZERO);
         if cfg!(target_os = "linux") {
             assert!(m.peak_rss_kib >= m.rss_before_kib && m.peak_rss_kib > 0);

@@ -59,6 +59,24 @@ impl Subject<'_> {
         }
     }
 
+    /// Mesos's DeclineOffers on this subject ([`bench::decline_offers`]); the built-in subject
+    /// also counts the frameworks each run considered.
+    fn decline_offers(
+        &self,
+        agents: u32,
+        frameworks: u32,
+        rounds: u32,
+    ) -> Result<bench::DeclineRuns, String> {
+        if self.named.is_none() {
+            let mut a = bench::builtin_allocator(linked_drf(), linked_drf())?;
+            return bench::decline_offers(&mut a, agents, frameworks, rounds, 1.0, |a| {
+                Some(a.frameworks_considered())
+            });
+        }
+        let mut a = self.allocator()?;
+        bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0, |_| None)
+    }
+
     fn sorter(&self) -> Result<Box<dyn Sorter>, String> {
         match &self.named {
             None => Ok(Box::new(drf_sorter::create(&bench::sorter_config()))),
@@ -103,12 +121,17 @@ fn ms(d: Duration) -> f64 {
 /// Prints one row: the parameters, each subject's figure, and the ratio of the second to the
 /// first when there are two.
 fn row(params: &str, values: &[f64], unit: &str) {
-    let mut line = format!("{params:<28}");
+    let mut line = format!("{params:<32}");
     for v in values {
-        line.push_str(&format!(" {v:>12.2}"));
+        if v.is_nan() {
+            line.push_str(&format!(" {:>12}", "-")); // not measured for this subject
+        } else {
+            line.push_str(&format!(" {v:>12.2}"));
+        }
     }
     if let [a, b] = values
         && *a > 0.0
+        && b.is_finite()
     {
         line.push_str(&format!(" {:>8.2}x", b / a));
     }
@@ -118,7 +141,7 @@ fn row(params: &str, values: &[f64], unit: &str) {
 fn header(title: &str, subjects: &[Subject<'_>]) {
     println!();
     println!("## {title}");
-    let mut line = format!("{:<28}", "");
+    let mut line = format!("{:<32}", "");
     for s in subjects {
         line.push_str(&format!(" {:>12}", s.label));
     }
@@ -137,10 +160,11 @@ fn write_curve(
     path: &std::path::Path,
     agents: &[u32],
     curves: &BTreeMap<String, Vec<f64>>,
+    per_considered: &BTreeMap<String, Vec<f64>>,
     runs: &str,
 ) -> Result<(), String> {
-    let svg =
-        crate::report::decline_offers_curve_svg(agents, curves, runs).map_err(|e| e.to_string())?;
+    let svg = crate::report::decline_offers_curve_svg(agents, curves, per_considered, runs)
+        .map_err(|e| e.to_string())?;
     std::fs::write(path, svg)
         .map_err(|e| format!("cannot write --plot '{}': {e}", path.display()))?;
     eprintln!("curve written to {}", path.display());
@@ -247,26 +271,36 @@ fn decline_offers_table(
     );
     let agent_counts = or(&b.agents, &[1000, 5000, 10_000, 20_000]);
     let mut curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut pair_curves: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for &agents in agent_counts {
         for &frameworks in or(&b.clients, &[100, 1000, 2000]) {
             let (mut early, mut steady, mut setup, mut peak) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut per_agent, mut per_pair) = (Vec::new(), Vec::new());
             for s in subjects {
-                let mut a = s.allocator()?;
-                let m = bench::decline_offers(a.as_mut(), agents, frameworks, rounds, 1.0)?;
-                drop(a);
+                let m = s.decline_offers(agents, frameworks, rounds)?;
                 early.push(ms(m.first(window)));
                 steady.push(ms(m.last(window)));
                 setup.push(ms(m.setup));
                 peak.push(m.peak_rss_kib as f64 / 1024.0);
-                curves
-                    .entry(format!("{}, {frameworks} fw", s.label))
-                    .or_default()
-                    .push(ms(m.last(window)));
+                let key = format!("{}, {frameworks} fw", s.label);
+                curves.entry(key.clone()).or_default().push(ms(m.last(window)));
+                let considered = m.considered_last(window).map(|c| c / f64::from(agents));
+                per_agent.push(considered.unwrap_or(f64::NAN));
+                // Nanoseconds per (agent × framework considered) in the steady state.
+                let pair = considered
+                    .filter(|c| *c > 0.0)
+                    .map_or(f64::NAN, |c| ms(m.last(window)) * 1e6 / (f64::from(agents) * c));
+                per_pair.push(pair);
+                if pair.is_finite() {
+                    pair_curves.entry(key).or_default().push(pair);
+                }
             }
             let params = format!("{agents} x {frameworks} fw");
             row(&format!("{params}: {first}"), &early, "ms/run");
             row(&format!("{params}: {last}"), &steady, "ms/run");
+            row(&format!("{params}: fw considered"), &per_agent, "per agent");
+            row(&format!("{params}: agent x fw"), &per_pair, "ns each");
             row(&format!("{params}: setup"), &setup, "ms");
             row(&format!("{params}: peak RSS"), &peak, "MiB");
             if step() {
@@ -275,7 +309,9 @@ fn decline_offers_table(
         }
     }
     if let Some(path) = &b.plot {
-        write_curve(path, agent_counts, &curves, &last)?;
+        // Per (agent × framework considered): only curves measured at every agent count.
+        pair_curves.retain(|_, v| v.len() == agent_counts.len());
+        write_curve(path, agent_counts, &curves, &pair_curves, &last)?;
     }
     Ok(false)
 }

@@ -518,11 +518,14 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> Result<String
 
 /// Renders the DeclineOffers curves: milliseconds per run against agents, one line per
 /// subject and framework count (`curves`, a value per entry of `agents`), with a dashed
-/// reference through the origin and the last point of the first curve (linear growth); and the
-/// same figures per agent, where linear growth is flat.
+/// reference through the origin and the last point of the first curve (linear growth); the
+/// same figures per agent, where linear growth is flat; and, when `per_considered` has curves
+/// (same keys and lengths as `curves`, those measured), nanoseconds per (agent × framework
+/// considered), flat where the cost is linear in the frameworks the walks consider.
 pub fn decline_offers_curve_svg(
     agents: &[u32],
     curves: &BTreeMap<String, Vec<f64>>,
+    per_considered: &BTreeMap<String, Vec<f64>>,
     runs: &str,
 ) -> Result<String, ReportError> {
     let xs: Vec<f64> = agents.iter().map(|&a| f64::from(a)).collect();
@@ -588,7 +591,20 @@ pub fn decline_offers_curve_svg(
             });
         }
     }
-    let panels = [
+    let ns = Scale::Measure("ns");
+    let pair_lines: Vec<Line<'_>> = per_considered
+        .iter()
+        .enumerate()
+        .map(|(i, (name, values))| Line {
+            name,
+            colour: PALETTE[i % PALETTE.len()],
+            values,
+            legend: vec![at_last(values, ns)],
+            reference: false,
+            xs: None,
+        })
+        .collect();
+    let mut panels = vec![
         Panel {
             caption: "Time per allocation run".into(),
             note: run_note,
@@ -606,12 +622,29 @@ pub fn decline_offers_curve_svg(
             y_desc: "µs per agent per run".into(),
             scale: us,
             key: "subject, frameworks",
-            columns: vec![column],
+            columns: vec![column.clone()],
             lines: agent_lines,
             markers: true,
             steps: false,
         },
     ];
+    if !pair_lines.is_empty() {
+        panels.push(Panel {
+            caption: "Time per (agent × framework considered) per run (flat where the cost is \
+                      linear in the frameworks the walks consider)"
+                .into(),
+            note: Some(
+                "considered: taken from the role's order and checked, filtered or granted".into(),
+            ),
+            y_desc: "ns per agent × framework considered".into(),
+            scale: ns,
+            key: "subject, frameworks",
+            columns: vec![column],
+            lines: pair_lines,
+            markers: true,
+            steps: false,
+        });
+    }
     render(
         "DeclineOffers: allocation run time against cluster size",
         &format!(
@@ -818,9 +851,13 @@ mod tests {
         let s = constant(3, &[("a", f64::NAN), ("b", f64::INFINITY)], &[("cpus", -1.0)]);
         assert!(render_svg("t", "sub", &s).unwrap().starts_with("<svg"));
         let curves = BTreeMap::from([("x".to_owned(), vec![f64::NAN])]);
-        assert!(decline_offers_curve_svg(&[0], &curves, "runs 1-1").unwrap().starts_with("<svg"));
         assert!(
-            decline_offers_curve_svg(&[], &BTreeMap::new(), "runs 1-1")
+            decline_offers_curve_svg(&[0], &curves, &curves, "runs 1-1")
+                .unwrap()
+                .starts_with("<svg")
+        );
+        assert!(
+            decline_offers_curve_svg(&[], &BTreeMap::new(), &BTreeMap::new(), "runs 1-1")
                 .unwrap()
                 .starts_with("<svg")
         );
@@ -835,7 +872,13 @@ mod tests {
 
     #[test]
     fn curve_series_keep_their_colour_in_both_panels() {
-        let svg = decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), "runs 1-3").unwrap();
+        let svg = decline_offers_curve_svg(
+            &[1000, 5000, 10_000],
+            &curves(),
+            &BTreeMap::new(),
+            "runs 1-3",
+        )
+        .unwrap();
         let c: Vec<String> = strokes(&svg, 2).into_iter().filter(|c| c != REFERENCE_HEX).collect();
         assert_eq!(c.len(), 4, "two series in two panels: {c:?}");
         assert_eq!(c[..2], c[2..]);
@@ -843,8 +886,32 @@ mod tests {
     }
 
     #[test]
+    fn the_cost_per_framework_considered_gets_a_third_panel_when_measured() {
+        let pairs = BTreeMap::from([("built-in, 100 fw".to_owned(), vec![120.0, 150.0, 160.0])]);
+        let svg =
+            decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), &pairs, "runs 1-3").unwrap();
+        let t = texts(&svg);
+        assert!(t.iter().any(|x| x.starts_with("Time per (agent × framework considered)")));
+        assert!(t.contains(&"160.00 ns".to_owned()), "the last point in the legend: {t:?}");
+        let without = decline_offers_curve_svg(
+            &[1000, 5000, 10_000],
+            &curves(),
+            &BTreeMap::new(),
+            "runs 1-3",
+        )
+        .unwrap();
+        assert!(!texts(&without).iter().any(|x| x.contains("framework considered")));
+    }
+
+    #[test]
     fn the_linear_reference_is_dashed_grey_and_explained() {
-        let svg = decline_offers_curve_svg(&[1000, 5000, 10_000], &curves(), "runs 1-3").unwrap();
+        let svg = decline_offers_curve_svg(
+            &[1000, 5000, 10_000],
+            &curves(),
+            &BTreeMap::new(),
+            "runs 1-3",
+        )
+        .unwrap();
         let dashes = strokes(&svg, 2).iter().filter(|c| *c == REFERENCE_HEX).count();
         // Each panel: a line in many pieces, and a legend sample in two.
         assert!(dashes > 2 * (2 + 4), "the reference is drawn dashed: {dashes} pieces");
@@ -870,7 +937,9 @@ mod tests {
         }
         for peak in [9.0, 14.0, 19.0, 23.0, 28.0, 37.0, 46.0, 55.0, 72.0, 110.0] {
             let curves = BTreeMap::from([("x".to_owned(), vec![peak / 2.0, peak])]);
-            let t = texts(&decline_offers_curve_svg(&[1, 2], &curves, "runs 1-1").unwrap());
+            let t = texts(
+                &decline_offers_curve_svg(&[1, 2], &curves, &BTreeMap::new(), "runs 1-1").unwrap(),
+            );
             let top = nice_ceiling(peak * 1.08);
             assert!(t.contains(&tick(top, top)), "peak {peak}: no tick reads {top}: {t:?}");
         }

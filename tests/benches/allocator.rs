@@ -24,9 +24,15 @@ fn decline(c: &mut Criterion) {
                 // One cluster, `iters` allocation runs (filters pile up as in Mesos's version).
                 b.iter_custom(|iters| {
                     let mut allocator = allocator_over(registry);
-                    let measured =
-                        decline_offers(&mut allocator, agents, frameworks, iters as u32, 1.0)
-                            .unwrap();
+                    let measured = decline_offers(
+                        &mut allocator,
+                        agents,
+                        frameworks,
+                        iters as u32,
+                        1.0,
+                        |_| None,
+                    )
+                    .unwrap();
                     measured.runs.iter().sum()
                 })
             });
