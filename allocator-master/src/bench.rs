@@ -438,28 +438,44 @@ pub fn add_and_update_agents(
     Ok((add, start.elapsed()))
 }
 
-/// Steady state for memory: the `DeclineOffers` cluster, `runs` allocation runs whose offers are
-/// all given back without a filter (so every run does the same work). Returns the resident
-/// memory (KiB) after setup and after each run in `samples`.
+/// One sample of [`steady_runs`].
+#[derive(Clone, Copy, Debug)]
+pub struct SteadyPoint {
+    /// The run after which it was taken (1-based).
+    pub run: u32,
+    /// Resident memory then, KiB (0 where unknown).
+    pub rss_kib: u64,
+    /// The median allocation run since the previous sample (this sample's run included).
+    pub median_run: Duration,
+}
+
+/// Steady state for memory and time: the `DeclineOffers` cluster, `runs` allocation runs whose
+/// offers are all given back without a filter (so every run does the same work). Returns the
+/// resident memory (KiB) after setup, and a [`SteadyPoint`] after each run in `samples`.
 pub fn steady_runs(
     allocator: &mut dyn Allocator,
     agents: u32,
     frameworks: u32,
     runs: u32,
     samples: &[u32],
-) -> Result<(u64, Vec<(u32, u64)>), String> {
+) -> Result<(u64, Vec<SteadyPoint>), String> {
     let err = |e: allocator_api::ModuleError| e.to_string();
     let ids = decline_offers_cluster(allocator, agents, frameworks)?;
     let after_setup = crate::soak::rss_kib();
     let mut batch = OfferBatch::default();
     let mut out = Vec::new();
+    let mut since_sample = Vec::new();
     for run in 1..=runs {
         allocator.set_time(f64::from(run)).map_err(err)?;
         batch.clear();
+        let start = Instant::now();
         allocator.allocate(&ids, true, &mut batch).map_err(err)?;
+        since_sample.push(start.elapsed());
         give_back(allocator, &batch, Some(0.0))?;
         if samples.contains(&run) {
-            out.push((run, crate::soak::rss_kib()));
+            let median_run = median(&since_sample);
+            since_sample.clear();
+            out.push(SteadyPoint { run, rss_kib: crate::soak::rss_kib(), median_run });
         }
     }
     Ok((after_setup, out))

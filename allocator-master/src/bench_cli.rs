@@ -480,14 +480,22 @@ fn memory_table(b: &BenchArgs, subjects: &[Subject<'_>]) -> Result<(), String> {
     let mut samples = vec![1, 10, 100, runs];
     samples.retain(|&r| r <= runs);
     samples.dedup();
-    println!("Memory ({}): DeclineOffers cluster, offers given back without filters", s.label);
+    println!(
+        "Memory and time per run ({}): DeclineOffers cluster, offers given back without filters",
+        s.label
+    );
     let before = crate::soak::rss_kib();
     let mut a = s.allocator()?;
     let (setup, points) = bench::steady_runs(a.as_mut(), agents, frameworks, runs, &samples)?;
     println!("{agents} agents x {frameworks} frameworks");
     println!("  resident before setup: {before} KiB; after setup: {setup} KiB");
-    for (run, rss) in points {
-        println!("  after run {run:>6}: {rss} KiB");
+    for p in points {
+        println!(
+            "  after run {:>6}: {} KiB; median run since the last sample {:.2} ms",
+            p.run,
+            p.rss_kib,
+            ms(p.median_run)
+        );
     }
     println!("  peak resident: {} KiB", bench::peak_rss_kib());
     Ok(())
