@@ -446,7 +446,8 @@ pub struct ImportArgs {
 pub struct BenchArgs {
     /// Which benchmark (Mesos's names): `full-sort` (sorter), `decline-offers`,
     /// `suppress-offers`, `large-and-small-quota`, `add-and-update-agent`, `memory` (peak
-    /// resident memory of the decline-offers cluster and its growth over `--rounds` runs),
+    /// resident memory of the decline-offers cluster, and its resident memory and median run
+    /// time at runs 1, 10, 100 and `--rounds`),
     /// `nothing-to-offer` (runs after every framework has filtered every agent), or `all` (the
     /// matrix recorded in BENCHMARKS.md).
     #[arg(value_parser = ["full-sort", "decline-offers", "suppress-offers", "large-and-small-quota",
@@ -465,7 +466,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub rounds: Option<u32>,
     /// decline-offers: also draw ms per run against agents, one line per framework count (and
-    /// subject), with a line through the origin for reference, as SVG.
+    /// subject), with a line through the origin for reference, the same per agent, and (for the
+    /// built-in allocator) ns per agent × framework considered, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Where modules come from.
