@@ -236,6 +236,34 @@ pub trait Sorter: Send {
         Ok(true)
     }
 
+    /// Tells a new sorter that its caller will never ask what a client holds per agent
+    /// ([`allocation`](Self::allocation), [`allocation_on`](Self::allocation_on)); returns
+    /// whether the sorter now keeps only what its order needs. The caller calls it once, on a
+    /// new sorter, before any other call.
+    ///
+    /// From a sorter that answers `true`:
+    /// * `allocation` and `allocation_on` answer an error of kind
+    ///   [`UNSUPPORTED`](crate::ErrorKind::UNSUPPORTED) that says the sorter keeps scalar
+    ///   quantities only;
+    /// * every other answer ([`sort`](Self::sort), [`sort_prefix`](Self::sort_prefix),
+    ///   [`allocation_scalar_quantities`](Self::allocation_scalar_quantities),
+    ///   [`dominant_share`](Self::dominant_share), errors for unknown clients) is the one it
+    ///   would give without the call; a shared resource still counts once per agent
+    ///   however many copies a client holds there;
+    /// * [`unallocated`](Self::unallocated) (and the `old` side of [`update`](Self::update))
+    ///   still rejects giving back more of a scalar than the client holds over all agents, or a
+    ///   shared resource it does not hold on that agent. Whether the client holds the
+    ///   non-shared resources on that very agent (scalars, ranges and sets) is then the
+    ///   caller's check: the sorter no longer records them per agent.
+    ///
+    /// The default answers `false` and changes nothing. Sorters loaded over the module ABI keep
+    /// it (ABI 1 has no such call; ABI 2 could carry it), so they keep every per-agent record.
+    /// A caller that keeps its own per-agent ledger (the built-in allocator asks sorters only
+    /// for their order, shares and scalar quantities) may call it.
+    fn keep_scalars_only(&mut self) -> bool {
+        false
+    }
+
     /// `true` when `client` is in the sorter, active or not.
     fn contains(&self, client: ClientId) -> bool;
 

@@ -456,6 +456,9 @@ impl Sorter for FullSortOnly {
             self.inner.sort_prefix(len, out)
         }
     }
+    fn keep_scalars_only(&mut self) -> bool {
+        self.inner.keep_scalars_only()
+    }
     fn contains(&self, c: ClientId) -> bool {
         self.inner.contains(c)
     }
