@@ -499,10 +499,15 @@ impl Tree {
         self.flat = None;
         self.full_order = None;
         self.clients.remove(&client);
-        let allocations: Vec<(AgentId, Resources, Vec<(usize, i64)>)> = {
+        // (agent, what the leaf holds there, its scalar ids)
+        let allocations = {
             let held: Vec<(AgentId, Resources)> =
                 self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
-            held.into_iter().map(|(a, r)| (a, r.clone(), self.scalar_ids(&r))).collect()
+            let with_ids = held.into_iter().map(|(a, r)| {
+                let ids = self.scalar_ids(&r);
+                (a, r, ids)
+            });
+            with_ids.collect::<Vec<_>>()
         };
         // Keeping scalars only, the leaf records per agent only shared resources: the rest of
         // its totals leaves each ancestor's totals as it is.
