@@ -269,11 +269,6 @@ impl Tree {
         }
     }
 
-    /// Whether leaves keep per agent only shared resources ([`keep_scalars_only`](Self::keep_scalars_only)).
-    pub fn keeps_scalars_only(&self) -> bool {
-        self.scalars_only
-    }
-
     /// The node at `i`.
     pub fn node(&self, i: NodeIndex) -> &Node {
         &self.nodes[i]
