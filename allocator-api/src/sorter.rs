@@ -30,6 +30,8 @@
 //!   gets [`add_agent`](Sorter::add_agent) with the scalar quantities of every agent present
 //!   when it is created and of every agent added later; an agent whose total changes is
 //!   [`remove_agent`](Sorter::remove_agent)ed and added again; a removed agent is removed.
+//!   Each sorter is asked [`keep_scalars_only`](Sorter::keep_scalars_only) right after it is
+//!   created, before any other call (the allocator never asks what a client holds per agent).
 //! * **Clients.** Role-sorter clients are roles that have at least one framework subscribed
 //!   to them or holding resources under them: `add(client, "eng/ml")` then `activate` at once
 //!   (role clients stay active), `remove` when the last framework goes. Framework-sorter
@@ -67,8 +69,10 @@
 //! host's test `sorters_are_called_as_the_sorter_documentation_says` checks it call by call):
 //!
 //! ```text
+//!      (the allocator is created) role:  (created) keep_scalars_only
 //! t=0  add_framework f1 [r1]      role:  add(c0,"r1") activate(c0)
-//!                                 r1:    (created, no agents yet) add(c1,"0000000000") activate(c1)
+//!                                 r1:    (created, no agents yet) keep_scalars_only
+//!                                        add(c1,"0000000000") activate(c1)
 //!      triggered run (no agent)   r1: sort → [c1]
 //! t=0  add_agent a1 cpus:4;mem:4G role:  add_agent(a1, cpus:4;mem:4096)
 //!                                 r1:    add_agent(a1, cpus:4;mem:4096)
@@ -234,6 +238,37 @@ pub trait Sorter: Send {
         let _ = len;
         self.sort(out)?;
         Ok(true)
+    }
+
+    /// Tells a new sorter that its caller will never ask what a client holds per agent
+    /// ([`allocation`](Self::allocation), [`allocation_on`](Self::allocation_on)); returns
+    /// whether the sorter now keeps only what its order needs. The caller calls it once, on a
+    /// new sorter, before any other call.
+    ///
+    /// From a sorter that answers `true`:
+    /// * `allocation` and `allocation_on` answer an error of kind
+    ///   [`UNSUPPORTED`](crate::ErrorKind::UNSUPPORTED) that says the sorter keeps scalar
+    ///   quantities only;
+    /// * every other answer ([`sort`](Self::sort), [`sort_prefix`](Self::sort_prefix),
+    ///   [`allocation_scalar_quantities`](Self::allocation_scalar_quantities),
+    ///   [`dominant_share`](Self::dominant_share), errors for unknown clients) is the one it
+    ///   would give without the call; a shared resource still counts once per agent
+    ///   however many copies a client holds there;
+    /// * [`unallocated`](Self::unallocated) (and the `old` side of [`update`](Self::update))
+    ///   still rejects giving back more of a scalar than the client holds over all agents, or a
+    ///   shared resource it does not hold on that agent. Whether the client holds the
+    ///   non-shared resources on that very agent (scalars, ranges and sets) is then the
+    ///   caller's check: the sorter no longer records them per agent.
+    ///
+    /// The default answers `false` and changes nothing. Sorters loaded over the module ABI keep
+    /// it (ABI 1 has no such call; ABI 2 could carry it), so they keep every per-agent record.
+    /// The built-in allocator calls it on every sorter it creates: it keeps its own per-agent
+    /// ledger and asks sorters only for their order, shares and scalar quantities. The shipped
+    /// DRF, weighted-priority and random sorters answer `true`: a grant or a give-back of
+    /// non-shared resources then updates per-node scalar totals only (no per-agent record, no
+    /// allocation).
+    fn keep_scalars_only(&mut self) -> bool {
+        false
     }
 
     /// `true` when `client` is in the sorter, active or not.

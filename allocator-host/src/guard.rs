@@ -388,6 +388,9 @@ impl Sorter for CheckedSorter {
         }
         checked
     }
+    fn keep_scalars_only(&mut self) -> bool {
+        self.inner.keep_scalars_only()
+    }
     fn contains(&self, client: ClientId) -> bool {
         self.inner.contains(client)
     }

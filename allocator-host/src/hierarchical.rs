@@ -187,7 +187,10 @@ impl HierarchicalAllocator {
             fairness_excluded_resource_names: options.fairness_excluded_resource_names.clone(),
             seed: options.seed,
         };
-        let role_sorter = make_role_sorter(&sorter_config)?;
+        let mut role_sorter = make_role_sorter(&sorter_config)?;
+        // The allocator keeps its own ledger per agent and never asks a sorter what a client
+        // holds there (see `Sorter::keep_scalars_only`).
+        role_sorter.keep_scalars_only();
         Ok(HierarchicalAllocator {
             options: options.clone(),
             sorter_config,
@@ -248,9 +251,12 @@ impl HierarchicalAllocator {
         make_framework_sorter: SorterFactory,
     ) -> std::result::Result<(), String> {
         let mut role_sorter = make_role_sorter(&self.sorter_config)?;
+        role_sorter.keep_scalars_only();
         let mut fresh: BTreeMap<String, Box<dyn Sorter>> = BTreeMap::new();
         for role in self.roles.keys() {
-            fresh.insert(role.clone(), make_framework_sorter(&self.sorter_config)?);
+            let mut sorter = make_framework_sorter(&self.sorter_config)?;
+            sorter.keep_scalars_only();
+            fresh.insert(role.clone(), sorter);
         }
         let fail = |e: ModuleError| e.to_string();
         for (id, agent) in &self.agents {

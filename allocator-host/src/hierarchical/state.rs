@@ -68,6 +68,7 @@ impl HierarchicalAllocator {
                 .map_err(|e| sorter_error("role sorter activate", e))?;
             let mut sorter =
                 (self.make_framework_sorter)(&self.sorter_config).map_err(ModuleError::failed)?;
+            sorter.keep_scalars_only();
             for (id, agent) in &self.agents {
                 sorter
                     .add_agent(*id, &agent.total.scalar_quantities())

@@ -170,6 +170,10 @@ impl Sorter for Recorder {
         self.note(format!("sort -> {:?}", out.iter().map(|c| c.to_string()).collect::<Vec<_>>()));
         Ok(())
     }
+    fn keep_scalars_only(&mut self) -> bool {
+        self.note("keep_scalars_only".into());
+        false
+    }
     fn contains(&self, c: ClientId) -> bool {
         self.clients.iter().any(|e| e.0 == c)
     }
@@ -203,7 +207,7 @@ fn sorters_are_called_as_the_sorter_documentation_says() {
     let take = |log: &std::sync::Arc<std::sync::Mutex<Vec<String>>>| -> Vec<String> {
         std::mem::take(&mut *log.lock().unwrap())
     };
-    take(&log);
+    assert_eq!(take(&log), ["role: keep_scalars_only"]);
     let f1 = FrameworkId(3);
     a.add_framework(&framework_info(3, "r1"), &[], true, &Default::default()).unwrap();
     assert_eq!(
@@ -211,6 +215,7 @@ fn sorters_are_called_as_the_sorter_documentation_says() {
         [
             "role: add(client#0, r1)",
             "role: activate(client#0)",
+            "r1: keep_scalars_only",
             "r1: add(client#3, 0000000003)",
             "r1: activate(client#3)"
         ]
@@ -389,11 +394,13 @@ fn a_fully_filtered_agent_stays_skipped_while_nothing_changes() {
 }
 
 /// The built-in DRF sorter behind a sorter that answers every order in full (the trait's default
-/// `sort_prefix`, as a module sorter does), noting each prefix length the allocator asks for.
+/// `sort_prefix`, as a module sorter does), noting each prefix length the allocator asks for;
+/// with `all_records`, it also refuses `keep_scalars_only` (as a module sorter does).
 struct FullSortOnly {
     inner: Box<dyn Sorter>,
     asked: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
     full: bool,
+    all_records: bool,
 }
 
 impl Sorter for FullSortOnly {
@@ -456,6 +463,9 @@ impl Sorter for FullSortOnly {
             self.inner.sort_prefix(len, out)
         }
     }
+    fn keep_scalars_only(&mut self) -> bool {
+        !self.all_records && self.inner.keep_scalars_only()
+    }
     fn contains(&self, c: ClientId) -> bool {
         self.inner.contains(c)
     }
@@ -471,7 +481,18 @@ fn drf_noting(full: bool, asked: &std::sync::Arc<std::sync::Mutex<Vec<usize>>>) 
     let asked = asked.clone();
     Box::new(move |c: &SorterConfig| {
         let inner = Box::new(drf_sorter::create(c)) as Box<dyn Sorter>;
-        Ok(Box::new(FullSortOnly { inner, asked: asked.clone(), full }) as Box<dyn Sorter>)
+        Ok(Box::new(FullSortOnly { inner, asked: asked.clone(), full, all_records: false })
+            as Box<dyn Sorter>)
+    })
+}
+
+/// The built-in DRF sorter keeping every per-agent record (it never hears `keep_scalars_only`).
+fn drf_with_all_records() -> SorterFactory {
+    Box::new(move |c: &SorterConfig| {
+        let inner = Box::new(drf_sorter::create(c)) as Box<dyn Sorter>;
+        let asked = std::sync::Arc::default();
+        Ok(Box::new(FullSortOnly { inner, asked, full: false, all_records: true })
+            as Box<dyn Sorter>)
     })
 }
 
@@ -480,8 +501,17 @@ fn drf_noting(full: bool, asked: &std::sync::Arc<std::sync::Mutex<Vec<usize>>>) 
 /// offers are declined with refuse filters of 100 seconds, one in five of 2 seconds (so later
 /// walks pass many filtered frameworks): the offers of every run.
 fn offers_over_many_runs(framework_sorter: SorterFactory) -> Vec<Vec<Allocation>> {
+    offers_over_many_runs_with(drf(), framework_sorter)
+}
+
+/// [`offers_over_many_runs`] with the given role sorter too.
+fn offers_over_many_runs_with(
+    role_sorter: SorterFactory,
+    framework_sorter: SorterFactory,
+) -> Vec<Vec<Allocation>> {
     let mut a =
-        HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), framework_sorter).unwrap();
+        HierarchicalAllocator::new(&AllocatorOptions::default(), role_sorter, framework_sorter)
+            .unwrap();
     for f in 0..50u32 {
         let mut info = framework_info(f, if f < 40 { "r1" } else { "r2" });
         if f % 2 == 0 {
@@ -536,4 +566,41 @@ fn an_agent_taken_by_the_first_framework_reads_only_a_prefix_of_the_order() {
     assert_eq!(run_at(&mut a, 1.0), vec![(0, 0)]);
     // One read to see that the role has an active framework, one for the agent's walk.
     assert_eq!(*asked.lock().unwrap(), vec![1, 8]);
+}
+
+#[test]
+fn sorters_keeping_scalars_only_give_the_offers_of_sorters_keeping_every_record() {
+    let scalars_only = offers_over_many_runs_with(drf(), drf());
+    let all_records = offers_over_many_runs_with(drf_with_all_records(), drf_with_all_records());
+    assert_eq!(scalars_only, all_records);
+    assert!(scalars_only.iter().filter(|r| !r.is_empty()).count() > 20, "runs offer something");
+}
+
+#[test]
+fn the_allocator_asks_every_sorter_it_creates_to_keep_scalars_only() {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut a = HierarchicalAllocator::new(
+        &AllocatorOptions::default(),
+        recording("role", &log),
+        recording("fw", &log),
+    )
+    .unwrap();
+    a.add_framework(&framework_info(0, "r1"), &[], true, &Default::default()).unwrap();
+    a.add_framework(&framework_info(1, "r2"), &[], true, &Default::default()).unwrap();
+    a.replace_sorters(recording("role2", &log), recording("fw2", &log)).unwrap();
+    let asked: Vec<String> = std::mem::take(&mut *log.lock().unwrap())
+        .into_iter()
+        .filter(|c| c.ends_with("keep_scalars_only"))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "role: keep_scalars_only",
+            "fw: keep_scalars_only",
+            "fw: keep_scalars_only",
+            "role2: keep_scalars_only",
+            "fw2: keep_scalars_only",
+            "fw2: keep_scalars_only"
+        ]
+    );
 }

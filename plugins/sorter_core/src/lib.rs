@@ -13,6 +13,14 @@
 //! Siblings are kept in blocks of at most 128 (`siblings.rs`), each entry with its client beside
 //! it: a move costs O(log n) comparisons and shifts entries within at most two blocks, and
 //! [`sort_prefix`](Sorter::sort_prefix) of a flat tree writes `len` clients in O(`len`).
+//!
+//! Every node counts what its clients hold as scalar totals (`totals`: shares need nothing
+//! else). A leaf also keeps what its client holds per agent, for
+//! [`allocation`](Sorter::allocation) and [`allocation_on`](Sorter::allocation_on), unless the
+//! caller said it never asks ([`keep_scalars_only`](Sorter::keep_scalars_only)): then a leaf
+//! keeps per agent only shared resources, as inner nodes do (needed to count a shared resource
+//! once), and a grant or give-back of non-shared resources adds to or subtracts from the
+//! totals on the client's path without touching a per-agent record or allocating.
 
 #![deny(missing_docs)]
 
@@ -69,8 +77,9 @@ pub struct Node {
     client: Option<ClientId>,
     /// Allocated scalar quantities by interned name id (shared resources once).
     totals: Vec<i64>,
-    /// Per-agent resources: every resource for leaves, only shared ones for inner nodes (they
-    /// are needed to count each shared resource once).
+    /// Per-agent resources: every resource for leaves, only shared ones for inner nodes and,
+    /// when the tree keeps scalars only, for leaves too (they are needed to count each shared
+    /// resource once).
     per_agent: IdMap<AgentId, Held>,
 }
 
@@ -199,6 +208,8 @@ pub struct Tree {
     full_order: Option<Vec<ClientId>>,
     /// Reused by [`scalar_ids`](Self::scalar_ids).
     ids_scratch: Vec<(usize, i64)>,
+    /// Whether leaves keep per agent only shared resources ([`Sorter::keep_scalars_only`]).
+    scalars_only: bool,
 }
 
 impl Tree {
@@ -236,6 +247,25 @@ impl Tree {
             flat: None,
             full_order: None,
             ids_scratch: Vec::new(),
+            scalars_only: false,
+        }
+    }
+
+    /// From now on, leaves keep per agent only shared resources (what is needed to count each
+    /// once), as inner nodes do; [`allocation`](Self::allocation) and
+    /// [`allocation_on`](Self::allocation_on) answer an `UNSUPPORTED` error, and
+    /// [`unallocated`](Self::unallocated) checks non-shared resources against the leaf's scalar
+    /// totals over all agents (see [`Sorter::keep_scalars_only`]). Records already kept lose
+    /// their non-shared resources.
+    pub fn keep_scalars_only(&mut self) {
+        self.scalars_only = true;
+        for n in &mut self.nodes {
+            if n.client.is_some() {
+                for held in n.per_agent.values_mut() {
+                    *held = Held { merged: held.merged.shared(), grants: Vec::new() };
+                }
+                n.per_agent.retain(|_, h| !h.is_empty());
+            }
         }
     }
 
@@ -464,13 +494,37 @@ impl Tree {
         self.flat = None;
         self.full_order = None;
         self.clients.remove(&client);
-        let allocations: Vec<(AgentId, Resources)> =
-            self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
+        // (agent, what the leaf holds there, its scalar ids)
+        let allocations = {
+            let held: Vec<(AgentId, Resources)> =
+                self.nodes[leaf].per_agent.iter().map(|(a, h)| (*a, h.total())).collect();
+            let with_ids = held.into_iter().map(|(a, r)| {
+                let ids = self.scalar_ids(&r);
+                (a, r, ids)
+            });
+            with_ids.collect::<Vec<_>>()
+        };
+        // Keeping scalars only, the leaf records per agent only shared resources: the rest of
+        // its totals leaves each ancestor's totals as it is.
+        let rest: Option<Vec<i64>> = self.scalars_only.then(|| {
+            let mut rest = self.nodes[leaf].totals.clone();
+            for (_, _, ids) in &allocations {
+                for &(id, v) in ids {
+                    rest[id] = (rest[id] - v).max(0);
+                }
+            }
+            rest
+        });
         let mut up = self.nodes[leaf].parent;
         while let Some(p) = up {
-            for (agent, res) in &allocations {
-                let ids = self.scalar_ids(res);
-                self.subtract_at(p, *agent, res, &ids);
+            if let Some(rest) = &rest {
+                let totals = &mut self.nodes[p].totals;
+                for (t, v) in totals.iter_mut().zip(rest) {
+                    *t = (*t - v).max(0);
+                }
+            }
+            for (agent, res, ids) in &allocations {
+                self.subtract_at(p, *agent, res, ids);
             }
             up = self.nodes[p].parent;
         }
@@ -586,7 +640,8 @@ impl Tree {
         resources: &Resources,
         delta: &[(usize, i64)],
     ) {
-        let leaf = self.nodes[i].client.is_some();
+        // Keeping scalars only, a leaf records per agent what an inner node does.
+        let leaf = self.nodes[i].client.is_some() && !self.scalars_only;
         let has_shared = resources.iter().any(Resource::is_shared);
         let n = &mut self.nodes[i];
         let mut discounted;
@@ -619,12 +674,15 @@ impl Tree {
         resources: &Resources,
         delta: &[(usize, i64)],
     ) {
-        let leaf = self.nodes[i].client.is_some();
+        // Keeping scalars only, a leaf records per agent what an inner node does.
+        let leaf = self.nodes[i].client.is_some() && !self.scalars_only;
         let has_shared = resources.iter().any(Resource::is_shared);
         let n = &mut self.nodes[i];
         let mut discounted;
         let mut delta = delta;
-        if let Some(entry) = n.per_agent.get_mut(&agent) {
+        // (A record without a shared resource is a leaf's: nothing else to look up.)
+        let entry = if leaf || has_shared { n.per_agent.get_mut(&agent) } else { None };
+        if let Some(entry) = entry {
             if leaf {
                 if has_shared || !entry.take_grant(resources) {
                     entry.merge().subtract(resources);
@@ -673,6 +731,9 @@ impl Tree {
         resources: &Resources,
     ) -> Result<()> {
         let leaf = self.client_node(client, "unallocated")?;
+        if self.scalars_only {
+            return self.unallocated_scalars(leaf, client, agent, resources);
+        }
         let shared = resources.iter().any(Resource::is_shared);
         // A grant, or everything held, given back whole (a declined offer) leaves the leaf's
         // record here with one comparison; anything else is checked by containment and
@@ -713,10 +774,57 @@ impl Tree {
         Ok(())
     }
 
-    /// What the client holds per agent.
+    /// [`unallocated`](Self::unallocated) when keeping scalars only: rejects giving back more
+    /// of a scalar than the client holds over all agents (its leaf's totals) or a shared
+    /// resource it does not hold on `agent`; whether it holds the non-shared resources on that
+    /// very agent is the caller's check. Touches no per-agent record unless `resources` has a
+    /// shared resource.
+    fn unallocated_scalars(
+        &mut self,
+        leaf: NodeIndex,
+        client: ClientId,
+        agent: AgentId,
+        resources: &Resources,
+    ) -> Result<()> {
+        let ids = self.scalar_ids(resources);
+        let n = &self.nodes[leaf];
+        let shared_held = !resources.iter().any(Resource::is_shared)
+            || n.per_agent.get(&agent).is_some_and(|h| h.merged.contains(&resources.shared()));
+        if !shared_held || ids.iter().any(|&(id, v)| n.totals[id] < v) {
+            self.ids_scratch = ids;
+            return Err(ModuleError::rejected(format!(
+                "unallocated: client {client} does not hold {resources} on {agent}"
+            )));
+        }
+        let mut cur = Some(leaf);
+        while let Some(i) = cur {
+            self.subtract_at(i, agent, resources, &ids);
+            cur = self.nodes[i].parent;
+        }
+        self.ids_scratch = ids;
+        Ok(())
+    }
+
+    /// The error `allocation` and `allocation_on` answer when the tree keeps scalars only.
+    fn scalars_only_error(call: &str) -> ModuleError {
+        ModuleError {
+            kind: allocator_api::ErrorKind::UNSUPPORTED,
+            message: format!(
+                "{call}: this sorter keeps scalar quantities only (keep_scalars_only), not what \
+                 a client holds per agent"
+            )
+            .into(),
+        }
+    }
+
+    /// What the client holds per agent; an `UNSUPPORTED` error when the tree keeps scalars
+    /// only.
     pub fn allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()> {
         let leaf = self.client_node(client, "allocation")?;
         out.clear();
+        if self.scalars_only {
+            return Err(Self::scalars_only_error("allocation"));
+        }
         let mut entries: Vec<_> = self.nodes[leaf].per_agent.iter().collect();
         entries.sort_by_key(|(a, _)| **a);
         for (agent, held) in entries {
@@ -725,7 +833,8 @@ impl Tree {
         Ok(())
     }
 
-    /// What the client holds on one agent.
+    /// What the client holds on one agent; an `UNSUPPORTED` error when the tree keeps scalars
+    /// only.
     pub fn allocation_on(
         &self,
         client: ClientId,
@@ -734,6 +843,9 @@ impl Tree {
     ) -> Result<()> {
         let leaf = self.client_node(client, "allocation_on")?;
         out.clear();
+        if self.scalars_only {
+            return Err(Self::scalars_only_error("allocation_on"));
+        }
         if let Some(held) = self.nodes[leaf].per_agent.get(&agent) {
             out.add(&held.merged);
             for g in &held.grants {
@@ -1267,6 +1379,13 @@ impl<P: Policy> Sorter for TreeSorter<P> {
         Ok(complete)
     }
 
+    /// Answers `true`: leaves keep per agent only shared resources from now on
+    /// ([`Tree::keep_scalars_only`]).
+    fn keep_scalars_only(&mut self) -> bool {
+        self.tree.keep_scalars_only();
+        true
+    }
+
     fn contains(&self, client: ClientId) -> bool {
         self.tree.contains(client)
     }
@@ -1489,5 +1608,166 @@ mod tests {
         let leaf = t.client_node(a, "test").unwrap();
         assert_eq!(t.node(leaf).path, "a");
         assert_eq!(t.node(leaf).count, 1, "a/x's allocation counted at a");
+    }
+
+    /// Two DRF sorters over 3 agents with clients `a`, `b`, `c`, `a/x` (so `a` is a virtual
+    /// leaf) and `d/y`, all active; the second keeps scalars only.
+    fn plain_and_scalars_only() -> [TreeSorter<Ordered<ShareOrder>>; 2] {
+        [false, true].map(|scalars| {
+            let mut s = TreeSorter::new(&SorterConfig::default(), Ordered::<ShareOrder>::default());
+            if scalars {
+                assert!(s.keep_scalars_only());
+            }
+            for a in 0..3 {
+                let total = Quantities::parse("cpus:100;mem:1000;disk:1000").unwrap();
+                s.add_agent(AgentId(a), &total).unwrap();
+            }
+            for (c, path) in (0..).zip(["a", "b", "c", "a/x", "d/y"]) {
+                s.add(ClientId(c), path).unwrap();
+                s.activate(ClientId(c)).unwrap();
+            }
+            s
+        })
+    }
+
+    /// The order, and every client's (and everyone's) scalar quantities and share.
+    fn observe(s: &mut TreeSorter<Ordered<ShareOrder>>) -> (RVec<ClientId>, Vec<String>) {
+        let mut order = RVec::new();
+        s.sort(&mut order).unwrap();
+        let mut seen = Vec::new();
+        let mut q = Quantities::new();
+        s.allocation_scalar_quantities(None, &mut q).unwrap();
+        seen.push(format!("all: {q}"));
+        for c in 0..5 {
+            if s.contains(ClientId(c)) {
+                s.allocation_scalar_quantities(Some(ClientId(c)), &mut q).unwrap();
+                seen.push(format!("{c}: {q} {:?}", s.dominant_share(ClientId(c))));
+            }
+        }
+        (order, seen)
+    }
+
+    #[test]
+    fn keeping_scalars_only_gives_the_same_order_and_shares_over_random_calls() {
+        let [mut plain, mut scalars] = plain_and_scalars_only();
+        let paths = ["a", "b", "c", "a/x", "d/y"];
+        // (A port range is granted once: each step offers its own.)
+        let grant = |step: usize| match step % 6 {
+            0 => res(&format!("cpus:1;mem:10;ports:[{}-{}]", 1000 + 20 * step, 1010 + 20 * step)),
+            k => res(GRANTS[k]),
+        };
+        const GRANTS: [&str; 6] = [
+            "",
+            "cpus:2",
+            "mem:30;disk:5",
+            "cpus:1;disk(r)[v]{shared}:10",
+            "disk(r)[v]{shared}:10",
+            "disk(r)[w]{shared}:20;disk(r)[v]{shared}:10;mem:3",
+        ];
+        // What each client holds: (client, agent, resources), one entry per grant.
+        let mut held: Vec<(ClientId, AgentId, Resources)> = Vec::new();
+        let mut seed = 0x5eed_u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        for step in 0..600 {
+            let op = next(10);
+            let (client, agent) = (ClientId(next(5) as u32), AgentId(next(3) as u32));
+            let pick = if held.is_empty() { None } else { Some(next(held.len())) };
+            for s in [&mut plain, &mut scalars] {
+                match (op, pick) {
+                    (0..=3, _) => s.allocated(client, agent, &grant(step)).unwrap(),
+                    (4..=5, Some(k)) => {
+                        let (c, a, r) = &held[k];
+                        s.unallocated(*c, *a, r).unwrap()
+                    }
+                    (6, Some(k)) => {
+                        let (c, a, r) = &held[k];
+                        s.unallocated(*c, *a, &r.filter(|x| !x.is_shared())).unwrap()
+                    }
+                    (7, Some(k)) => {
+                        let (c, a, r) = &held[k];
+                        s.update(*c, *a, r, &(r.clone() + &res("mem:5"))).unwrap()
+                    }
+                    (8, _) => {
+                        s.remove(client).unwrap();
+                        s.add(client, paths[client.index()]).unwrap();
+                        s.activate(client).unwrap();
+                    }
+                    (9, _) => s.deactivate(client).unwrap(),
+                    _ => {}
+                }
+            }
+            match (op, pick) {
+                (0..=3, _) => held.push((client, agent, grant(step))),
+                (4..=5, Some(k)) => {
+                    held.swap_remove(k);
+                }
+                (6, Some(k)) => {
+                    held[k].2 = held[k].2.filter(|x| x.is_shared());
+                    if held[k].2.is_empty() {
+                        held.swap_remove(k);
+                    }
+                }
+                (7, Some(k)) => held[k].2.add(&res("mem:5")),
+                (8, _) => held.retain(|(c, _, _)| *c != client),
+                _ => {}
+            }
+            if op == 9 && step % 3 == 0 {
+                plain.activate(client).unwrap();
+                scalars.activate(client).unwrap();
+            }
+            assert_eq!(observe(&mut plain), observe(&mut scalars), "step {step}, op {op}");
+        }
+        assert!(!held.is_empty());
+    }
+
+    #[test]
+    fn keeping_scalars_only_answers_allocation_with_an_error() {
+        let [_, mut s] = plain_and_scalars_only();
+        s.allocated(ClientId(1), AgentId(0), &res("cpus:2;ports:[1-10]")).unwrap();
+        let mut out = RVec::new();
+        let e = s.allocation(ClientId(1), &mut out).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::UNSUPPORTED);
+        assert!(e.message.contains("keeps scalar quantities only"), "{}", e.message);
+        let mut on = Resources::new();
+        let e = s.allocation_on(ClientId(1), AgentId(0), &mut on).unwrap_err();
+        assert_eq!(e.kind, allocator_api::ErrorKind::UNSUPPORTED);
+    }
+
+    #[test]
+    fn keeping_scalars_only_still_rejects_giving_back_more_than_is_held() {
+        let [_, mut s] = plain_and_scalars_only();
+        let b = ClientId(1);
+        s.allocated(b, AgentId(0), &res("cpus:2;disk(r)[v]{shared}:10")).unwrap();
+        let before = observe(&mut s);
+        for (agent, more) in [
+            (0, "cpus:3"),
+            (0, "mem:1"),
+            (1, "disk(r)[v]{shared}:10"),
+            (0, "disk(r)[v]{shared}:10;disk(r)[v]{shared}:10"),
+        ] {
+            let e = s.unallocated(b, AgentId(agent), &res(more)).unwrap_err();
+            assert_eq!(e.kind, allocator_api::ErrorKind::REJECTED, "{more} on agent {agent}");
+        }
+        assert_eq!(observe(&mut s), before, "a rejected call changes nothing");
+        s.unallocated(b, AgentId(0), &res("cpus:2;disk(r)[v]{shared}:10")).unwrap();
+        let mut q = Quantities::new();
+        s.allocation_scalar_quantities(Some(b), &mut q).unwrap();
+        assert!(q.is_empty(), "{q}");
+    }
+
+    #[test]
+    fn keeping_scalars_only_records_only_shared_resources_per_agent() {
+        let [_, mut s] = plain_and_scalars_only();
+        let leaf = s.tree.client_node(ClientId(1), "test").unwrap();
+        s.allocated(ClientId(1), AgentId(0), &res("cpus:2;mem:10;ports:[1-10]")).unwrap();
+        assert!(s.tree.node(leaf).per_agent.is_empty());
+        s.allocated(ClientId(1), AgentId(1), &res("cpus:1;disk(r)[v]{shared}:10")).unwrap();
+        let held: Vec<_> = s.tree.node(leaf).per_agent.iter().collect();
+        assert_eq!(held.len(), 1);
+        assert_eq!(*held[0].0, AgentId(1));
+        assert_eq!(held[0].1.total(), res("disk(r)[v]{shared}:10"));
     }
 }
