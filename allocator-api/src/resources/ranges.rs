@@ -13,6 +13,20 @@ pub struct Range {
     pub end: u64,
 }
 
+/// `true` when both lists hold the same ranges: the same answer as comparing them range by
+/// range, in one comparison of their memory.
+#[inline]
+pub(crate) fn same(a: &[Range], b: &[Range]) -> bool {
+    a.len() == b.len() && words(a) == words(b)
+}
+
+/// The ranges as `u64` words, `begin` then `end` of each.
+fn words(ranges: &[Range]) -> &[u64] {
+    // SAFETY: `Range` is `#[repr(C)]` with exactly two `u64` fields, so `n` ranges are `2 n`
+    // initialized, `u64`-aligned words with no padding, borrowed for the same lifetime.
+    unsafe { std::slice::from_raw_parts(ranges.as_ptr().cast::<u64>(), ranges.len() * 2) }
+}
+
 /// Sorts and merges overlapping or adjacent ranges into canonical form.
 pub(crate) fn normalize(mut v: Vec<Range>) -> RVec<Range> {
     v.sort();

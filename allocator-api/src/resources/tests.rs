@@ -489,3 +489,26 @@ fn reservations_follow_the_role_name_rules() {
     }
     assert!("cpus(a/b):1".parse::<Resources>().is_ok());
 }
+
+#[test]
+fn resources_are_equal_exactly_when_their_canonical_text_is() {
+    // Range lists compare as memory (Value's equality): the same answer as range by range.
+    let cases = [
+        "cpus:2;ports:[1-10,20-30]",
+        "cpus:2;ports:[1-10,20-31]",
+        "cpus:2;ports:[1-10]",
+        "cpus:2;ports:[0-10,20-30]",
+        "cpus:2;ports:[1-10,20-30];zones:{a,b}",
+        "cpus:2;ports:[1-10,20-30];zones:{a,c}",
+        "cpus(r1):2;ports:[1-10,20-30]",
+        "cpus{revocable}:2;ports:[1-10,20-30]",
+        "cpus:3;ports:[1-10,20-30]",
+        "",
+    ];
+    for a in cases {
+        for b in cases {
+            let (ra, rb) = (a.parse::<Resources>().unwrap(), b.parse::<Resources>().unwrap());
+            assert_eq!(ra == rb, a == b, "{a} vs {b}");
+        }
+    }
+}

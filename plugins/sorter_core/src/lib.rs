@@ -129,7 +129,7 @@ impl Held {
 
     /// Removes a grant equal to `resources` kept whole; `false` when there is none.
     fn take_grant(&mut self, resources: &Resources) -> bool {
-        match self.grants.iter().rposition(|g| same_resources(g, resources)) {
+        match self.grants.iter().rposition(|g| g == resources) {
             Some(k) => {
                 self.grants.swap_remove(k);
                 true
@@ -144,7 +144,7 @@ impl Held {
         if self.take_grant(resources) {
             return true;
         }
-        if self.grants.is_empty() && same_resources(&self.merged, resources) {
+        if self.grants.is_empty() && self.merged == *resources {
             self.merged.clear();
             return true;
         }
@@ -1125,31 +1125,6 @@ fn extend_clients(out: &mut RVec<ClientId>, entries: &[Entry]) {
     }
 }
 
-/// `a == b`, with range lists compared as memory (the derived equality compares a list range by
-/// range, about 13 instructions each: most of giving back a grant whole with 100 port ranges).
-fn same_resources(a: &Resources, b: &Resources) -> bool {
-    a.iter().len() == b.iter().len()
-        && a.iter().zip(b.iter()).all(|(x, y)| {
-            x.name == y.name
-                && x.reservation == y.reservation
-                && x.volume == y.volume
-                && x.flags == y.flags
-                && match (&x.value, &y.value) {
-                    (Value::Ranges(p), Value::Ranges(q)) => range_words(p) == range_words(q),
-                    (p, q) => p == q,
-                }
-        })
-}
-
-/// A range list as the `u64` words it is made of (`begin`, `end`, `begin`, …), so that comparing
-/// two is one `memcmp`.
-fn range_words(ranges: &[allocator_api::resources::Range]) -> &[u64] {
-    // SAFETY: `Range` is `#[repr(C)]` with exactly two `u64` fields (`begin`, `end`), so a slice
-    // of `n` ranges is `2 n` initialized, properly aligned `u64`s with no padding, borrowed for
-    // the same lifetime.
-    unsafe { std::slice::from_raw_parts(ranges.as_ptr().cast::<u64>(), ranges.len() * 2) }
-}
-
 /// The id (index) of `name` among `names`.
 fn find_name(names: &[Name], name: &Name) -> Option<usize> {
     names.iter().position(|n| n == name)
@@ -1538,27 +1513,6 @@ mod tests {
         let mut q = Quantities::new();
         t.scalar_quantities(Some(ClientId(0)), &mut q).unwrap();
         assert_eq!(q, Quantities::parse("cpus:2;mem:64").unwrap());
-    }
-
-    #[test]
-    fn resources_compare_equal_exactly_when_the_derived_equality_says_so() {
-        let cases = [
-            "cpus:2;ports:[1-10,20-30]",
-            "cpus:2;ports:[1-10,20-31]",
-            "cpus:2;ports:[1-10]",
-            "cpus:2;ports:[1-10,20-30];zones:{a,b}",
-            "cpus:2;ports:[1-10,20-30];zones:{a,c}",
-            "cpus(r1):2;ports:[1-10,20-30]",
-            "cpus{revocable}:2;ports:[1-10,20-30]",
-            "cpus:3;ports:[1-10,20-30]",
-            "",
-        ];
-        for a in cases {
-            for b in cases {
-                let (ra, rb) = (res(a), res(b));
-                assert_eq!(same_resources(&ra, &rb), ra == rb, "{a} vs {b}");
-            }
-        }
     }
 
     #[test]
