@@ -524,7 +524,12 @@ impl Allocator for HierarchicalAllocator {
             let lifetime = t.max(self.options.allocation_interval);
             let filter = OfferFilter {
                 framework,
-                role: self.role_names.intern(role),
+                // A tracked role's id without hashing its name (it is tracked while the
+                // framework is subscribed to it).
+                role: match self.roles.get(role) {
+                    Some(state) => self.role_name_ids[state.client.index()],
+                    None => self.role_names.intern(role),
+                },
                 expires: self.now + lifetime,
                 first_periodic: self.first_periodic_after(self.now),
                 resources: self.refused.share(resources),
