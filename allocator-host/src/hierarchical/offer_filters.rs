@@ -366,10 +366,10 @@ impl HierarchicalAllocator {
             if before == 0 {
                 continue;
             }
-            seen -= before;
+            seen = seen.saturating_sub(before);
             dropped += agent.offer_filters.retain_of(framework, &mut keep);
         }
-        fw.refuse_filters -= dropped;
+        fw.refuse_filters = fw.refuse_filters.saturating_sub(dropped);
     }
 
     /// Drops every refuse filter on `agent`.
@@ -377,7 +377,7 @@ impl HierarchicalAllocator {
         let Some(a) = self.agents.get_mut(&agent) else { return };
         for f in a.offer_filters.take() {
             if let Some(fw) = self.frameworks.get_mut(&f.framework) {
-                fw.refuse_filters -= 1;
+                fw.refuse_filters = fw.refuse_filters.saturating_sub(1);
             }
         }
     }
@@ -396,7 +396,7 @@ impl HierarchicalAllocator {
                 |f| !f.expired(now),
                 |f| {
                     if let Some(fw) = frameworks.get_mut(&f.framework) {
-                        fw.refuse_filters -= 1;
+                        fw.refuse_filters = fw.refuse_filters.saturating_sub(1);
                     }
                 },
             );
