@@ -51,7 +51,7 @@ use quota::{is_quota_resource, quota_resources, remaining, saturating_sub};
 use run::RunState;
 use state::{framework_path, info_roles, sorter_error};
 
-use offer_filters::{Blocked, OfferFilter, RefusedResources};
+use offer_filters::{AgentFilters, Blocked, OfferFilter, RefusedResources, RoleId, RoleNames};
 
 const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
@@ -71,6 +71,8 @@ struct Agent {
     /// Roles whose every candidate framework was found blocked here (see [`Blocked`]);
     /// cleared whenever what the agent may offer changes.
     blocked: Vec<Blocked>,
+    /// The refuse filters frameworks made on this agent (any framework, any role).
+    offer_filters: AgentFilters,
 }
 
 impl Agent {
@@ -115,8 +117,9 @@ struct Framework {
     active: bool,
     suppressed: BTreeSet<String>,
     min_allocatable: HashMap<String, Vec<Quantities>>,
-    /// Refuse filters by agent (any role).
-    offer_filters: IdMap<AgentId, Vec<OfferFilter>>,
+    /// How many refuse filters the framework has (on the agents' lists): removing them scans
+    /// the agents only while some are left.
+    refuse_filters: usize,
     inverse_filters: IdMap<AgentId, f64>,
 }
 
@@ -161,6 +164,10 @@ pub struct HierarchicalAllocator {
     blocked_generation: u64,
     /// The one shared copy of each value refuse filters refer to.
     refused: RefusedResources,
+    /// The role names refuse filters refer to, by interned id.
+    role_names: RoleNames,
+    /// The interned id of each tracked role's name, by role-sorter client index.
+    role_name_ids: Vec<RoleId>,
     weights: HashMap<String, f64>,
     quotas: BTreeMap<String, Quota>,
     whitelist: Option<HashSet<String>>,
@@ -206,6 +213,8 @@ impl HierarchicalAllocator {
             earliest_expiry: f64::INFINITY,
             blocked_generation: 0,
             refused: RefusedResources::default(),
+            role_names: RoleNames::default(),
+            role_name_ids: Vec::new(),
             weights: HashMap::new(),
             quotas: BTreeMap::new(),
             whitelist: None,
@@ -232,15 +241,18 @@ impl HierarchicalAllocator {
     /// The number of unexpired refuse filters per role (Mesos's
     /// `allocator/mesos/offer_filters/roles/<role>/active`); roles without one are absent.
     pub fn active_offer_filters(&self) -> BTreeMap<String, usize> {
-        let mut counts = BTreeMap::new();
-        for fw in self.frameworks.values() {
-            for filters in fw.offer_filters.values() {
-                for f in filters.iter().filter(|f| f.active(self.now, false)) {
-                    *counts.entry(f.role.to_string()).or_default() += 1;
-                }
+        let mut by_id = vec![0usize; self.role_names.len()];
+        for agent in self.agents.values() {
+            for f in agent.offer_filters.all().iter().filter(|f| f.active(self.now, false)) {
+                by_id[f.role.0 as usize] += 1;
             }
         }
-        counts
+        by_id
+            .into_iter()
+            .enumerate()
+            .filter(|(_, n)| *n > 0)
+            .map(|(id, n)| (self.role_names.name(RoleId(id as u32)).to_string(), n))
+            .collect()
     }
 
     /// Replaces both kinds of sorter, rebuilding them from the allocator's own records of agents,

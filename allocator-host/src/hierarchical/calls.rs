@@ -82,7 +82,7 @@ impl Allocator for HierarchicalAllocator {
                 .iter()
                 .map(|m| (m.role.to_string(), m.sets.to_vec()))
                 .collect(),
-            offer_filters: IdMap::default(),
+            refuse_filters: 0,
             inverse_filters: IdMap::default(),
         };
         self.frameworks.insert(info.id, framework);
@@ -130,6 +130,7 @@ impl Allocator for HierarchicalAllocator {
             .filter(|(_, s)| s.frameworks.contains(&framework))
             .map(|(r, _)| r.clone())
             .collect();
+        self.drop_refuse_filters_of(framework, |_| false);
         self.frameworks.remove(&framework);
         for (agent, role, res) in holdings {
             self.release(agent, framework, &role, &res)?;
@@ -166,8 +167,8 @@ impl Allocator for HierarchicalAllocator {
             ModuleError::rejected(format!("deactivate_framework: unknown {framework}"))
         })?;
         fw.active = false;
-        fw.offer_filters.clear();
         fw.inverse_filters.clear();
+        self.drop_refuse_filters_of(framework, |_| false);
         for role in tracked {
             self.set_framework_activity(framework, &role, false)?;
         }
@@ -190,11 +191,10 @@ impl Allocator for HierarchicalAllocator {
                 .iter()
                 .map(|m| (m.role.to_string(), m.sets.to_vec()))
                 .collect();
-            for fs in fw.offer_filters.values_mut() {
-                fs.retain(|f| new_roles.contains(&*f.role));
-            }
-            fw.offer_filters.retain(|_, fs| !fs.is_empty());
         }
+        let names = &self.role_names;
+        let kept: Vec<RoleId> = new_roles.iter().filter_map(|r| names.get(r)).collect();
+        self.drop_refuse_filters_of(info.id, |f| kept.contains(&f.role));
         for role in new_roles.difference(&old_roles) {
             self.track_framework_under_role(info.id, role)?;
         }
@@ -241,6 +241,7 @@ impl Allocator for HierarchicalAllocator {
             has_gpu: total.scalar("gpus").is_positive(),
             maintenance: unavailability.copied(),
             blocked: Vec::new(),
+            offer_filters: AgentFilters::default(),
         };
         for u in used {
             agent
@@ -293,8 +294,8 @@ impl Allocator for HierarchicalAllocator {
                 .remove_agent(agent)
                 .map_err(|e| sorter_error("framework sorter remove_agent", e))?;
         }
+        self.drop_refuse_filters_on(agent);
         for fw in self.frameworks.values_mut() {
-            fw.offer_filters.remove(&agent);
             fw.inverse_filters.remove(&agent);
         }
         self.outstanding_inverse.retain(|(a, _)| *a != agent);
@@ -309,8 +310,8 @@ impl Allocator for HierarchicalAllocator {
         let attributes_changed = old.info.attributes != info.attributes;
         let total_changed = total.is_some_and(|t| *t != old.total);
         if attributes_changed {
+            self.drop_refuse_filters_on(info.id);
             for fw in self.frameworks.values_mut() {
-                fw.offer_filters.remove(&info.id);
                 fw.inverse_filters.remove(&info.id);
             }
         }
@@ -521,27 +522,19 @@ impl Allocator for HierarchicalAllocator {
         self.release(agent, framework, role, resources)?;
         if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
             let lifetime = t.max(self.options.allocation_interval);
-            // The role table's shared name where the role is tracked (it is while the
-            // framework is subscribed to it).
-            let role = self
-                .roles
-                .get(role)
-                .and_then(|state| self.role_by_client.get(&state.client).cloned())
-                .unwrap_or_else(|| role.into());
             let filter = OfferFilter {
-                role,
-                resources: self.refused.share(resources),
+                framework,
+                // A tracked role's id without hashing its name (it is tracked while the
+                // framework is subscribed to it).
+                role: match self.roles.get(role) {
+                    Some(state) => self.role_name_ids[state.client.index()],
+                    None => self.role_names.intern(role),
+                },
                 expires: self.now + lifetime,
                 first_periodic: self.first_periodic_after(self.now),
+                resources: self.refused.share(resources),
             };
-            self.earliest_expiry = self.earliest_expiry.min(filter.ends());
-            self.frameworks
-                .get_mut(&framework)
-                .expect("checked")
-                .offer_filters
-                .entry(agent)
-                .or_default()
-                .push(filter);
+            self.add_refuse_filter(agent, filter);
         }
         Ok(())
     }
@@ -573,12 +566,11 @@ impl Allocator for HierarchicalAllocator {
         fw.inverse_filters.clear();
         let active = fw.active;
         for role in &roles {
-            for fs in fw.offer_filters.values_mut() {
-                fs.retain(|f| *f.role != **role);
-            }
-            fw.offer_filters.retain(|_, fs| !fs.is_empty());
             fw.suppressed.remove(role);
         }
+        let names = &self.role_names;
+        let revived: Vec<RoleId> = roles.iter().filter_map(|r| names.get(r)).collect();
+        self.drop_refuse_filters_of(framework, |f| !revived.contains(&f.role));
         for role in roles {
             self.set_framework_activity(framework, &role, active)?;
         }

@@ -1,6 +1,8 @@
-//! Refuse filters (Mesos rules R5/R6), all in one place: the compact records (a filter names
-//! its role and its expiry and points at one shared copy of what was refused, so that the same
-//! resources refused on many agents, or by many frameworks, are stored once), the check an
+//! Refuse filters (Mesos rules R5/R6), all in one place: the compact records (32 bytes: the
+//! framework, the role's interned id, the expiry, and a pointer to one shared copy of what was
+//! refused, so that the same resources refused on many agents, or by many frameworks, are
+//! stored once), kept per agent in one list sorted by framework (the run reads the agent's
+//! list, contiguous, instead of probing a map per framework), the check an
 //! offer passes in the run, expiry, and the refuse-seconds rule; and the [`Blocked`] records
 //! that let a run skip, in constant time, a role every candidate framework of which is blocked
 //! on an agent.
@@ -13,18 +15,66 @@ use allocator_api::{IdHasher, IdMap, Resources};
 
 use super::*;
 
-/// One refuse filter of one framework on one agent.
+/// The interned id of a role name (see [`RoleNames`]): what a refuse filter records instead of
+/// the name.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub(super) struct RoleId(pub u32);
+
+/// The allocator's table of role names refuse filters refer to: each name gets a small integer
+/// id on first use and keeps it for the allocator's life (role names are few; the table holds
+/// each once).
+#[derive(Debug, Default)]
+pub(super) struct RoleNames {
+    ids: HashMap<Arc<str>, RoleId>,
+    names: Vec<Arc<str>>,
+}
+
+impl RoleNames {
+    /// The id of `name`, assigned on first use.
+    pub fn intern(&mut self, name: &str) -> RoleId {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = RoleId(u32::try_from(self.names.len()).expect("fewer than 2^32 role names"));
+        let name: Arc<str> = name.into();
+        self.names.push(Arc::clone(&name));
+        self.ids.insert(name, id);
+        id
+    }
+
+    /// The id of `name` if it was interned.
+    pub fn get(&self, name: &str) -> Option<RoleId> {
+        self.ids.get(name).copied()
+    }
+
+    /// The name of an id [`intern`](Self::intern) returned.
+    pub fn name(&self, id: RoleId) -> &Arc<str> {
+        &self.names[id.0 as usize]
+    }
+
+    /// The number of names interned.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+/// One refuse filter of one framework on one agent: a record in the agent's list
+/// ([`AgentFilters`]), 32 bytes, no allocation of its own.
 #[derive(Clone, Debug)]
 pub(super) struct OfferFilter {
-    /// The role the offer was made to (shared with the allocator's role table).
-    pub role: Arc<str>,
-    /// What was refused: one copy shared by every filter refusing the same resources.
-    pub resources: Arc<Resources>,
+    /// The framework that declined.
+    pub framework: FrameworkId,
+    /// The role the offer was made to.
+    pub role: RoleId,
     /// Blocks every run before this time.
     pub expires: f64,
     /// Also blocks the periodic run at this time (the first after the filter was made).
     pub first_periodic: f64,
+    /// What was refused: one copy shared by every filter refusing the same resources.
+    pub resources: Arc<Resources>,
 }
+
+const _: () = assert!(std::mem::size_of::<OfferFilter>() == 32);
 
 impl OfferFilter {
     /// `true` while the filter blocks a run at `now` (`periodic`: a periodic run).
@@ -40,6 +90,81 @@ impl OfferFilter {
     /// The earliest time at which [`expired`](Self::expired) can become true.
     pub fn ends(&self) -> f64 {
         self.expires.max(self.first_periodic)
+    }
+}
+
+/// The refuse filters on one agent: one contiguous list sorted by framework id (a framework's
+/// filters are found by binary search, without hashing), in the order they were made within a
+/// framework.
+#[derive(Clone, Debug, Default)]
+pub(super) struct AgentFilters(Vec<OfferFilter>);
+
+impl AgentFilters {
+    /// The filters `framework` made on this agent.
+    pub fn of(&self, framework: FrameworkId) -> &[OfferFilter] {
+        let start = self.0.partition_point(|f| f.framework < framework);
+        let len = self.0[start..].partition_point(|f| f.framework == framework);
+        &self.0[start..start + len]
+    }
+
+    /// Every filter on this agent.
+    pub fn all(&self) -> &[OfferFilter] {
+        &self.0
+    }
+
+    /// Adds a filter after the other filters of its framework.
+    pub fn insert(&mut self, filter: OfferFilter) {
+        let at = self.0.partition_point(|f| f.framework <= filter.framework);
+        self.0.insert(at, filter);
+    }
+
+    /// Drops the filters of `framework` for which `keep` is false; the number dropped.
+    pub fn retain_of(
+        &mut self,
+        framework: FrameworkId,
+        mut keep: impl FnMut(&OfferFilter) -> bool,
+    ) -> usize {
+        let start = self.0.partition_point(|f| f.framework < framework);
+        let end = start + self.0[start..].partition_point(|f| f.framework == framework);
+        // Kept records move left in order; dropped ones gather at the end of the range.
+        let mut kept = start;
+        for i in start..end {
+            if keep(&self.0[i]) {
+                self.0.swap(kept, i);
+                kept += 1;
+            }
+        }
+        self.0.drain(kept..end);
+        self.shrink();
+        end - kept
+    }
+
+    /// Drops the filters for which `keep` is false, calling `dropped` with each.
+    pub fn retain(
+        &mut self,
+        mut keep: impl FnMut(&OfferFilter) -> bool,
+        mut dropped: impl FnMut(&OfferFilter),
+    ) {
+        self.0.retain(|f| {
+            let k = keep(f);
+            if !k {
+                dropped(f);
+            }
+            k
+        });
+        self.shrink();
+    }
+
+    /// Removes every filter, returning them.
+    pub fn take(&mut self) -> Vec<OfferFilter> {
+        std::mem::take(&mut self.0)
+    }
+
+    /// Gives back room when the list holds less than a quarter of it.
+    fn shrink(&mut self) {
+        if self.0.capacity() > 4 * self.0.len().max(4) {
+            self.0.shrink_to(2 * self.0.len());
+        }
     }
 }
 
@@ -160,12 +285,12 @@ impl RefusedResources {
 // rule (R5/R6).
 
 impl HierarchicalAllocator {
-    /// Rule 3.3g.
+    /// Rule 3.3g (`role_id`: `role`'s interned id).
     pub(super) fn is_filtered(
         &self,
         fw: &Framework,
         role: &str,
-        agent_id: AgentId,
+        role_id: RoleId,
         agent: &Agent,
         offer: &Resources,
         periodic: bool,
@@ -177,10 +302,8 @@ impl HierarchicalAllocator {
         if role.contains('/') && !caps.has(AgentCapabilities::HIERARCHICAL_ROLE) {
             return true;
         }
-        fw.offer_filters.get(&agent_id).is_some_and(|fs| {
-            fs.iter().any(|f| {
-                *f.role == *role && f.active(self.now, periodic) && f.resources.contains(offer)
-            })
+        agent.offer_filters.of(fw.info.id).iter().any(|f| {
+            f.role == role_id && f.active(self.now, periodic) && f.resources.contains(offer)
         })
     }
 
@@ -192,7 +315,7 @@ impl HierarchicalAllocator {
         &self,
         fw: &Framework,
         role: &str,
-        agent_id: AgentId,
+        role_id: RoleId,
         agent: &Agent,
         offer: &Resources,
         periodic: bool,
@@ -205,14 +328,58 @@ impl HierarchicalAllocator {
             return Some(f64::INFINITY);
         }
         let mut until = None;
-        for f in fw.offer_filters.get(&agent_id).into_iter().flatten() {
-            if *f.role == *role && f.active(self.now, periodic) && f.resources.contains(offer) {
+        for f in agent.offer_filters.of(fw.info.id) {
+            if f.role == role_id && f.active(self.now, periodic) && f.resources.contains(offer) {
                 let holds =
                     if self.now < f.expires - EPSILON { f.expires - EPSILON } else { self.now };
                 until = Some(until.map_or(holds, |u: f64| u.max(holds)));
             }
         }
         until
+    }
+
+    /// Records a refuse filter of `filter.framework` on `agent` (both known).
+    pub(super) fn add_refuse_filter(&mut self, agent: AgentId, filter: OfferFilter) {
+        self.earliest_expiry = self.earliest_expiry.min(filter.ends());
+        self.frameworks.get_mut(&filter.framework).expect("known framework").refuse_filters += 1;
+        self.agents.get_mut(&agent).expect("known agent").offer_filters.insert(filter);
+    }
+
+    /// Drops the refuse filters of `framework` (on every agent) for which `keep` is false. The
+    /// agents are scanned only while the framework has filters left.
+    pub(super) fn drop_refuse_filters_of(
+        &mut self,
+        framework: FrameworkId,
+        mut keep: impl FnMut(&OfferFilter) -> bool,
+    ) {
+        let Some(fw) = self.frameworks.get_mut(&framework) else { return };
+        if fw.refuse_filters == 0 {
+            return;
+        }
+        let mut seen = fw.refuse_filters;
+        let mut dropped = 0;
+        for agent in self.agents.values_mut() {
+            if seen == 0 {
+                break;
+            }
+            let before = agent.offer_filters.of(framework).len();
+            if before == 0 {
+                continue;
+            }
+            seen = seen.saturating_sub(before);
+            dropped += agent.offer_filters.retain_of(framework, &mut keep);
+        }
+        fw.refuse_filters = fw.refuse_filters.saturating_sub(dropped);
+    }
+
+    /// Drops every refuse filter on `agent`.
+    pub(super) fn drop_refuse_filters_on(&mut self, agent: AgentId) {
+        let Some(a) = self.agents.get_mut(&agent) else { return };
+        for f in a.offer_filters.take() {
+            if let Some(fw) = self.frameworks.get_mut(&f.framework) {
+                fw.refuse_filters = fw.refuse_filters.saturating_sub(1);
+            }
+        }
     }
 
     /// Drops expired offer and inverse-offer filters. Skipped (no scan) until the earliest
@@ -223,14 +390,21 @@ impl HierarchicalAllocator {
             return;
         }
         let mut earliest = f64::INFINITY;
+        let frameworks = &mut self.frameworks;
+        for agent in self.agents.values_mut() {
+            agent.offer_filters.retain(
+                |f| !f.expired(now),
+                |f| {
+                    if let Some(fw) = frameworks.get_mut(&f.framework) {
+                        fw.refuse_filters = fw.refuse_filters.saturating_sub(1);
+                    }
+                },
+            );
+            for f in agent.offer_filters.all() {
+                earliest = earliest.min(f.ends());
+            }
+        }
         for fw in self.frameworks.values_mut() {
-            fw.offer_filters.retain(|_, fs| {
-                fs.retain(|f| !f.expired(now));
-                for f in fs.iter() {
-                    earliest = earliest.min(f.ends());
-                }
-                !fs.is_empty()
-            });
             fw.inverse_filters.retain(|_, until| now < *until - EPSILON);
             for until in fw.inverse_filters.values() {
                 earliest = earliest.min(*until);
@@ -258,11 +432,10 @@ impl HierarchicalAllocator {
         &self,
         mut visit: impl FnMut(FrameworkId, AgentId, &str, &Resources, f64),
     ) {
-        for (fw_id, fw) in &self.frameworks {
-            for (agent, filters) in &fw.offer_filters {
-                for f in filters.iter().filter(|f| f.active(self.now, false)) {
-                    visit(*fw_id, *agent, &f.role, &f.resources, f.expires);
-                }
+        for (agent_id, agent) in &self.agents {
+            for f in agent.offer_filters.all().iter().filter(|f| f.active(self.now, false)) {
+                let role = self.role_names.name(f.role);
+                visit(f.framework, *agent_id, role, &f.resources, f.expires);
             }
         }
     }

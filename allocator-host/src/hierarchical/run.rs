@@ -196,6 +196,8 @@ impl HierarchicalAllocator {
             }
             let Some(role_name) = self.role_by_client.get(&role_client).cloned() else { continue };
             let role: &str = &role_name;
+            // The role's interned name, as refuse filters record it.
+            let role_id = self.role_name_ids[i];
             if self.agents[&agent_id].nothing_available() {
                 break;
             }
@@ -287,8 +289,7 @@ impl HierarchicalAllocator {
                 }
                 // A refuse filter covering everything available covers any offer made from it
                 // (R6): skip the work below.
-                if let Some(t) =
-                    self.filtered_until(fw, role, agent_id, agent, &available, periodic)
+                if let Some(t) = self.filtered_until(fw, role, role_id, agent, &available, periodic)
                 {
                     blocked_until = blocked_until.map(|u: f64| u.min(t));
                     continue;
@@ -326,7 +327,7 @@ impl HierarchicalAllocator {
                     continue;
                 }
                 // (g) capability and refuse filters (R5, R6, R24)
-                if self.is_filtered(fw, role, agent_id, agent, &to_offer, periodic) {
+                if self.is_filtered(fw, role, role_id, agent, &to_offer, periodic) {
                     continue;
                 }
                 let to_offer = match to_offer {

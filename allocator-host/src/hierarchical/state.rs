@@ -75,6 +75,11 @@ impl HierarchicalAllocator {
                     .map_err(|e| sorter_error("framework sorter add_agent", e))?;
             }
             self.role_by_client.insert(client, role.into());
+            let name_id = self.role_names.intern(role);
+            if self.role_name_ids.len() <= client.index() {
+                self.role_name_ids.resize(client.index() + 1, RoleId::default());
+            }
+            self.role_name_ids[client.index()] = name_id;
             self.roles
                 .insert(role.to_owned(), RoleState { client, sorter, frameworks: BTreeSet::new() });
         }

@@ -604,3 +604,140 @@ fn the_allocator_asks_every_sorter_it_creates_to_keep_scalars_only() {
         ]
     );
 }
+
+// Refuse filters live on the agents' lists (issue 21): the bookkeeping that keeps them in step
+// with frameworks, roles, agents and time.
+
+/// One agent of `cpus:4;mem:64` and framework 0 subscribed to `roles`.
+fn one_framework_in(roles: &[&str]) -> HierarchicalAllocator {
+    let mut a = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
+    let info = FrameworkInfo {
+        id: FrameworkId(0),
+        name: "f0".into(),
+        roles: roles.iter().map(|r| RString::from(*r)).collect::<Vec<_>>().into(),
+        capabilities: FrameworkCapabilities::MULTI_ROLE,
+    };
+    a.add_framework(&info, &[], true, &Default::default()).unwrap();
+    a.add_agent(&agent_info(0), None, &"cpus:4;mem:64".parse().unwrap(), &[]).unwrap();
+    a
+}
+
+/// A run at `now`; every offer declined with a refuse filter of `seconds`: the offers' roles.
+fn decline_roles(a: &mut HierarchicalAllocator, now: f64, seconds: f64) -> Vec<String> {
+    a.set_time(now).unwrap();
+    let agents: Vec<AgentId> = a.agents.keys().copied().collect();
+    let mut out = OfferBatch::default();
+    a.allocate(&agents, true, &mut out).unwrap();
+    for o in out.offers.iter() {
+        a.recover_resources(o.framework, o.agent, &o.role, &o.resources, Some(seconds)).unwrap();
+    }
+    out.offers.iter().map(|o| o.role.to_string()).collect()
+}
+
+fn filters_on_agent_0(a: &HierarchicalAllocator) -> usize {
+    a.agents[&AgentId(0)].offer_filters.all().len()
+}
+
+#[test]
+fn r6_a_refuse_filter_of_one_role_does_not_block_another_role() {
+    let mut a = one_framework_in(&["r1", "r2"]);
+    let first = decline_roles(&mut a, 1.0, 100.0);
+    assert_eq!(first.len(), 1);
+    let second = decline_roles(&mut a, 2.0, 100.0);
+    assert_eq!(second.len(), 1, "the other role is offered the declined agent");
+    assert_ne!(first[0], second[0]);
+    assert!(run_at(&mut a, 3.0).is_empty(), "now both roles have declined");
+}
+
+#[test]
+fn r11_a_removed_frameworks_refuse_filters_are_gone() {
+    let mut a = fully_filtered(100.0);
+    assert_eq!(a.active_offer_filters().get("r1"), Some(&2));
+    a.remove_framework(FrameworkId(0)).unwrap();
+    assert_eq!(a.active_offer_filters().get("r1"), Some(&1));
+    assert!(a.agents[&AgentId(0)].offer_filters.of(FrameworkId(0)).is_empty());
+    assert_eq!(a.frameworks[&FrameworkId(1)].refuse_filters, 1);
+}
+
+#[test]
+fn r10_a_deactivated_frameworks_refuse_filters_are_gone() {
+    let mut a = fully_filtered(100.0);
+    a.deactivate_framework(FrameworkId(1)).unwrap();
+    assert_eq!(a.active_offer_filters().get("r1"), Some(&1));
+    assert!(a.agents[&AgentId(0)].offer_filters.of(FrameworkId(1)).is_empty());
+    assert_eq!(a.frameworks[&FrameworkId(1)].refuse_filters, 0);
+}
+
+#[test]
+fn r5_an_expired_refuse_filter_is_dropped_from_the_agent() {
+    let mut a = one_framework_in(&["r1"]);
+    assert_eq!(decline_roles(&mut a, 1.0, 10.0).len(), 1);
+    assert!(run_at(&mut a, 5.0).is_empty());
+    assert_eq!(filters_on_agent_0(&a), 1);
+    assert_eq!(run_at(&mut a, 11.5), vec![(0, 0)], "the filter made at 1 is over at 11");
+    assert_eq!(filters_on_agent_0(&a), 0);
+    assert_eq!(a.frameworks[&FrameworkId(0)].refuse_filters, 0);
+    assert!(a.active_offer_filters().is_empty());
+}
+
+#[test]
+fn r9_reviving_one_role_drops_only_that_roles_refuse_filters() {
+    let mut a = one_framework_in(&["r1", "r2"]);
+    decline_roles(&mut a, 1.0, 100.0);
+    decline_roles(&mut a, 2.0, 100.0);
+    assert_eq!(filters_on_agent_0(&a), 2);
+    a.revive_offers(FrameworkId(0), &[RString::from("r1")]).unwrap();
+    let left: Vec<String> = a.active_offer_filters().into_keys().collect();
+    assert_eq!(left, vec!["r2".to_string()]);
+    assert_eq!(a.frameworks[&FrameworkId(0)].refuse_filters, 1);
+    let offers = decline_roles(&mut a, 3.0, 100.0);
+    assert_eq!(offers, vec!["r1".to_string()], "only the revived role is offered the agent");
+}
+
+#[test]
+fn a_framework_leaving_a_role_drops_that_roles_refuse_filters() {
+    let mut a = one_framework_in(&["r1", "r2"]);
+    decline_roles(&mut a, 1.0, 100.0);
+    decline_roles(&mut a, 2.0, 100.0);
+    let info = FrameworkInfo {
+        id: FrameworkId(0),
+        name: "f0".into(),
+        roles: vec![RString::from("r2")].into(),
+        capabilities: FrameworkCapabilities::MULTI_ROLE,
+    };
+    a.update_framework(&info, &Default::default()).unwrap();
+    let left: Vec<String> = a.active_offer_filters().into_keys().collect();
+    assert_eq!(left, vec!["r2".to_string()]);
+    assert_eq!(a.frameworks[&FrameworkId(0)].refuse_filters, 1);
+}
+
+#[test]
+fn r12_a_removed_agents_refuse_filters_are_gone() {
+    let mut a = fully_filtered(100.0);
+    a.remove_agent(AgentId(0)).unwrap();
+    assert!(a.active_offer_filters().is_empty());
+    assert_eq!(a.frameworks[&FrameworkId(0)].refuse_filters, 0);
+    assert_eq!(a.frameworks[&FrameworkId(1)].refuse_filters, 0);
+}
+
+#[test]
+fn refuse_filters_of_many_frameworks_are_found_by_framework_on_the_agent() {
+    let mut list = offer_filters::AgentFilters::default();
+    let shared = std::sync::Arc::new(Resources::new());
+    for fw in [5, 1, 3, 1, 5, 0] {
+        list.insert(offer_filters::OfferFilter {
+            framework: FrameworkId(fw),
+            role: offer_filters::RoleId(fw),
+            expires: f64::from(fw),
+            first_periodic: 0.0,
+            resources: std::sync::Arc::clone(&shared),
+        });
+    }
+    let ids: Vec<u32> = list.all().iter().map(|f| f.framework.0).collect();
+    assert_eq!(ids, vec![0, 1, 1, 3, 5, 5]);
+    assert_eq!(list.of(FrameworkId(1)).len(), 2);
+    assert_eq!(list.of(FrameworkId(2)).len(), 0);
+    assert_eq!(list.retain_of(FrameworkId(5), |_| false), 2);
+    let ids: Vec<u32> = list.all().iter().map(|f| f.framework.0).collect();
+    assert_eq!(ids, vec![0, 1, 1, 3]);
+}
