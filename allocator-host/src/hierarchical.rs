@@ -53,6 +53,11 @@ use state::{framework_path, info_roles, sorter_error};
 
 use offer_filters::{AgentFilters, Blocked, OfferFilter, RefusedResources, RoleId, RoleNames};
 
+/// `true` when `free` covers every non-shared entry of `res`.
+fn covers_unshared(free: &Resources, res: &Resources) -> bool {
+    res.iter().filter(|r| !r.is_shared()).all(|r| free.contains_resource(r))
+}
+
 const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
 const EPSILON: f64 = 1e-9;
@@ -65,6 +70,11 @@ struct Agent {
     allocated: BTreeMap<FrameworkId, BTreeMap<String, Resources>>,
     /// `total` minus everything allocated (non-shared only).
     free: Resources,
+    /// `free` plus everything allocated is exactly `total` (non-shared): nothing allocated
+    /// exceeded what was free when it was taken. Then a release adds back to `free` what a
+    /// recomputation would give; otherwise (an agent over-allocated by a shrinking update or by
+    /// `used` beyond its total) a release recomputes `free`.
+    free_exact: bool,
     activated: bool,
     has_gpu: bool,
     maintenance: Option<Unavailability>,
@@ -76,15 +86,51 @@ struct Agent {
 }
 
 impl Agent {
+    /// `free` = `total` minus everything allocated (non-shared), and whether that is exact
+    /// (see `free_exact`).
     fn recompute_free(&mut self) {
         self.blocked.clear();
         let mut free = self.total.filter(|r| !r.is_shared());
+        let mut exact = true;
         for roles in self.allocated.values() {
             for res in roles.values() {
+                exact = exact && covers_unshared(&free, res);
                 free.subtract(res);
             }
         }
         self.free = free;
+        self.free_exact = exact;
+    }
+
+    /// Takes the non-shared part of `res` from `free` (allocated outside a run: `used`
+    /// resources); `free_exact` no longer holds when `free` did not cover it.
+    fn take_free(&mut self, res: &Resources) {
+        self.blocked.clear();
+        self.free_exact = self.free_exact && covers_unshared(&self.free, res);
+        self.free.subtract(&res.filter(|r| !r.is_shared()));
+    }
+
+    /// Gives `res` (just released from an allocation on this agent) back to `free`: added back
+    /// while `free_exact` holds (the same value a recomputation gives, without going over every
+    /// allocation), recomputed otherwise, so availability never exceeds total minus allocated
+    /// (R14).
+    fn release_free(&mut self, res: &Resources) {
+        if !self.free_exact {
+            self.recompute_free();
+            return;
+        }
+        self.blocked.clear();
+        if res.iter().any(|r| r.is_shared()) {
+            self.free.add(&res.filter(|r| !r.is_shared()));
+        } else {
+            self.free.add(res);
+        }
+        #[cfg(debug_assertions)]
+        {
+            let added_back = self.free.clone();
+            self.recompute_free();
+            debug_assert_eq!(added_back, self.free, "free added back != free recomputed");
+        }
     }
 
     /// `true` when nothing at all may be offered (no free resource and no shared volume).

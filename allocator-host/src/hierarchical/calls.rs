@@ -95,7 +95,7 @@ impl Allocator for HierarchicalAllocator {
                 agent.allocated.entry(info.id).or_default().entry(u.role.to_string()).or_default();
             let missing = u.resources.clone() - slot;
             slot.add(&missing);
-            agent.free.subtract(&missing.filter(|r| !r.is_shared()));
+            agent.take_free(&missing);
         }
         // The sorters count everything the agents record for the framework: what `used` added
         // and what `add_agent` recorded before the framework was known (`Allocator::add_agent`).
@@ -237,6 +237,7 @@ impl Allocator for HierarchicalAllocator {
             total: total.clone(),
             allocated: BTreeMap::new(),
             free: Resources::new(),
+            free_exact: true,
             activated: true,
             has_gpu: total.scalar("gpus").is_positive(),
             maintenance: unavailability.copied(),
@@ -347,7 +348,7 @@ impl Allocator for HierarchicalAllocator {
                     .entry(u.role.to_string())
                     .or_default()
                     .add(&u.resources);
-                a.free.subtract(&u.resources.filter(|r| !r.is_shared()));
+                a.take_free(&u.resources);
                 self.track_allocated(agent, u.framework, &u.role, &u.resources)?;
             }
         }

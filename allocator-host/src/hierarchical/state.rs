@@ -221,9 +221,7 @@ impl HierarchicalAllocator {
                 agent.allocated.remove(&fw);
             }
         }
-        // Recomputed rather than added back: after a shrinking update_agent the agent may be
-        // over-allocated, and availability never exceeds total minus allocated (R14).
-        agent.recompute_free();
+        agent.release_free(res);
         self.untrack_allocated(agent_id, fw, role, res)?;
         self.try_untrack_framework_under_role(fw, role)
     }
