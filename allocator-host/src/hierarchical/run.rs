@@ -326,8 +326,12 @@ impl HierarchicalAllocator {
                 if !self.allocatable(fw, role, &to_offer) {
                     continue;
                 }
-                // (g) capability and refuse filters (R5, R6, R24)
-                if self.is_filtered(fw, role, role_id, agent, &to_offer, periodic) {
+                // (g) capability and refuse filters (R5, R6, R24). An offer of everything
+                // available was checked with the same framework, role, agent and time above
+                // (`filtered_until`): only a smaller offer needs the check again.
+                if matches!(to_offer, Cow::Owned(_))
+                    && self.is_filtered(fw, role, role_id, agent, &to_offer, periodic)
+                {
                     continue;
                 }
                 let to_offer = match to_offer {
