@@ -95,27 +95,44 @@ impl OfferFilter {
 
 /// The refuse filters on one agent: one contiguous list sorted by framework id (a framework's
 /// filters are found by binary search, without hashing), in the order they were made within a
-/// framework.
+/// framework; and a bitmap of the frameworks with a filter here (by id modulo 256), so that the
+/// common answer of a run's check, "this framework has none here", needs no read of the list.
 #[derive(Clone, Debug, Default)]
-pub(super) struct AgentFilters(Vec<OfferFilter>);
+pub(super) struct AgentFilters {
+    list: Vec<OfferFilter>,
+    /// Bit `id % 256` is set for every framework with a filter in `list` (and maybe others).
+    frameworks: [u64; 4],
+}
+
+/// The word and the bit of `framework` in [`AgentFilters`]'s bitmap.
+fn framework_bit(framework: FrameworkId) -> (usize, u64) {
+    let i = framework.0 as usize % 256;
+    (i / 64, 1 << (i % 64))
+}
 
 impl AgentFilters {
     /// The filters `framework` made on this agent.
     pub fn of(&self, framework: FrameworkId) -> &[OfferFilter] {
-        let start = self.0.partition_point(|f| f.framework < framework);
-        let len = self.0[start..].partition_point(|f| f.framework == framework);
-        &self.0[start..start + len]
+        let (word, bit) = framework_bit(framework);
+        if self.frameworks[word] & bit == 0 {
+            return &[];
+        }
+        let start = self.list.partition_point(|f| f.framework < framework);
+        let len = self.list[start..].partition_point(|f| f.framework == framework);
+        &self.list[start..start + len]
     }
 
     /// Every filter on this agent.
     pub fn all(&self) -> &[OfferFilter] {
-        &self.0
+        &self.list
     }
 
     /// Adds a filter after the other filters of its framework.
     pub fn insert(&mut self, filter: OfferFilter) {
-        let at = self.0.partition_point(|f| f.framework <= filter.framework);
-        self.0.insert(at, filter);
+        let (word, bit) = framework_bit(filter.framework);
+        self.frameworks[word] |= bit;
+        let at = self.list.partition_point(|f| f.framework <= filter.framework);
+        self.list.insert(at, filter);
     }
 
     /// Drops the filters of `framework` for which `keep` is false; the number dropped.
@@ -124,18 +141,18 @@ impl AgentFilters {
         framework: FrameworkId,
         mut keep: impl FnMut(&OfferFilter) -> bool,
     ) -> usize {
-        let start = self.0.partition_point(|f| f.framework < framework);
-        let end = start + self.0[start..].partition_point(|f| f.framework == framework);
+        let start = self.list.partition_point(|f| f.framework < framework);
+        let end = start + self.list[start..].partition_point(|f| f.framework == framework);
         // Kept records move left in order; dropped ones gather at the end of the range.
         let mut kept = start;
         for i in start..end {
-            if keep(&self.0[i]) {
-                self.0.swap(kept, i);
+            if keep(&self.list[i]) {
+                self.list.swap(kept, i);
                 kept += 1;
             }
         }
-        self.0.drain(kept..end);
-        self.shrink();
+        self.list.drain(kept..end);
+        self.removed();
         end - kept
     }
 
@@ -145,25 +162,32 @@ impl AgentFilters {
         mut keep: impl FnMut(&OfferFilter) -> bool,
         mut dropped: impl FnMut(&OfferFilter),
     ) {
-        self.0.retain(|f| {
+        self.list.retain(|f| {
             let k = keep(f);
             if !k {
                 dropped(f);
             }
             k
         });
-        self.shrink();
+        self.removed();
     }
 
     /// Removes every filter, returning them.
     pub fn take(&mut self) -> Vec<OfferFilter> {
-        std::mem::take(&mut self.0)
+        self.frameworks = [0; 4];
+        std::mem::take(&mut self.list)
     }
 
-    /// Gives back room when the list holds less than a quarter of it.
-    fn shrink(&mut self) {
-        if self.0.capacity() > 4 * self.0.len().max(4) {
-            self.0.shrink_to(2 * self.0.len());
+    /// After a removal: the bitmap made again from what is left, and room given back when the
+    /// list holds less than a quarter of it.
+    fn removed(&mut self) {
+        self.frameworks = [0; 4];
+        for f in &self.list {
+            let (word, bit) = framework_bit(f.framework);
+            self.frameworks[word] |= bit;
+        }
+        if self.list.capacity() > 4 * self.list.len().max(4) {
+            self.list.shrink_to(2 * self.list.len());
         }
     }
 }

@@ -741,3 +741,28 @@ fn refuse_filters_of_many_frameworks_are_found_by_framework_on_the_agent() {
     let ids: Vec<u32> = list.all().iter().map(|f| f.framework.0).collect();
     assert_eq!(ids, vec![0, 1, 1, 3]);
 }
+
+#[test]
+fn frameworks_sharing_a_bit_of_the_agents_filter_bitmap_are_told_apart_by_the_list() {
+    let mut list = offer_filters::AgentFilters::default();
+    let shared = std::sync::Arc::new(Resources::new());
+    let filter = |fw: u32| offer_filters::OfferFilter {
+        framework: FrameworkId(fw),
+        role: offer_filters::RoleId(0),
+        expires: 1.0,
+        first_periodic: 0.0,
+        resources: std::sync::Arc::clone(&shared),
+    };
+    // 3, 259 and 515 share a bit (id modulo 256).
+    list.insert(filter(3));
+    list.insert(filter(259));
+    assert_eq!(list.of(FrameworkId(515)).len(), 0);
+    assert_eq!(list.retain_of(FrameworkId(259), |_| false), 1);
+    assert_eq!(list.of(FrameworkId(3)).len(), 1, "the bit stays while 3 has a filter");
+    assert_eq!(list.of(FrameworkId(259)).len(), 0);
+    list.retain(|_| false, |_| {});
+    assert_eq!(list.of(FrameworkId(3)).len(), 0);
+    list.insert(filter(4));
+    assert_eq!(list.take().len(), 1);
+    assert_eq!(list.of(FrameworkId(4)).len(), 0);
+}
