@@ -298,7 +298,9 @@ fn decline_offers_table(
             }
             let params = format!("{agents} x {frameworks} fw");
             row(&format!("{params}: {first}"), &early, "ms/run");
-            row(&format!("{params}: {last}"), &steady, "ms/run");
+            if first != last {
+                row(&format!("{params}: {last}"), &steady, "ms/run");
+            }
             row(&format!("{params}: fw considered"), &per_agent, "per agent");
             row(&format!("{params}: agent x fw"), &per_pair, "ns each");
             row(&format!("{params}: setup"), &setup, "ms");

@@ -630,11 +630,11 @@ pub fn decline_offers_curve_svg(
     ];
     if !pair_lines.is_empty() {
         panels.push(Panel {
-            caption: "Time per (agent × framework considered) per run (flat where the cost is \
-                      linear in the frameworks the walks consider)"
-                .into(),
+            caption: "Time per (agent × framework considered) per run".into(),
             note: Some(
-                "considered: taken from the role's order and checked, filtered or granted".into(),
+                "flat where the cost is linear in the frameworks the walks consider (taken \
+                 from the role's order and checked, filtered or granted)"
+                    .into(),
             ),
             y_desc: "ns per agent × framework considered".into(),
             scale: ns,
