@@ -75,6 +75,10 @@ struct Agent {
     /// recomputation would give; otherwise (an agent over-allocated by a shrinking update or by
     /// `used` beyond its total) a release recomputes `free`.
     free_exact: bool,
+    /// `total` holds a shared resource (a shared persistent volume); set with `free` by
+    /// [`recompute_free`](Agent::recompute_free), which follows every change of `total`, so
+    /// the run's checks read a flag instead of the entries.
+    total_has_shared: bool,
     activated: bool,
     has_gpu: bool,
     maintenance: Option<Unavailability>,
@@ -100,6 +104,7 @@ impl Agent {
         }
         self.free = free;
         self.free_exact = exact;
+        self.total_has_shared = self.total.iter().any(|r| r.is_shared());
     }
 
     /// Takes the non-shared part of `res` from `free` (allocated outside a run: `used`
@@ -135,7 +140,7 @@ impl Agent {
 
     /// `true` when nothing at all may be offered (no free resource and no shared volume).
     fn nothing_available(&self) -> bool {
-        self.free.is_empty() && !self.total.iter().any(|r| r.is_shared())
+        self.free.is_empty() && !self.total_has_shared
     }
 
     /// What `role` may be offered: free resources allocatable to it, plus shared volumes
@@ -146,7 +151,7 @@ impl Agent {
         } else {
             self.free.allocatable_to(role)
         };
-        if self.total.iter().any(|r| r.is_shared()) {
+        if self.total_has_shared {
             let mut shared = self.total.filter(|r| r.is_shared() && r.is_allocatable_to(role));
             if let Some(offered) = shared_offered {
                 shared.subtract(offered);

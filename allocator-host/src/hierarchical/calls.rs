@@ -238,6 +238,7 @@ impl Allocator for HierarchicalAllocator {
             allocated: BTreeMap::new(),
             free: Resources::new(),
             free_exact: true,
+            total_has_shared: false,
             activated: true,
             has_gpu: total.scalar("gpus").is_positive(),
             maintenance: unavailability.copied(),

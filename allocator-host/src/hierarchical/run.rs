@@ -171,7 +171,7 @@ impl HierarchicalAllocator {
         // An agent with only unreserved, non-revocable scalars has nothing for a saturated
         // role: with every active role saturated, there is nothing to do here.
         let plain = agent.free.iter().all(|r| is_quota_resource(r) && r.is_scalar())
-            && !agent.total.iter().any(|r| r.is_shared());
+            && !agent.total_has_shared;
         match stage {
             Stage::Guarantees if run.open_guarantees == 0 => return Ok(()),
             Stage::FairShare if plain && run.open_fair == 0 => return Ok(()),
@@ -389,7 +389,7 @@ impl HierarchicalAllocator {
     fn record_blocked(&mut self, agent_id: AgentId, role: ClientId, until: f64) {
         let generation = self.blocked_generation;
         let agent = self.agents.get_mut(&agent_id).expect("candidate");
-        if until <= self.now || agent.total.iter().any(|r| r.is_shared()) {
+        if until <= self.now || agent.total_has_shared {
             return;
         }
         agent.blocked.retain(|b| b.role != role);
