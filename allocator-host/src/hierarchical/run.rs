@@ -468,6 +468,13 @@ impl HierarchicalAllocator {
     ) -> Result<()> {
         let role: &str = role_name;
         self.track_allocated(agent_id, fw_id, role, &to_offer)?;
+        if self.quotas.is_empty() {
+            // One stage: each agent is walked once and each role's walk visits a framework at
+            // most once (`SortWalk`), so no (framework, role, agent) is granted twice in a run.
+            run.offers.push((fw_id, role_client, role_name.clone(), agent_id, to_offer));
+            return Ok(());
+        }
+        // Stage 2 may add to what stage 1 granted on the same agent.
         match run.offer_index.entry((fw_id, role_client, agent_id)) {
             std::collections::hash_map::Entry::Occupied(e) => run.offers[*e.get()].4.add(&to_offer),
             std::collections::hash_map::Entry::Vacant(e) => {
@@ -513,7 +520,8 @@ impl HierarchicalAllocator {
 #[derive(Default)]
 pub(super) struct RunState {
     /// Offers made so far (framework, role, agent, resources), one per framework, role and
-    /// agent; `offer_index` finds an entry to add to.
+    /// agent; `offer_index` finds an entry to add to (kept only with quotas, when a run has two
+    /// stages: with one, no offer is ever added to).
     pub(super) offers: Vec<(FrameworkId, ClientId, std::sync::Arc<str>, AgentId, Resources)>,
     pub(super) offer_index: IdMap<(FrameworkId, ClientId, AgentId), usize>,
     /// Per role client: the role has an active, unsuppressed framework at the start of the run.
