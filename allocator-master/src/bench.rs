@@ -508,6 +508,11 @@ pub fn builtin_allocator(
     HierarchicalAllocator::new(&AllocatorOptions::default(), role, framework)
 }
 
+/// The DRF sorter linked into the host (not loaded from its `.so`), as a factory.
+pub fn linked_drf() -> SorterFactory {
+    Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
+}
+
 /// The median of some durations.
 pub fn median(times: &[Duration]) -> Duration {
     let mut t = times.to_vec();
@@ -550,11 +555,7 @@ mod tests {
 
     #[test]
     fn decline_offers_counts_one_framework_per_agent_first_and_none_once_all_are_blocked() {
-        let mut a = builtin_allocator(
-            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
-            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
-        )
-        .unwrap();
+        let mut a = builtin_allocator(linked_drf(), linked_drf()).unwrap();
         let m = decline_offers(&mut a, 20, 4, 8, 1.0, |a| Some(a.frameworks_considered())).unwrap();
         // Run 1: the first framework in order takes each agent.
         assert_eq!(m.considered[0], 20);
@@ -566,11 +567,7 @@ mod tests {
 
     #[test]
     fn nothing_to_offer_times_runs_after_every_agent_is_filtered() {
-        let mut a = builtin_allocator(
-            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
-            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
-        )
-        .unwrap();
+        let mut a = builtin_allocator(linked_drf(), linked_drf()).unwrap();
         let m = nothing_to_offer(&mut a, 20, 3, 4).unwrap();
         assert_eq!(m.runs.len(), 4);
         assert!(m.rounds_to_filter >= 3, "each framework declines each agent once");
@@ -578,11 +575,7 @@ mod tests {
 
     #[test]
     fn decline_offers_measures_every_round_the_setup_and_the_peak_memory() {
-        let mut a = builtin_allocator(
-            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
-            Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>)),
-        )
-        .unwrap();
+        let mut a = builtin_allocator(linked_drf(), linked_drf()).unwrap();
         let m = decline_offers(&mut a, 20, 4, 7, 1.0, |a| Some(a.frameworks_considered())).unwrap();
         assert_eq!(m.runs.len(), 7);
         assert_eq!(m.considered.len(), 7);

@@ -6,11 +6,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use allocator_api::{Allocator, AllocatorOptions, Sorter, SorterConfig};
+use allocator_api::{Allocator, AllocatorOptions, Sorter};
 
 use crate::bench;
 use crate::cli::{BenchArgs, EngineFlags};
-use allocator_host::hierarchical::SorterFactory;
 use allocator_host::registry::{
     BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER, ModuleRegistry,
 };
@@ -23,14 +22,13 @@ struct Subject<'r> {
     registry: &'r ModuleRegistry,
 }
 
-fn linked_drf() -> SorterFactory {
-    Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
-}
-
 impl Subject<'_> {
     fn allocator(&self) -> Result<Box<dyn Allocator>, String> {
         let Some((allocator, role, framework)) = &self.named else {
-            return Ok(Box::new(bench::builtin_allocator(linked_drf(), linked_drf())?));
+            return Ok(Box::new(bench::builtin_allocator(
+                bench::linked_drf(),
+                bench::linked_drf(),
+            )?));
         };
         if allocator == BUILTIN_ALLOCATOR || allocator == BUILTIN_ALLOCATOR_ALIAS {
             // Isolated sorter modules: the built-in allocator runs in their worker, as the
@@ -68,7 +66,7 @@ impl Subject<'_> {
         rounds: u32,
     ) -> Result<bench::DeclineRuns, String> {
         if self.named.is_none() {
-            let mut a = bench::builtin_allocator(linked_drf(), linked_drf())?;
+            let mut a = bench::builtin_allocator(bench::linked_drf(), bench::linked_drf())?;
             return bench::decline_offers(&mut a, agents, frameworks, rounds, 1.0, |a| {
                 Some(a.frameworks_considered())
             });

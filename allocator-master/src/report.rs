@@ -516,6 +516,23 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> Result<String
     render(title, subtitle, &s.times, "time (s, simulated)", &panels)
 }
 
+/// One line per curve, coloured by its place among the curves (so a curve keeps its colour in
+/// every panel drawn from maps with the same keys), with its last value in the legend.
+fn series_lines<K: AsRef<str>>(curves: &BTreeMap<K, Vec<f64>>, scale: Scale) -> Vec<Line<'_>> {
+    curves
+        .iter()
+        .enumerate()
+        .map(|(i, (name, values))| Line {
+            name: name.as_ref(),
+            colour: PALETTE[i % PALETTE.len()],
+            values,
+            legend: vec![values.last().map_or("-".to_owned(), |&x| scale.value(x))],
+            reference: false,
+            xs: None,
+        })
+        .collect()
+}
+
 /// Renders the DeclineOffers curves: milliseconds per run against agents, one line per
 /// subject and framework count (`curves`, a value per entry of `agents`), with a dashed
 /// reference through the origin and the last point of the first curve (linear growth); the
@@ -548,30 +565,8 @@ pub fn decline_offers_curve_svg(
     let at_last = |v: &[f64], scale: Scale| v.last().map_or("-".to_owned(), |&x| scale.value(x));
     let ms = Scale::Measure("ms");
     let us = Scale::Measure("µs");
-    let mut run_lines: Vec<Line<'_>> = curves
-        .iter()
-        .enumerate()
-        .map(|(i, (name, values))| Line {
-            name,
-            colour: PALETTE[i % PALETTE.len()],
-            values,
-            legend: vec![at_last(values, ms)],
-            reference: false,
-            xs: None,
-        })
-        .collect();
-    let mut agent_lines: Vec<Line<'_>> = per_agent
-        .iter()
-        .enumerate()
-        .map(|(i, (name, values))| Line {
-            name,
-            colour: PALETTE[i % PALETTE.len()],
-            values,
-            legend: vec![at_last(values, us)],
-            reference: false,
-            xs: None,
-        })
-        .collect();
+    let mut run_lines = series_lines(curves, ms);
+    let mut agent_lines = series_lines(&per_agent, us);
     let (mut run_note, mut agent_note) = (None, None);
     if let Some((first, x_last, ms_ref, us_ref)) = &reference {
         run_note = Some(format!(
@@ -592,18 +587,7 @@ pub fn decline_offers_curve_svg(
         }
     }
     let ns = Scale::Measure("ns");
-    let pair_lines: Vec<Line<'_>> = per_considered
-        .iter()
-        .enumerate()
-        .map(|(i, (name, values))| Line {
-            name,
-            colour: PALETTE[i % PALETTE.len()],
-            values,
-            legend: vec![at_last(values, ns)],
-            reference: false,
-            xs: None,
-        })
-        .collect();
+    let pair_lines = series_lines(per_considered, ns);
     let mut panels = vec![
         Panel {
             caption: "Time per allocation run".into(),
