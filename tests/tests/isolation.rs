@@ -26,6 +26,14 @@ fn run(scenario: &str, extra: &[&str]) -> Output {
     run_master(&args)
 }
 
+/// [`run`] with the modules of manifest `modules` isolated in worker processes
+/// (`--modules M --module_isolation process`), then `extra`.
+fn run_isolated(scenario: &str, modules: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["--modules", modules, "--module_isolation", "process"];
+    args.extend_from_slice(extra);
+    run(scenario, &args)
+}
+
 fn summary(out: &Output) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().expect("summary line")).expect("summary JSON")
@@ -39,18 +47,10 @@ fn stderr(out: &Output) -> String {
 /// isolated, and checks that the master fell back and met every expectation.
 fn survives_isolated(fault: &str, cause: &str) {
     let m = manifest("fatal_modules", "fatal_allocator", &[("fault", fault)]);
-    let out = run(
+    let out = run_isolated(
         SCENARIO,
-        &[
-            "--modules",
-            &m,
-            "--allocator",
-            "fatal_allocator",
-            "--module_isolation",
-            "process",
-            "--module_memory_limit_mb",
-            "512",
-        ],
+        &m,
+        &["--allocator", "fatal_allocator", "--module_memory_limit_mb", "512"],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{fault}: {err}");
@@ -96,18 +96,10 @@ fn an_isolated_allocator_that_allocates_without_bound_hits_the_memory_limit_and_
 #[test]
 fn an_isolated_allocator_that_never_returns_is_killed_after_the_timeout_and_falls_back() {
     let m = manifest("faulty_modules", "faulty_allocator", &[("hang_on_allocate", "2")]);
-    let out = run(
+    let out = run_isolated(
         SCENARIO,
-        &[
-            "--modules",
-            &m,
-            "--allocator",
-            "faulty_allocator",
-            "--module_isolation",
-            "process",
-            "--module_call_timeout_ms",
-            "300",
-        ],
+        &m,
+        &["--allocator", "faulty_allocator", "--module_call_timeout_ms", "300"],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -121,18 +113,10 @@ fn an_isolated_allocator_that_never_returns_is_killed_after_the_timeout_and_fall
 #[test]
 fn the_stop_policy_stops_cleanly_when_an_isolated_worker_dies() {
     let m = manifest("fatal_modules", "fatal_allocator", &[("fault", "null")]);
-    let out = run(
+    let out = run_isolated(
         SCENARIO,
-        &[
-            "--modules",
-            &m,
-            "--allocator",
-            "fatal_allocator",
-            "--module_isolation",
-            "process",
-            "--on_module_failure",
-            "stop",
-        ],
+        &m,
+        &["--allocator", "fatal_allocator", "--on_module_failure", "stop"],
     );
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -144,10 +128,7 @@ fn the_stop_policy_stops_cleanly_when_an_isolated_worker_dies() {
 #[test]
 fn an_isolated_factory_that_aborts_is_a_clean_creation_error() {
     let m = manifest("fatal_modules", "fatal_factory", &[("fault", "abort")]);
-    let out = run(
-        SCENARIO,
-        &["--modules", &m, "--allocator", "fatal_factory", "--module_isolation", "process"],
-    );
+    let out = run_isolated(SCENARIO, &m, &["--allocator", "fatal_factory"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -160,10 +141,7 @@ fn an_isolated_factory_that_aborts_is_a_clean_creation_error() {
 #[test]
 fn an_isolated_sorter_that_segfaults_is_replaced_by_the_builtin_drf() {
     let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "null")]);
-    let out = run(
-        SORTER_SCENARIO,
-        &["--modules", &m, "--role_sorter", "fatal_sorter", "--module_isolation", "process"],
-    );
+    let out = run_isolated(SORTER_SCENARIO, &m, &["--role_sorter", "fatal_sorter"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     // The built-in allocator runs in the sorter's worker, so the host sees the worker die
@@ -186,18 +164,10 @@ fn an_isolated_sorter_that_segfaults_is_replaced_by_the_builtin_drf() {
 #[test]
 fn an_isolated_sorter_that_never_returns_is_killed_after_the_timeout_and_falls_back() {
     let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "hang")]);
-    let out = run(
+    let out = run_isolated(
         SORTER_SCENARIO,
-        &[
-            "--modules",
-            &m,
-            "--role_sorter",
-            "fatal_sorter",
-            "--module_isolation",
-            "process",
-            "--module_call_timeout_ms",
-            "300",
-        ],
+        &m,
+        &["--role_sorter", "fatal_sorter", "--module_call_timeout_ms", "300"],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -248,16 +218,10 @@ fn offers(out: &Output) -> Vec<serde_json::Value> {
 /// module, with one line that says why.
 #[test]
 fn set_sorters_is_refused_while_the_builtin_allocator_runs_in_the_sorter_worker() {
-    let out = run(
+    let out = run_isolated(
         "tests/scenarios/allocator/set_sorters_keeps_allocations.json",
-        &[
-            "--modules",
-            "examples/modules.json",
-            "--role_sorter",
-            "drf",
-            "--module_isolation",
-            "process",
-        ],
+        "examples/modules.json",
+        &["--role_sorter", "drf"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -392,18 +356,10 @@ fn an_isolated_allocator_killed_once_is_restarted_and_the_run_goes_on_with_it() 
     let once = marker("allocator");
     let m =
         manifest("fatal_modules", "fatal_allocator", &[("fault", "abort"), ("once_marker", &once)]);
-    let out = run(
+    let out = run_isolated(
         SCENARIO,
-        &[
-            "--modules",
-            &m,
-            "--allocator",
-            "fatal_allocator",
-            "--module_isolation",
-            "process",
-            "--on_module_failure",
-            "restart",
-        ],
+        &m,
+        &["--allocator", "fatal_allocator", "--on_module_failure", "restart"],
     );
     let _ = std::fs::remove_file(&once);
     let err = stderr(&out);
@@ -430,15 +386,12 @@ fn an_isolated_allocator_killed_once_is_restarted_and_the_run_goes_on_with_it() 
 fn an_isolated_allocator_that_keeps_dying_falls_back_past_the_restart_limit() {
     let m =
         manifest("fatal_modules", "fatal_allocator", &[("fault", "null"), ("on_allocate", "1")]);
-    let out = run(
+    let out = run_isolated(
         SCENARIO,
+        &m,
         &[
-            "--modules",
-            &m,
             "--allocator",
             "fatal_allocator",
-            "--module_isolation",
-            "process",
             "--on_module_failure",
             "restart",
             "--module_restart_limit",
@@ -462,15 +415,12 @@ fn an_isolated_allocator_that_keeps_dying_falls_back_past_the_restart_limit() {
 #[test]
 fn a_restart_limit_of_zero_falls_back_at_the_first_fault() {
     let m = manifest("fatal_modules", "fatal_allocator", &[("fault", "exit0")]);
-    let out = run(
+    let out = run_isolated(
         SCENARIO,
+        &m,
         &[
-            "--modules",
-            &m,
             "--allocator",
             "fatal_allocator",
-            "--module_isolation",
-            "process",
             "--on_module_failure",
             "restart",
             "--module_restart_limit",
@@ -538,18 +488,10 @@ fn an_isolated_sorter_killed_once_is_restarted_and_stays_in_use() {
         {"op": "expect_offers", "offers": []},
     ]});
     std::fs::write(&scenario, events.to_string()).unwrap();
-    let out = run(
+    let out = run_isolated(
         &scenario.display().to_string(),
-        &[
-            "--modules",
-            &m,
-            "--role_sorter",
-            "fatal_sorter",
-            "--module_isolation",
-            "process",
-            "--on_module_failure",
-            "restart",
-        ],
+        &m,
+        &["--role_sorter", "fatal_sorter", "--on_module_failure", "restart"],
     );
     let _ = std::fs::remove_file(&once);
     let _ = std::fs::remove_file(&scenario);
@@ -572,18 +514,10 @@ fn an_isolated_sorter_killed_once_is_restarted_and_stays_in_use() {
 #[test]
 fn the_stop_policy_stops_cleanly_when_an_isolated_sorter_worker_dies() {
     let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "abort")]);
-    let out = run(
+    let out = run_isolated(
         SORTER_SCENARIO,
-        &[
-            "--modules",
-            &m,
-            "--role_sorter",
-            "fatal_sorter",
-            "--module_isolation",
-            "process",
-            "--on_module_failure",
-            "stop",
-        ],
+        &m,
+        &["--role_sorter", "fatal_sorter", "--on_module_failure", "stop"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
