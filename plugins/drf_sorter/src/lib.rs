@@ -28,7 +28,7 @@ impl Order for DrfOrder {
         (a.share / a.weight)
             .total_cmp(&(b.share / b.weight))
             .then(a.count.cmp(&b.count))
-            .then_with(|| a.path.as_bytes().cmp(b.path.as_bytes()))
+            .then_with(|| a.path_cmp(b))
     }
 }
 

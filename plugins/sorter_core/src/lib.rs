@@ -59,6 +59,8 @@ pub struct Node {
     pub name: String,
     /// The full path (`a/b`, `a/.`; empty for the root).
     pub path: String,
+    /// The first 16 bytes of `path`, big-endian, zero-padded ([`path_cmp`](Self::path_cmp)).
+    path_key: u128,
     /// The client path, which differs from `path` for virtual leaves (`a` for `a/.`).
     pub client_path: String,
     /// What the node is.
@@ -162,6 +164,15 @@ impl Held {
 }
 
 impl Node {
+    /// Orders two nodes' paths as their bytes order (`a.path.as_bytes().cmp(b.path.as_bytes())`,
+    /// the last tie-break of the shipped orders), reading the text only when both paths share
+    /// their first 16 bytes and one is longer: siblings' paths differ in their last segment,
+    /// which for framework paths (ten digits) and most roles lies within those bytes.
+    #[inline]
+    pub fn path_cmp(&self, other: &Node) -> Ordering {
+        compare_paths((self.path_key, &self.path), (other.path_key, &other.path))
+    }
+
     fn is_active(&self, tree: &Tree) -> bool {
         match self.kind {
             NodeKind::ActiveLeaf => true,
@@ -218,6 +229,7 @@ impl Tree {
         let root = Node {
             name: String::new(),
             path: String::new(),
+            path_key: 0,
             client_path: String::new(),
             kind: NodeKind::Internal,
             weight: 1.0,
@@ -316,6 +328,7 @@ impl Tree {
         let weight = self.weights.get(&path).copied().unwrap_or(1.0);
         let node = Node {
             name: name.to_owned(),
+            path_key: path_key(&path),
             path,
             client_path,
             kind: NodeKind::InactiveLeaf,
@@ -1127,7 +1140,34 @@ fn extend_clients(out: &mut RVec<ClientId>, entries: &[Entry]) {
 
 /// The id (index) of `name` among `names`.
 fn find_name(names: &[Name], name: &Name) -> Option<usize> {
-    names.iter().position(|n| n == name)
+    // Names from one binary's interner share a pointer: one pass comparing pointers finds them
+    // (the built-in's case); equal text at another pointer (a module's names) needs the second.
+    let text = name.as_str();
+    names
+        .iter()
+        .position(|n| std::ptr::eq(n.as_str(), text))
+        .or_else(|| names.iter().position(|n| n == name))
+}
+
+/// Orders two `(path_key(path), path)` pairs as the paths' bytes order.
+#[inline]
+fn compare_paths((a_key, a): (u128, &str), (b_key, b): (u128, &str)) -> Ordering {
+    match a_key.cmp(&b_key) {
+        Ordering::Equal if a.len() > 16 || b.len() > 16 => a.as_bytes().cmp(b.as_bytes()),
+        // Equal keys of two paths within 16 bytes: one is the other followed by zero bytes (or
+        // they are equal), and the shorter comes first.
+        Ordering::Equal => a.len().cmp(&b.len()),
+        unequal => unequal,
+    }
+}
+
+/// The first 16 bytes of `path` as a big-endian number, zero-padded: keys order as the paths'
+/// bytes do wherever they differ within those bytes ([`Node::path_cmp`]).
+fn path_key(path: &str) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = path.len().min(16);
+    bytes[..n].copy_from_slice(&path.as_bytes()[..n]);
+    u128::from_be_bytes(bytes)
 }
 
 /// Removes from `delta` the amounts of shared scalars in `resources` that `held` still contains.
@@ -1388,7 +1428,44 @@ mod tests {
             (a.share / a.weight)
                 .total_cmp(&(b.share / b.weight))
                 .then(a.count.cmp(&b.count))
-                .then_with(|| a.path.as_bytes().cmp(b.path.as_bytes()))
+                .then_with(|| a.path_cmp(b))
+        }
+    }
+
+    #[test]
+    fn path_order_by_key_is_the_order_of_the_paths_bytes() {
+        let paths = [
+            "",
+            "a",
+            "a\0",
+            "a\0\0",
+            "ab",
+            "b",
+            "0000000003",
+            "0000000012",
+            "0000000120",
+            "eng",
+            "eng/ml",
+            "eng/ml/.",
+            "eng\u{e9}",
+            "\u{ff}",
+            "0123456789abcdef",
+            "0123456789abcdeg",
+            "0123456789abcdef0",
+            "0123456789abcdef\0",
+            "0123456789abcdef1",
+            "0123456789abcdefz/long/role/path",
+            "0123456789abcdef",
+            "zz",
+        ];
+        for a in paths {
+            for b in paths {
+                assert_eq!(
+                    compare_paths((path_key(a), a), (path_key(b), b)),
+                    a.as_bytes().cmp(b.as_bytes()),
+                    "{a:?} vs {b:?}"
+                );
+            }
         }
     }
 

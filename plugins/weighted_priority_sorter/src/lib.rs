@@ -40,7 +40,7 @@ impl Order for WeightedPriorityOrder {
             .total_cmp(&a.weight)
             .then(a.share.total_cmp(&b.share))
             .then(a.count.cmp(&b.count))
-            .then_with(|| a.path.as_bytes().cmp(b.path.as_bytes()))
+            .then_with(|| a.path_cmp(b))
     }
 }
 
