@@ -29,8 +29,8 @@ use allocator_api::{
     AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
     FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, IdSet,
     InverseOffer, InverseOfferStatus, InverseOfferStatusEntry, ModuleError, Name, OfferBatch,
-    Operation, Quantities, Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter,
-    SorterConfig, Unavailability,
+    Operation, Quantities, Quota, RString, RVec, Resources, Result, Role, RoleQuota, RoleWeight,
+    Sorter, SorterConfig, Unavailability,
 };
 
 /// Creates sorters for the allocator (the role sorter once, a framework sorter per role).
@@ -38,6 +38,7 @@ pub type SorterFactory =
     Box<dyn Fn(&SorterConfig) -> std::result::Result<Box<dyn Sorter>, String> + Send>;
 
 mod calls;
+mod ledger;
 mod offer_filters;
 mod quota;
 mod run;
@@ -45,6 +46,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+use ledger::Ledger;
 use offer_filters::clamp_refuse;
 pub use quota::{QuotaError, check_quota};
 use quota::{is_quota_resource, quota_resources, remaining, saturating_sub};
@@ -67,7 +69,7 @@ struct Agent {
     info: AgentInfo,
     total: Resources,
     /// Offered or allocated, per framework and role.
-    allocated: BTreeMap<FrameworkId, BTreeMap<String, Resources>>,
+    allocated: Ledger,
     /// `total` minus everything allocated (non-shared only).
     free: Resources,
     /// `free` plus everything allocated is exactly `total` (non-shared): nothing allocated
@@ -96,11 +98,9 @@ impl Agent {
         self.blocked.clear();
         let mut free = self.total.filter(|r| !r.is_shared());
         let mut exact = true;
-        for roles in self.allocated.values() {
-            for res in roles.values() {
-                exact = exact && covers_unshared(&free, res);
-                free.subtract(res);
-            }
+        for held in self.allocated.iter() {
+            exact = exact && covers_unshared(&free, &held.resources);
+            free.subtract(&held.resources);
         }
         self.free = free;
         self.free_exact = exact;
@@ -203,8 +203,8 @@ pub struct HierarchicalAllocator {
     frameworks: IdMap<FrameworkId, Framework>,
     role_sorter: Box<dyn Sorter>,
     roles: BTreeMap<String, RoleState>,
-    /// Role names by role-sorter client (shared, so the hot path clones a pointer).
-    role_by_client: IdMap<ClientId, std::sync::Arc<str>>,
+    /// Role names by role-sorter client (interned, so the hot path copies a pointer).
+    role_by_client: IdMap<ClientId, Role>,
     next_role_client: u32,
     /// No filter expires before this time (a lower bound; `expire_filters` scans from then).
     earliest_expiry: f64,
@@ -345,16 +345,15 @@ impl HierarchicalAllocator {
             }
         }
         for (agent_id, agent) in &self.agents {
-            for (fw, roles) in &agent.allocated {
-                for (role, res) in roles {
-                    if let Some(state) = self.roles.get(role) {
-                        role_sorter.allocated(state.client, *agent_id, res).map_err(fail)?;
-                        fresh
-                            .get_mut(role)
-                            .expect("role tracked")
-                            .allocated(ClientId(fw.0), *agent_id, res)
-                            .map_err(fail)?;
-                    }
+            for held in agent.allocated.iter() {
+                let (fw, role, res) = (held.framework, held.role.as_str(), &held.resources);
+                if let Some(state) = self.roles.get(role) {
+                    role_sorter.allocated(state.client, *agent_id, res).map_err(fail)?;
+                    fresh
+                        .get_mut(role)
+                        .expect("role tracked")
+                        .allocated(ClientId(fw.0), *agent_id, res)
+                        .map_err(fail)?;
                 }
             }
         }
@@ -383,15 +382,13 @@ impl HierarchicalAllocator {
         ids.sort();
         for agent_id in ids {
             let agent = &self.agents[agent_id];
-            for (fw, roles) in &agent.allocated {
-                for (role, res) in roles {
-                    out.push(Allocation {
-                        framework: *fw,
-                        agent: *agent_id,
-                        role: role.as_str().into(),
-                        resources: res.clone(),
-                    });
-                }
+            for held in agent.allocated.iter() {
+                out.push(Allocation {
+                    framework: held.framework,
+                    agent: *agent_id,
+                    role: held.role.into(),
+                    resources: held.resources.clone(),
+                });
             }
         }
         out
@@ -401,10 +398,8 @@ impl HierarchicalAllocator {
     pub fn agent_ledger(&self, agent: AgentId) -> Option<(Resources, Resources)> {
         let a = self.agents.get(&agent)?;
         let mut used = Resources::new();
-        for roles in a.allocated.values() {
-            for r in roles.values() {
-                used.add(r);
-            }
+        for held in a.allocated.iter() {
+            used.add(&held.resources);
         }
         Some((a.total.clone(), used))
     }

@@ -57,12 +57,7 @@ impl Allocator for HierarchicalAllocator {
         let mut extra: HashMap<AgentId, Resources> = HashMap::new();
         for u in used.iter().filter(|u| self.agents.contains_key(&u.agent)) {
             let agent = &self.agents[&u.agent];
-            let recorded = agent
-                .allocated
-                .get(&info.id)
-                .and_then(|m| m.get(u.role.as_str()))
-                .cloned()
-                .unwrap_or_default();
+            let recorded = agent.allocated.get(info.id, &u.role).cloned().unwrap_or_default();
             let missing = u.resources.clone() - &recorded;
             let need = extra.entry(u.agent).or_default();
             need.add(&missing.filter(|r| !r.is_shared()));
@@ -91,8 +86,7 @@ impl Allocator for HierarchicalAllocator {
         }
         for u in used {
             let Some(agent) = self.agents.get_mut(&u.agent) else { continue };
-            let slot =
-                agent.allocated.entry(info.id).or_default().entry(u.role.to_string()).or_default();
+            let slot = agent.allocated.entry(info.id, Role::from(&u.role));
             let missing = u.resources.clone() - slot;
             slot.add(&missing);
             agent.take_free(&missing);
@@ -102,8 +96,9 @@ impl Allocator for HierarchicalAllocator {
         let mut held: Vec<(AgentId, String, Resources)> = self
             .agents
             .iter()
-            .filter_map(|(a, agent)| agent.allocated.get(&info.id).map(|m| (*a, m)))
-            .flat_map(|(a, m)| m.iter().map(move |(r, res)| (a, r.clone(), res.clone())))
+            .flat_map(|(a, agent)| {
+                agent.allocated.of(info.id).map(|h| (*a, h.role.to_string(), h.resources.clone()))
+            })
             .collect();
         held.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
         for (agent, role, res) in held {
@@ -115,15 +110,13 @@ impl Allocator for HierarchicalAllocator {
     fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
         self.unblock();
         self.framework(framework, "remove_framework")?;
-        let holdings: Vec<(AgentId, String, Resources)> =
-            self.agents
-                .iter()
-                .flat_map(|(a, agent)| {
-                    agent.allocated.get(&framework).into_iter().flat_map(move |m| {
-                        m.iter().map(move |(r, res)| (*a, r.clone(), res.clone()))
-                    })
-                })
-                .collect();
+        let holdings: Vec<(AgentId, String, Resources)> = self
+            .agents
+            .iter()
+            .flat_map(|(a, agent)| {
+                agent.allocated.of(framework).map(|h| (*a, h.role.to_string(), h.resources.clone()))
+            })
+            .collect();
         let roles: Vec<String> = self
             .roles
             .iter()
@@ -235,7 +228,7 @@ impl Allocator for HierarchicalAllocator {
         let mut agent = Agent {
             info: info.clone(),
             total: total.clone(),
-            allocated: BTreeMap::new(),
+            allocated: Ledger::default(),
             free: Resources::new(),
             free_exact: true,
             total_has_shared: false,
@@ -246,13 +239,7 @@ impl Allocator for HierarchicalAllocator {
             offer_filters: AgentFilters::default(),
         };
         for u in used {
-            agent
-                .allocated
-                .entry(u.framework)
-                .or_default()
-                .entry(u.role.to_string())
-                .or_default()
-                .add(&u.resources);
+            agent.allocated.entry(u.framework, Role::from(&u.role)).add(&u.resources);
         }
         agent.recompute_free();
         let q = total.scalar_quantities();
@@ -280,7 +267,7 @@ impl Allocator for HierarchicalAllocator {
         let holdings: Vec<(FrameworkId, String, Resources)> = a
             .allocated
             .iter()
-            .flat_map(|(f, m)| m.iter().map(move |(r, res)| (*f, r.clone(), res.clone())))
+            .map(|h| (h.framework, h.role.to_string(), h.resources.clone()))
             .collect();
         for (fw, role, res) in holdings {
             if self.frameworks.contains_key(&fw) {
@@ -343,12 +330,7 @@ impl Allocator for HierarchicalAllocator {
         for u in used {
             if self.frameworks.contains_key(&u.framework) {
                 let a = self.agents.get_mut(&agent).expect("checked");
-                a.allocated
-                    .entry(u.framework)
-                    .or_default()
-                    .entry(u.role.to_string())
-                    .or_default()
-                    .add(&u.resources);
+                a.allocated.entry(u.framework, Role::from(&u.role)).add(&u.resources);
                 a.take_free(&u.resources);
                 self.track_allocated(agent, u.framework, &u.role, &u.resources)?;
             }
@@ -383,8 +365,7 @@ impl Allocator for HierarchicalAllocator {
     ) -> Result<()> {
         self.framework(framework, "update_allocation")?;
         let a = self.agent(agent, "update_allocation")?;
-        let held =
-            a.allocated.get(&framework).and_then(|m| m.get(role)).cloned().unwrap_or_default();
+        let held = a.allocated.get(framework, role).cloned().unwrap_or_default();
         // Apply to copies first: all operations or none.
         let (mut new_held, mut total) = (held.clone(), a.total.clone());
         for op in operations {
@@ -400,7 +381,7 @@ impl Allocator for HierarchicalAllocator {
         }
         let a = self.agents.get_mut(&agent).expect("checked");
         a.total = total;
-        a.allocated.entry(framework).or_default().insert(role.to_owned(), new_held.clone());
+        a.allocated.set(framework, Role::from(role), new_held.clone());
         a.recompute_free();
         if let Some(state) = self.roles.get_mut(role) {
             self.role_sorter
@@ -511,11 +492,7 @@ impl Allocator for HierarchicalAllocator {
             return Ok(());
         }
         let none = Resources::new();
-        let held = self.agents[&agent]
-            .allocated
-            .get(&framework)
-            .and_then(|m| m.get(role))
-            .unwrap_or(&none);
+        let held = self.agents[&agent].allocated.get(framework, role).unwrap_or(&none);
         if !held.contains(resources) {
             return Err(ModuleError::rejected(format!(
                 "recover_resources: {framework} holds {held} under role '{role}' on {agent}, cannot recover {resources}"

@@ -71,11 +71,9 @@ impl HierarchicalAllocator {
                     c.add_amount(r.name, r.value.quantity());
                 }
             }
-            for roles in agent.allocated.values() {
-                for (role, res) in roles {
-                    if let Some(c) = run.consumed.get_mut(top_level(role)) {
-                        add_quota_scalars(c, res);
-                    }
+            for held in agent.allocated.iter() {
+                if let Some(c) = run.consumed.get_mut(top_level(&held.role)) {
+                    add_quota_scalars(c, &held.resources);
                 }
             }
             add_quota_scalars(&mut run.available_headroom, &agent.free);

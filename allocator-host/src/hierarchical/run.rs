@@ -139,12 +139,7 @@ impl HierarchicalAllocator {
         for key in keys {
             let o = &mut offers[(key & u128::from(u32::MAX)) as usize];
             let resources = std::mem::take(&mut o.4);
-            out.offers.push(Allocation {
-                framework: o.0,
-                agent: o.3,
-                role: (*o.2).into(),
-                resources,
-            });
+            out.offers.push(Allocation { framework: o.0, agent: o.3, role: o.2.into(), resources });
         }
         self.generate_inverse_offers(&agents, out);
         Ok(())
@@ -194,8 +189,8 @@ impl HierarchicalAllocator {
             if skip || !run.active.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let Some(role_name) = self.role_by_client.get(&role_client).cloned() else { continue };
-            let role: &str = &role_name;
+            let Some(&role_name) = self.role_by_client.get(&role_client) else { continue };
+            let role: &str = role_name.as_str();
             // The role's interned name, as refuse filters record it.
             let role_id = self.role_name_ids[i];
             if self.agents[&agent_id].nothing_available() {
@@ -346,7 +341,7 @@ impl HierarchicalAllocator {
                         .then_some((&within_guarantee, &mut unsatisfied));
                     self.charge_quota(role, role_client, &to_offer, stage1, run);
                 }
-                let left = self.take_from_agent(agent_id, fw_id, role, &to_offer, run);
+                let left = self.take_from_agent(agent_id, fw_id, role_name, &to_offer, run);
                 let walk_ends =
                     left.is_empty() || (stage == Stage::Guarantees && unsatisfied.is_zero());
                 if !complete && !walk_ends {
@@ -360,7 +355,7 @@ impl HierarchicalAllocator {
                         }
                     };
                 }
-                self.grant(agent_id, fw_id, role_client, &role_name, to_offer, run)?;
+                self.grant(agent_id, fw_id, role_client, role_name, to_offer, run)?;
                 available = left;
             }
             self.fw_buf = fw_order;
@@ -430,7 +425,7 @@ impl HierarchicalAllocator {
         &mut self,
         agent_id: AgentId,
         fw_id: FrameworkId,
-        role: &str,
+        role: Role,
         to_offer: &Resources,
         run: &mut RunState,
     ) -> Resources {
@@ -443,14 +438,8 @@ impl HierarchicalAllocator {
         } else {
             agent.free.subtract(to_offer);
         }
-        let held = agent.allocated.entry(fw_id).or_default();
-        match held.get_mut(role) {
-            Some(h) => h.add(to_offer),
-            None => {
-                held.insert(role.to_owned(), to_offer.clone());
-            }
-        }
-        agent.available_to(role, run.shared_offered.get(&agent_id))
+        agent.allocated.add(fw_id, role, to_offer);
+        agent.available_to(&role, run.shared_offered.get(&agent_id))
     }
 
     /// Grants `to_offer` (already taken from the agent by
@@ -462,16 +451,16 @@ impl HierarchicalAllocator {
         agent_id: AgentId,
         fw_id: FrameworkId,
         role_client: ClientId,
-        role_name: &std::sync::Arc<str>,
+        role_name: Role,
         to_offer: Resources,
         run: &mut RunState,
     ) -> Result<()> {
-        let role: &str = role_name;
+        let role: &str = role_name.as_str();
         self.track_allocated(agent_id, fw_id, role, &to_offer)?;
         if self.quotas.is_empty() {
             // One stage: each agent is walked once and each role's walk visits a framework at
             // most once (`SortWalk`), so no (framework, role, agent) is granted twice in a run.
-            run.offers.push((fw_id, role_client, role_name.clone(), agent_id, to_offer));
+            run.offers.push((fw_id, role_client, role_name, agent_id, to_offer));
             return Ok(());
         }
         // Stage 2 may add to what stage 1 granted on the same agent.
@@ -479,7 +468,7 @@ impl HierarchicalAllocator {
             std::collections::hash_map::Entry::Occupied(e) => run.offers[*e.get()].4.add(&to_offer),
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(run.offers.len());
-                run.offers.push((fw_id, role_client, role_name.clone(), agent_id, to_offer));
+                run.offers.push((fw_id, role_client, role_name, agent_id, to_offer));
             }
         }
         Ok(())
@@ -497,17 +486,17 @@ impl HierarchicalAllocator {
         for agent_id in sorted {
             let agent = &self.agents[&agent_id];
             let Some(unavailability) = agent.maintenance else { continue };
-            for fw_id in agent.allocated.keys() {
-                let Some(fw) = self.frameworks.get(fw_id) else { continue };
+            for fw_id in agent.allocated.frameworks() {
+                let Some(fw) = self.frameworks.get(&fw_id) else { continue };
                 if !fw.active
-                    || self.outstanding_inverse.contains(&(agent_id, *fw_id))
+                    || self.outstanding_inverse.contains(&(agent_id, fw_id))
                     || fw.inverse_filters.contains_key(&agent_id)
                 {
                     continue;
                 }
-                self.outstanding_inverse.insert((agent_id, *fw_id));
+                self.outstanding_inverse.insert((agent_id, fw_id));
                 out.inverse_offers.push(InverseOffer {
-                    framework: *fw_id,
+                    framework: fw_id,
                     agent: agent_id,
                     unavailability,
                 });
@@ -522,7 +511,7 @@ pub(super) struct RunState {
     /// Offers made so far (framework, role, agent, resources), one per framework, role and
     /// agent; `offer_index` finds an entry to add to (kept only with quotas, when a run has two
     /// stages: with one, no offer is ever added to).
-    pub(super) offers: Vec<(FrameworkId, ClientId, std::sync::Arc<str>, AgentId, Resources)>,
+    pub(super) offers: Vec<(FrameworkId, ClientId, Role, AgentId, Resources)>,
     pub(super) offer_index: IdMap<(FrameworkId, ClientId, AgentId), usize>,
     /// Per role client: the role has an active, unsuppressed framework at the start of the run.
     pub(super) active: Vec<bool>,

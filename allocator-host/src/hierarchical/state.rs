@@ -74,7 +74,7 @@ impl HierarchicalAllocator {
                     .add_agent(*id, &agent.total.scalar_quantities())
                     .map_err(|e| sorter_error("framework sorter add_agent", e))?;
             }
-            self.role_by_client.insert(client, role.into());
+            self.role_by_client.insert(client, Role::from(role));
             let name_id = self.role_names.intern(role);
             if self.role_name_ids.len() <= client.index() {
                 self.role_name_ids.resize(client.index() + 1, RoleId::default());
@@ -114,10 +114,7 @@ impl HierarchicalAllocator {
         if self.frameworks.get(&fw).is_some_and(|f| f.roles().any(|r| r == role)) {
             return Ok(());
         }
-        let holds = self
-            .agents
-            .values()
-            .any(|a| a.allocated.get(&fw).is_some_and(|m| m.contains_key(role)));
+        let holds = self.agents.values().any(|a| a.allocated.holds_role(fw, role));
         if holds {
             return Ok(());
         }
@@ -212,14 +209,10 @@ impl HierarchicalAllocator {
         res: &Resources,
     ) -> Result<()> {
         let agent = self.agents.get_mut(&agent_id).expect("checked");
-        let held = agent.allocated.get_mut(&fw).and_then(|m| m.get_mut(role)).expect("checked");
+        let held = agent.allocated.get_mut(fw, role).expect("checked");
         held.subtract(res);
         if held.is_empty() {
-            let roles = agent.allocated.get_mut(&fw).expect("present");
-            roles.remove(role);
-            if roles.is_empty() {
-                agent.allocated.remove(&fw);
-            }
+            agent.allocated.remove(fw, role);
         }
         agent.release_free(res);
         self.untrack_allocated(agent_id, fw, role, res)?;
