@@ -40,6 +40,7 @@ pub type SorterFactory =
 mod calls;
 mod ledger;
 mod offer_filters;
+mod prefetch;
 mod quota;
 mod run;
 mod state;
@@ -136,6 +137,13 @@ impl Agent {
             self.recompute_free();
             debug_assert_eq!(added_back, self.free, "free added back != free recomputed");
         }
+    }
+
+    /// Starts loading what a run reads of this agent's heap: its free resources and its
+    /// ledger ([`prefetch`]).
+    fn prefetch_heap(&self) {
+        prefetch::prefetch_slice(self.free.iter().as_slice());
+        self.allocated.prefetch();
     }
 
     /// `true` when nothing at all may be offered (no free resource and no shared volume).

@@ -102,6 +102,11 @@ impl Ledger {
         self.entries[start..].iter().take_while(move |h| h.framework == framework)
     }
 
+    /// Starts loading the holdings (not what they hold) into the cache.
+    pub fn prefetch(&self) {
+        super::prefetch::prefetch_slice(&self.entries);
+    }
+
     /// The frameworks with a holding, in order, each once.
     pub fn frameworks(&self) -> impl Iterator<Item = FrameworkId> + '_ {
         let mut last = None;

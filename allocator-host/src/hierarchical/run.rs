@@ -104,16 +104,18 @@ impl HierarchicalAllocator {
         if !self.quotas.is_empty() {
             self.quota_bookkeeping(&mut run);
             // Stage 1: quota guarantees (R18), then the agents are shuffled again.
-            for agent_id in agents.iter().copied() {
+            for (k, agent_id) in agents.iter().copied().enumerate() {
                 if run.open_guarantees == 0 {
                     break;
                 }
+                self.prefetch_ahead(&agents, k);
                 self.offer_agent(agent_id, Stage::Guarantees, periodic, &mut run)?;
             }
             self.rng.shuffle(&mut agents);
         }
         // Stage 2: fair share up to limits (R19, R20).
-        for agent_id in agents.iter().copied() {
+        for (k, agent_id) in agents.iter().copied().enumerate() {
+            self.prefetch_ahead(&agents, k);
             self.offer_agent(agent_id, Stage::FairShare, periodic, &mut run)?;
         }
         // Offers go out by framework, role name and agent, whatever order they were made in:
@@ -143,6 +145,17 @@ impl HierarchicalAllocator {
         }
         self.generate_inverse_offers(&agents, out);
         Ok(())
+    }
+
+    /// Starts loading the records of the agents visited after `agents[k]`: two ahead, the
+    /// agent's record; one ahead (its record loaded by then), its free resources and ledger.
+    fn prefetch_ahead(&self, agents: &[AgentId], k: usize) {
+        if let Some(a) = agents.get(k + 2).and_then(|id| self.agents.get(id)) {
+            prefetch::prefetch(a, std::mem::size_of::<Agent>());
+        }
+        if let Some(a) = agents.get(k + 1).and_then(|id| self.agents.get(id)) {
+            a.prefetch_heap();
+        }
     }
 
     /// Offers one agent to roles in role-sorter order and their frameworks in framework-sorter
