@@ -983,7 +983,13 @@ impl Tree {
                 let before_cur = |e: &Entry| {
                     active(e) && O::compare(&nodes[e.node], &nodes[cur]) == Ordering::Less
                 };
-                let mut pos = children.partition_point(before_cur);
+                // The first sibling is the usual case (the walk grants to the first framework
+                // in the order that takes the agent): no search then.
+                let mut pos = if children.first() == Some(cur) {
+                    Siblings::START
+                } else {
+                    children.partition_point(before_cur)
+                };
                 if children.get(pos).map(|e| e.node) != Some(cur) {
                     // Not where the order says (it cannot be, short of a sorter bug): find it.
                     if let Some(found) = children.position_in_prefix(cur, active) {

@@ -53,6 +53,9 @@ impl Siblings {
         self.iter().map(|e| e.node)
     }
 
+    /// The place of the first child.
+    pub(crate) const START: Pos = Pos { block: 0, offset: 0 };
+
     /// The first child.
     pub(crate) fn first(&self) -> Option<NodeIndex> {
         self.blocks.first().map(|b| b[0].node)
