@@ -146,7 +146,10 @@ impl HierarchicalAllocator {
         if res.is_empty() {
             return Ok(());
         }
-        self.track_framework_under_role(fw, role)?;
+        // A run's grants go to frameworks already tracked under the role: one lookup then.
+        if !self.roles.get(role).is_some_and(|s| s.frameworks.contains(&fw)) {
+            self.track_framework_under_role(fw, role)?;
+        }
         let state = self.roles.get_mut(role).expect("tracked");
         self.role_sorter
             .allocated(state.client, agent, res)
