@@ -44,11 +44,21 @@ use crate::mirror::boundary_mirror;
 use crate::resources::{Quantities, Resources};
 use crate::sorter::{AgentAllocation, Sorter, SorterConfig};
 
-/// The version of the module ABI (the root module's version strings). Frozen for v1.
+/// The version of module ABI 1 (the version strings of [`ModuleLibrary`]). Frozen.
 pub const ABI_VERSION: &str = "1.0.0";
 
+/// The version of module ABI 2 (the version strings of [`ModuleLibraryV2`]), which
+/// [`export_modules!`](crate::export_modules) writes.
+pub const ABI_VERSION_2: &str = "2.0.0";
+
 /// The interface version a module was built against, as recorded in its descriptor.
-pub const API_VERSION: &str = "1.0.0";
+///
+/// `1.1.0`: the plain [`Sorter`] trait gained two provided methods
+/// ([`Sorter::sort_prefix`], [`Sorter::keep_scalars_only`]), so a module written against
+/// `1.0.0` still compiles and keeps its meaning; the host loads every `1.x` module (see
+/// [`API_MAJOR`]), whichever ABI its library has. The API version says what the Rust traits
+/// are; the ABI version ([`ABI_VERSION`], [`ABI_VERSION_2`]) says what crosses the boundary.
+pub const API_VERSION: &str = "1.1.0";
 
 /// The major version of [`API_VERSION`]: hosts load modules whose API major matches theirs.
 pub const API_MAJOR: u32 = 1;
@@ -219,9 +229,74 @@ impl RootModule for ModuleLibraryRef {
     const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
+/// A module's factory in an ABI 2 library. The variant is the module's kind; an allocator's
+/// factory is the same as in ABI 1.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone)]
+pub enum ModuleFactoryV2 {
+    /// Creates a sorter (with the ABI 2 interface) from the host's configuration and the
+    /// manifest parameters.
+    Sorter(
+        extern "C" fn(
+            config: &SorterConfig,
+            parameters: RSlice<'_, Parameter>,
+        ) -> RResult<SorterBoxV2, ModuleError>,
+    ),
+    /// Creates an allocator from the host's options and the manifest parameters.
+    Allocator(
+        extern "C" fn(
+            options: &AllocatorOptions,
+            parameters: RSlice<'_, Parameter>,
+        ) -> RResult<AllocatorBox, ModuleError>,
+    ),
+}
+
+/// Describes one module of an ABI 2 library: [`ModuleDescriptor`]'s fields, with an ABI 2
+/// factory.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct ModuleDescriptorV2 {
+    /// The module name, as manifests and flags refer to it.
+    pub name: RStr<'static>,
+    /// Who wrote it.
+    pub author: RStr<'static>,
+    /// What it does, in one line.
+    pub description: RStr<'static>,
+    /// The [`API_VERSION`] it was built against (filled in by the export helpers).
+    pub api_version: RStr<'static>,
+    /// An optional check the host calls before using the module; `false` means incompatible.
+    pub compatible: ROption<extern "C" fn() -> bool>,
+    /// The factory.
+    pub factory: ModuleFactoryV2,
+}
+
+/// The root module of an ABI 2 module library (version [`ABI_VERSION_2`]): [`ModuleLibrary`]
+/// with ABI 2 descriptors.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = ModuleLibraryV2Ref, prefix_ref_docs = "A reference to a loaded library's [`ModuleLibraryV2`].")))]
+#[sabi(missing_field(panic))]
+pub struct ModuleLibraryV2 {
+    /// Called once by the host right after loading, before any factory: installs the log
+    /// forwarder inside the library.
+    pub init: extern "C" fn(host: HostServices) -> RResult<(), ModuleError>,
+    /// The library's modules.
+    #[sabi(last_prefix_field)]
+    pub modules: RSlice<'static, ModuleDescriptorV2>,
+}
+
+impl RootModule for ModuleLibraryV2Ref {
+    declare_root_module_statics! {ModuleLibraryV2Ref}
+    const BASE_NAME: &'static str = "allocator_module";
+    const NAME: &'static str = "allocator module library (ABI 2)";
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION_2);
+}
+
 boundary_mirror! {
-    /// The sorter interface as it crosses the boundary. See [`Sorter`] for each method's contract.
-    trait AbiSorter mirrors Sorter for S, boxed as SorterBox;
+    /// The sorter interface as it crosses the boundary (ABI 1, frozen). See [`Sorter`] for each
+    /// method's contract. A loaded ABI 1 sorter keeps the plain trait's defaults for
+    /// [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`] (this interface has neither).
+    trait AbiSorter mirrors Sorter for S, boxed as SorterBox {
     /// See [`Sorter::add`].
     fn add(&mut self, client: ClientId => ClientId, path: &str => RStr<'_>)
         -> Result<()> => RResult<(), ModuleError>;
@@ -290,19 +365,37 @@ boundary_mirror! {
     fn contains(&self, client: ClientId => ClientId) -> bool => RResult<bool, ModuleError>;
     /// See [`Sorter::count`].
     fn count(&self) -> usize => RResult<u64, ModuleError>;
+    } last {
     /// See [`Sorter::dominant_share`].
-    #[sabi(last_prefix_field)]
     fn dominant_share(&self, client: ClientId => ClientId)
         -> Option<f64> => RResult<ROption<f64>, ModuleError>;
+    }
+    /// The sorter interface as it crosses the boundary in ABI 2: every method of [`AbiSorter`],
+    /// in the same order, then [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`]. See
+    /// [`Sorter`] for each method's contract.
+    and trait AbiSorterV2, boxed as SorterBoxV2, adds {
+    /// See [`Sorter::sort_prefix`].
+    fn sort_prefix(
+        &mut self,
+        len: usize => u64,
+        out: &mut RVec<ClientId> => &mut RVec<ClientId>,
+    ) -> Result<bool> => RResult<bool, ModuleError>;
+    } last {
+    /// See [`Sorter::keep_scalars_only`].
+    fn keep_scalars_only(&mut self) -> bool => RResult<bool, ModuleError>;
+    }
 }
 
-/// A sorter instance created by a module (or wrapped by the host).
+/// A sorter instance created by an ABI 1 module.
 pub type SorterBox = AbiSorter_TO<'static, RBox<()>>;
+
+/// A sorter instance created by an ABI 2 module.
+pub type SorterBoxV2 = AbiSorterV2_TO<'static, RBox<()>>;
 
 boundary_mirror! {
     /// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
     /// contract.
-    trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox;
+    trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox {
     /// See [`Allocator::set_time`].
     fn set_time(&mut self, now: f64 => f64) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::recover`].
@@ -445,14 +538,15 @@ boundary_mirror! {
     fn pause(&mut self) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::resume`].
     fn resume(&mut self) -> Result<()> => RResult<(), ModuleError>;
+    } last {
     /// See [`Allocator::allocate`].
-    #[sabi(last_prefix_field)]
     fn allocate(
         &mut self,
         agents: &[AgentId] => RSlice<'_, AgentId>,
         periodic: bool => bool,
         out: &mut OfferBatch => &mut OfferBatch,
     ) -> Result<()> => RResult<(), ModuleError>;
+    }
 }
 
 /// An allocator instance created by a module.
@@ -556,6 +650,11 @@ pub fn sorter_box<S: Sorter + 'static>(sorter: S) -> SorterBox {
     AbiSorter_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
 }
 
+/// Boxes a sorter as an ABI 2 boundary object (panics caught, see [`Guarded`]).
+pub fn sorter_box_v2<S: Sorter + 'static>(sorter: S) -> SorterBoxV2 {
+    AbiSorterV2_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
+}
+
 /// Boxes an allocator as a boundary object (panics caught, see [`Guarded`]).
 pub fn allocator_box<A: Allocator + 'static>(allocator: A) -> AllocatorBox {
     AbiAllocator_TO::from_value(Guarded::new(allocator), abi_stable::sabi_trait::TD_Opaque)
@@ -585,13 +684,168 @@ pub fn run_factory<T, C: ?Sized, E: std::fmt::Display, B>(
     }
 }
 
-/// Builds a library's root module from its descriptors (used by [`export_modules!`]).
+/// Builds an ABI 2 library's root module from its descriptors (used by [`export_modules!`]).
 ///
 /// [`export_modules!`]: crate::export_modules
+pub fn build_library_v2(modules: Vec<ModuleDescriptorV2>) -> ModuleLibraryV2Ref {
+    let modules: &'static [ModuleDescriptorV2] = Box::leak(modules.into_boxed_slice());
+    ModuleLibraryV2 { init: crate::logging::library_init, modules: RSlice::from_slice(modules) }
+        .leak_into_prefix()
+}
+
+/// Builds an ABI 1 library's root module from its descriptors (used by the hidden
+/// `export_modules_abi1!`, which only tests and fixtures use).
 pub fn build_library(modules: Vec<ModuleDescriptor>) -> ModuleLibraryRef {
     let modules: &'static [ModuleDescriptor] = Box::leak(modules.into_boxed_slice());
     ModuleLibrary { init: crate::logging::library_init, modules: RSlice::from_slice(modules) }
         .leak_into_prefix()
+}
+
+/// An ABI 1 sorter factory ([`ModuleFactory::Sorter`]).
+pub type SorterFactoryV1 =
+    extern "C" fn(&SorterConfig, RSlice<'_, Parameter>) -> RResult<SorterBox, ModuleError>;
+
+/// An ABI 2 sorter factory ([`ModuleFactoryV2::Sorter`]).
+pub type SorterFactoryV2 =
+    extern "C" fn(&SorterConfig, RSlice<'_, Parameter>) -> RResult<SorterBoxV2, ModuleError>;
+
+/// An allocator factory (the same in both ABIs).
+pub type AllocatorFactory =
+    extern "C" fn(&AllocatorOptions, RSlice<'_, Parameter>) -> RResult<AllocatorBox, ModuleError>;
+
+/// A loaded library's root module, whichever ABI it was built with (host side). The host
+/// reads the library header's version first and initialises the matching root type.
+#[derive(Copy, Clone)]
+pub enum LoadedLibrary {
+    /// An ABI 1 library ([`ABI_VERSION`]).
+    V1(ModuleLibraryRef),
+    /// An ABI 2 library ([`ABI_VERSION_2`]).
+    V2(ModuleLibraryV2Ref),
+}
+
+impl LoadedLibrary {
+    /// The major version of the library's ABI: 1 or 2.
+    pub fn abi_major(self) -> u32 {
+        match self {
+            LoadedLibrary::V1(_) => 1,
+            LoadedLibrary::V2(_) => 2,
+        }
+    }
+
+    /// The library's `init` ([`ModuleLibrary::init`]), to call once right after loading.
+    pub fn init(self) -> extern "C" fn(HostServices) -> RResult<(), ModuleError> {
+        match self {
+            LoadedLibrary::V1(l) => l.init(),
+            LoadedLibrary::V2(l) => l.init(),
+        }
+    }
+
+    /// The library's modules, in the library's order.
+    pub fn modules(self) -> Vec<AnyDescriptor> {
+        match self {
+            LoadedLibrary::V1(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
+            LoadedLibrary::V2(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
+        }
+    }
+}
+
+/// One module of a loaded library, whichever ABI (host side): the fields of
+/// [`ModuleDescriptor`] and [`ModuleDescriptorV2`].
+#[derive(Copy, Clone)]
+pub struct AnyDescriptor {
+    /// The module name.
+    pub name: RStr<'static>,
+    /// Who wrote it.
+    pub author: RStr<'static>,
+    /// What it does.
+    pub description: RStr<'static>,
+    /// The API version it was built against.
+    pub api_version: RStr<'static>,
+    /// Its optional compatibility check.
+    pub compatible: ROption<extern "C" fn() -> bool>,
+    /// Its factory.
+    pub factory: AnyFactory,
+}
+
+impl AnyDescriptor {
+    /// The module's kind, from its factory.
+    pub fn kind(&self) -> ModuleKind {
+        match self.factory {
+            AnyFactory::Sorter(_) => ModuleKind::SORTER,
+            AnyFactory::Allocator(_) => ModuleKind::ALLOCATOR,
+        }
+    }
+}
+
+impl From<ModuleDescriptor> for AnyDescriptor {
+    fn from(d: ModuleDescriptor) -> AnyDescriptor {
+        AnyDescriptor {
+            name: d.name,
+            author: d.author,
+            description: d.description,
+            api_version: d.api_version,
+            compatible: d.compatible,
+            factory: match d.factory {
+                ModuleFactory::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V1(f)),
+                ModuleFactory::Allocator(f) => AnyFactory::Allocator(f),
+            },
+        }
+    }
+}
+
+impl From<ModuleDescriptorV2> for AnyDescriptor {
+    fn from(d: ModuleDescriptorV2) -> AnyDescriptor {
+        AnyDescriptor {
+            name: d.name,
+            author: d.author,
+            description: d.description,
+            api_version: d.api_version,
+            compatible: d.compatible,
+            factory: match d.factory {
+                ModuleFactoryV2::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V2(f)),
+                ModuleFactoryV2::Allocator(f) => AnyFactory::Allocator(f),
+            },
+        }
+    }
+}
+
+/// A module's factory, whichever ABI (host side). The variant is the module's kind.
+#[derive(Copy, Clone)]
+pub enum AnyFactory {
+    /// A sorter's.
+    Sorter(AnySorterFactory),
+    /// An allocator's.
+    Allocator(AllocatorFactory),
+}
+
+/// A sorter module's factory, by the ABI of its library (host side).
+#[derive(Copy, Clone)]
+pub enum AnySorterFactory {
+    /// ABI 1: its sorters keep the [`Sorter`] defaults of `sort_prefix` (one `sort`) and
+    /// `keep_scalars_only` (`false`): the module is never asked either.
+    V1(SorterFactoryV1),
+    /// ABI 2: its sorters answer every [`Sorter`] method themselves.
+    V2(SorterFactoryV2),
+}
+
+impl AnySorterFactory {
+    /// Runs the factory (it catches the module's panics itself, see [`run_factory`]) and
+    /// returns the instance as a plain [`Sorter`].
+    pub fn create(
+        self,
+        config: &SorterConfig,
+        parameters: &[Parameter],
+    ) -> Result<Box<dyn Sorter>> {
+        let parameters = RSlice::from_slice(parameters);
+        match self {
+            AnySorterFactory::V1(f) => {
+                f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
+            }
+            AnySorterFactory::V2(f) => {
+                f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
+            }
+        }
+    }
 }
 
 /// Implementation details used by the export macro; not part of the stable API.
