@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use abi_stable::library::{LibraryError, RootModuleError, lib_header_from_path};
 use allocator_api::abi::{
-    ABI_VERSION, ABI_VERSION_2, API_MAJOR, API_VERSION, AnyDescriptor, AnyFactory,
-    AnySorterFactory, LoadedLibrary, ModuleKind, ModuleLibraryRef, ModuleLibraryV2Ref, Parameter,
+    ABI_VERSION, ABI_VERSION_2, API_MAJOR, AnyDescriptor, AnyFactory, AnySorterFactory,
+    LoadedLibrary, ModuleKind, ModuleLibraryRef, ModuleLibraryV2Ref, Parameter,
 };
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
@@ -1007,7 +1007,7 @@ fn check_descriptor(d: &AnyDescriptor, label: &str, path: &str) -> Result<(), Lo
             path: path.to_owned(),
             module: name,
             found: d.api_version.to_string(),
-            expected: API_VERSION.to_owned(),
+            expected: format!("{API_MAJOR}.x"),
         });
     }
     if let abi_stable::std_types::ROption::RSome(check) = d.compatible
