@@ -3,27 +3,47 @@
 //! Module authors do not use this module directly: they implement [`Sorter`] or [`Allocator`]
 //! and call [`export_modules!`](crate::export_modules). The host uses it to load libraries.
 //!
-//! # Layout of a module library (ABI version 1)
+//! # Layout of a module library
 //!
-//! * One abi_stable root module, [`ModuleLibraryRef`], with version strings [`ABI_VERSION`]
-//!   (independent of the crate version), exported under abi_stable's standard symbol.
-//! * Its [`init`](ModuleLibrary::init) function receives [`HostServices`] (the host's logger)
-//!   once, right after loading; its [`modules`](ModuleLibrary::modules) list describes each
-//!   module: kind, name, author, description, API version, optional compatibility check and a
-//!   factory.
-//! * Instances are abi_stable trait objects: [`SorterBox`] and [`AllocatorBox`]. Every method
-//!   returns `RResult<_, ModuleError>`; panics are caught inside the module by [`Guarded`] and
-//!   come back as [`ErrorKind::PANICKED`](crate::ErrorKind::PANICKED), after which the instance
-//!   is poisoned.
+//! Both ABI versions share this shape; they differ in the root module type and the sorter
+//! interface.
+//!
+//! * One abi_stable root module, exported under abi_stable's standard symbol, whose version
+//!   strings (independent of the crate version) name the ABI: [`ModuleLibraryRef`] for ABI 1
+//!   ([`ABI_VERSION`], `1.0.0`), [`ModuleLibraryV2Ref`] for ABI 2 ([`ABI_VERSION_2`], `2.0.0`).
+//! * Its `init` function receives [`HostServices`] (the host's logger) once, right after
+//!   loading; its `modules` list describes each module: kind, name, author, description, API
+//!   version ([`API_VERSION`]), optional compatibility check and a factory
+//!   ([`ModuleDescriptor`]/[`ModuleFactory`] in ABI 1, [`ModuleDescriptorV2`]/[`ModuleFactoryV2`]
+//!   in ABI 2: the same fields, with an ABI 2 sorter factory).
+//! * Instances are abi_stable trait objects. Allocators are [`AllocatorBox`] in both versions.
+//!   Sorters are [`SorterBox`] ([`AbiSorter`]) in ABI 1 and [`SorterBoxV2`] ([`AbiSorterV2`]) in
+//!   ABI 2: every method of [`AbiSorter`] in the same order, then [`Sorter::sort_prefix`] and
+//!   [`Sorter::keep_scalars_only`]. A host that loads an ABI 1 sorter keeps the plain trait's
+//!   defaults for those two (one `sort`; `false`): the module is never asked either.
+//! * Every method returns `RResult<_, ModuleError>`; panics are caught inside the module by
+//!   [`Guarded`] and come back as [`ErrorKind::PANICKED`](crate::ErrorKind::PANICKED), after
+//!   which the instance is poisoned.
+//!
+//! [`export_modules!`](crate::export_modules) writes ABI 2. The hidden `export_modules_abi1!`
+//! writes ABI 1 (the test suite's proof that such libraries still load).
 //!
 //! # Evolution
 //!
 //! abi_stable only lets prefix types and trait vtables grow in one direction (a new host
-//! rejects a library with fewer fields). Version 1 is therefore frozen: a later interface adds a
-//! *new* root module type with version `2.0.0`, keeps these types unchanged, and the host reads
-//! the library header's version before choosing which root type to load. Things that can change
-//! without a new version: new `u8`/`u32` constants in the newtype "enums" (error kinds,
-//! capabilities, flags, operation kinds).
+//! rejects a library with fewer fields). So a version, once shipped, is frozen: ABI 1's types
+//! ([`ModuleLibrary`], [`ModuleDescriptor`], [`ModuleFactory`], [`AbiSorter`],
+//! [`AbiAllocator`]) are byte for byte what they were before ABI 2, and ABI 2's are frozen in
+//! turn. A later interface adds a *new* root module type with the next major version beside
+//! these; the host reads the library header's version before choosing which root type to
+//! initialise ([`LoadedLibrary`]) and refuses a major it does not know. `boundary_mirror!`
+//! writes each version's sorter interface from one method list, so a method's contract stays
+//! documented once, on the plain trait.
+//!
+//! The API version ([`API_VERSION`]) is separate: it says what the plain Rust traits are, and the
+//! host loads every module of its major. Things that can change without a new ABI version: new
+//! `u8`/`u32` constants in the newtype "enums" (error kinds, capabilities, flags, operation
+//! kinds).
 
 // abi_stable 0.11's `#[sabi_trait]` expands to impls that newer rustc flags as non-local.
 #![allow(non_local_definitions)]
@@ -1006,6 +1026,77 @@ mod tests {
         let e = r.into_result().err().unwrap();
         assert_eq!(e.kind, ErrorKind::PANICKED);
         assert_eq!(e.message.as_str(), "create: bad config");
+    }
+
+    /// Answers a scripted prefix, keeps scalars only, and panics in `sort_prefix` when asked
+    /// for more than 10 clients.
+    struct Prefixed;
+
+    impl Sorter for Prefixed {
+        fn add(&mut self, _: ClientId, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn remove(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn activate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn deactivate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+            out.clear();
+            out.extend([ClientId(4), ClientId(2), ClientId(9)]);
+            Ok(())
+        }
+        fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+            assert!(len <= 10, "asked for {len}");
+            self.sort(out)?;
+            out.truncate(len);
+            Ok(len >= 3)
+        }
+        fn keep_scalars_only(&mut self) -> bool {
+            true
+        }
+        fn contains(&self, _: ClientId) -> bool {
+            false
+        }
+        fn count(&self) -> usize {
+            3
+        }
+    }
+
+    #[test]
+    fn an_abi2_sorter_answers_sort_prefix_and_keep_scalars_only_across_the_boundary() {
+        let mut s = sorter_box_v2(Prefixed);
+        assert!(Sorter::keep_scalars_only(&mut s));
+        let mut out = RVec::new();
+        assert!(!Sorter::sort_prefix(&mut s, 1, &mut out).unwrap());
+        assert_eq!(out.as_slice(), &[ClientId(4)]);
+        assert!(Sorter::sort_prefix(&mut s, 3, &mut out).unwrap());
+        assert_eq!(out.as_slice(), &[ClientId(4), ClientId(2), ClientId(9)]);
+    }
+
+    #[test]
+    fn a_panic_in_sort_prefix_becomes_an_error_and_poisons_the_instance() {
+        let mut s = sorter_box_v2(Prefixed);
+        let mut out = RVec::new();
+        let e = Sorter::sort_prefix(&mut s, 11, &mut out).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::PANICKED);
+        assert_eq!(e.message.as_str(), "sort_prefix: asked for 11");
+        let e = Sorter::sort(&mut s, &mut out).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::POISONED);
+        assert!(!Sorter::keep_scalars_only(&mut s), "a poisoned instance answers false");
+    }
+
+    #[test]
+    fn an_abi1_sorter_keeps_the_trait_defaults_for_the_abi2_calls() {
+        let mut s = sorter_box(Prefixed);
+        assert!(!Sorter::keep_scalars_only(&mut s), "ABI 1 cannot carry the call");
+        let mut out = RVec::new();
+        assert!(Sorter::sort_prefix(&mut s, 1, &mut out).unwrap(), "one whole sort");
+        assert_eq!(out.len(), 3);
     }
 
     #[test]

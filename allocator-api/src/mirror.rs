@@ -7,7 +7,8 @@
 //! writes all three from one list of methods, each given with its plain and its boundary
 //! types; the conversions between the two live here, once:
 //!
-//! * [`AbiArg`]: a boundary argument seen as the plain trait takes it (`RStr` → `&str`,
+//! * [`AbiArg`]: a boundary argument seen as the plain trait takes it (`u64` → `usize` for a
+//!   length, `RStr` → `&str`,
 //!   `RSlice<T>` → `&[T]`, `ROption<T>` → `Option<…>`, everything else as it is);
 //! * [`PlainArg`]: the reverse, on the host side;
 //! * [`Returned`]: a plain return value as it crosses (`Result<T>` as is; the infallible
