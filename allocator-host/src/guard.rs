@@ -696,10 +696,10 @@ mod tests {
 
     #[test]
     fn prefix_answers_of_known_active_clients_pass_with_their_flag() {
-        assert_eq!(checked_prefix(&[2], false, 1).unwrap(), false);
-        assert_eq!(checked_prefix(&[2, 0], false, 2).unwrap(), false);
-        assert_eq!(checked_prefix(&[2, 0, 1], true, 1).unwrap(), true);
-        assert_eq!(checked_prefix(&[], true, 8).unwrap(), true);
+        assert!(!checked_prefix(&[2], false, 1).unwrap());
+        assert!(!checked_prefix(&[2, 0], false, 2).unwrap());
+        assert!(checked_prefix(&[2, 0, 1], true, 1).unwrap());
+        assert!(checked_prefix(&[], true, 8).unwrap());
     }
 
     #[test]
