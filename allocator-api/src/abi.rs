@@ -3,27 +3,47 @@
 //! Module authors do not use this module directly: they implement [`Sorter`] or [`Allocator`]
 //! and call [`export_modules!`](crate::export_modules). The host uses it to load libraries.
 //!
-//! # Layout of a module library (ABI version 1)
+//! # Layout of a module library
 //!
-//! * One abi_stable root module, [`ModuleLibraryRef`], with version strings [`ABI_VERSION`]
-//!   (independent of the crate version), exported under abi_stable's standard symbol.
-//! * Its [`init`](ModuleLibrary::init) function receives [`HostServices`] (the host's logger)
-//!   once, right after loading; its [`modules`](ModuleLibrary::modules) list describes each
-//!   module: kind, name, author, description, API version, optional compatibility check and a
-//!   factory.
-//! * Instances are abi_stable trait objects: [`SorterBox`] and [`AllocatorBox`]. Every method
-//!   returns `RResult<_, ModuleError>`; panics are caught inside the module by [`Guarded`] and
-//!   come back as [`ErrorKind::PANICKED`](crate::ErrorKind::PANICKED), after which the instance
-//!   is poisoned.
+//! Both ABI versions share this shape; they differ in the root module type and the sorter
+//! interface.
+//!
+//! * One abi_stable root module, exported under abi_stable's standard symbol, whose version
+//!   strings (independent of the crate version) name the ABI: [`ModuleLibraryRef`] for ABI 1
+//!   ([`ABI_VERSION`], `1.0.0`), [`ModuleLibraryV2Ref`] for ABI 2 ([`ABI_VERSION_2`], `2.0.0`).
+//! * Its `init` function receives [`HostServices`] (the host's logger) once, right after
+//!   loading; its `modules` list describes each module: kind, name, author, description, API
+//!   version ([`API_VERSION`]), optional compatibility check and a factory
+//!   ([`ModuleDescriptor`]/[`ModuleFactory`] in ABI 1, [`ModuleDescriptorV2`]/[`ModuleFactoryV2`]
+//!   in ABI 2: the same fields, with an ABI 2 sorter factory).
+//! * Instances are abi_stable trait objects. Allocators are [`AllocatorBox`] in both versions.
+//!   Sorters are [`SorterBox`] ([`AbiSorter`]) in ABI 1 and [`SorterBoxV2`] ([`AbiSorterV2`]) in
+//!   ABI 2: every method of [`AbiSorter`] in the same order, then [`Sorter::sort_prefix`] and
+//!   [`Sorter::keep_scalars_only`]. A host that loads an ABI 1 sorter keeps the plain trait's
+//!   defaults for those two (one `sort`; `false`): the module is never asked either.
+//! * Every method returns `RResult<_, ModuleError>`; panics are caught inside the module by
+//!   [`Guarded`] and come back as [`ErrorKind::PANICKED`](crate::ErrorKind::PANICKED), after
+//!   which the instance is poisoned.
+//!
+//! [`export_modules!`](crate::export_modules) writes ABI 2. The hidden `export_modules_abi1!`
+//! writes ABI 1 (the test suite's proof that such libraries still load).
 //!
 //! # Evolution
 //!
 //! abi_stable only lets prefix types and trait vtables grow in one direction (a new host
-//! rejects a library with fewer fields). Version 1 is therefore frozen: a later interface adds a
-//! *new* root module type with version `2.0.0`, keeps these types unchanged, and the host reads
-//! the library header's version before choosing which root type to load. Things that can change
-//! without a new version: new `u8`/`u32` constants in the newtype "enums" (error kinds,
-//! capabilities, flags, operation kinds).
+//! rejects a library with fewer fields). So a version, once shipped, is frozen: ABI 1's types
+//! ([`ModuleLibrary`], [`ModuleDescriptor`], [`ModuleFactory`], [`AbiSorter`],
+//! [`AbiAllocator`]) are byte for byte what they were before ABI 2, and ABI 2's are frozen in
+//! turn. A later interface adds a *new* root module type with the next major version beside
+//! these; the host reads the library header's version before choosing which root type to
+//! initialise ([`LoadedLibrary`]) and refuses a major it does not know. `boundary_mirror!`
+//! writes each version's sorter interface from one method list, so a method's contract stays
+//! documented once, on the plain trait.
+//!
+//! The API version ([`API_VERSION`]) is separate: it says what the plain Rust traits are, and the
+//! host loads every module of its major. Things that can change without a new ABI version: new
+//! `u8`/`u32` constants in the newtype "enums" (error kinds, capabilities, flags, operation
+//! kinds).
 
 // abi_stable 0.11's `#[sabi_trait]` expands to impls that newer rustc flags as non-local.
 #![allow(non_local_definitions)]
@@ -44,11 +64,21 @@ use crate::mirror::boundary_mirror;
 use crate::resources::{Quantities, Resources};
 use crate::sorter::{AgentAllocation, Sorter, SorterConfig};
 
-/// The version of the module ABI (the root module's version strings). Frozen for v1.
+/// The version of module ABI 1 (the version strings of [`ModuleLibrary`]). Frozen.
 pub const ABI_VERSION: &str = "1.0.0";
 
+/// The version of module ABI 2 (the version strings of [`ModuleLibraryV2`]), which
+/// [`export_modules!`](crate::export_modules) writes.
+pub const ABI_VERSION_2: &str = "2.0.0";
+
 /// The interface version a module was built against, as recorded in its descriptor.
-pub const API_VERSION: &str = "1.0.0";
+///
+/// `1.1.0`: the plain [`Sorter`] trait gained two provided methods
+/// ([`Sorter::sort_prefix`], [`Sorter::keep_scalars_only`]), so a module written against
+/// `1.0.0` still compiles and keeps its meaning; the host loads every `1.x` module (see
+/// [`API_MAJOR`]), whichever ABI its library has. The API version says what the Rust traits
+/// are; the ABI version ([`ABI_VERSION`], [`ABI_VERSION_2`]) says what crosses the boundary.
+pub const API_VERSION: &str = "1.1.0";
 
 /// The major version of [`API_VERSION`]: hosts load modules whose API major matches theirs.
 pub const API_MAJOR: u32 = 1;
@@ -219,9 +249,74 @@ impl RootModule for ModuleLibraryRef {
     const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
+/// A module's factory in an ABI 2 library. The variant is the module's kind; an allocator's
+/// factory is the same as in ABI 1.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone)]
+pub enum ModuleFactoryV2 {
+    /// Creates a sorter (with the ABI 2 interface) from the host's configuration and the
+    /// manifest parameters.
+    Sorter(
+        extern "C" fn(
+            config: &SorterConfig,
+            parameters: RSlice<'_, Parameter>,
+        ) -> RResult<SorterBoxV2, ModuleError>,
+    ),
+    /// Creates an allocator from the host's options and the manifest parameters.
+    Allocator(
+        extern "C" fn(
+            options: &AllocatorOptions,
+            parameters: RSlice<'_, Parameter>,
+        ) -> RResult<AllocatorBox, ModuleError>,
+    ),
+}
+
+/// Describes one module of an ABI 2 library: [`ModuleDescriptor`]'s fields, with an ABI 2
+/// factory.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct ModuleDescriptorV2 {
+    /// The module name, as manifests and flags refer to it.
+    pub name: RStr<'static>,
+    /// Who wrote it.
+    pub author: RStr<'static>,
+    /// What it does, in one line.
+    pub description: RStr<'static>,
+    /// The [`API_VERSION`] it was built against (filled in by the export helpers).
+    pub api_version: RStr<'static>,
+    /// An optional check the host calls before using the module; `false` means incompatible.
+    pub compatible: ROption<extern "C" fn() -> bool>,
+    /// The factory.
+    pub factory: ModuleFactoryV2,
+}
+
+/// The root module of an ABI 2 module library (version [`ABI_VERSION_2`]): [`ModuleLibrary`]
+/// with ABI 2 descriptors.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = ModuleLibraryV2Ref, prefix_ref_docs = "A reference to a loaded library's [`ModuleLibraryV2`].")))]
+#[sabi(missing_field(panic))]
+pub struct ModuleLibraryV2 {
+    /// Called once by the host right after loading, before any factory: installs the log
+    /// forwarder inside the library.
+    pub init: extern "C" fn(host: HostServices) -> RResult<(), ModuleError>,
+    /// The library's modules.
+    #[sabi(last_prefix_field)]
+    pub modules: RSlice<'static, ModuleDescriptorV2>,
+}
+
+impl RootModule for ModuleLibraryV2Ref {
+    declare_root_module_statics! {ModuleLibraryV2Ref}
+    const BASE_NAME: &'static str = "allocator_module";
+    const NAME: &'static str = "allocator module library (ABI 2)";
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION_2);
+}
+
 boundary_mirror! {
-    /// The sorter interface as it crosses the boundary. See [`Sorter`] for each method's contract.
-    trait AbiSorter mirrors Sorter for S, boxed as SorterBox;
+    /// The sorter interface as it crosses the boundary (ABI 1, frozen). See [`Sorter`] for each
+    /// method's contract. A loaded ABI 1 sorter keeps the plain trait's defaults for
+    /// [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`] (this interface has neither).
+    trait AbiSorter mirrors Sorter for S, boxed as SorterBox {
     /// See [`Sorter::add`].
     fn add(&mut self, client: ClientId => ClientId, path: &str => RStr<'_>)
         -> Result<()> => RResult<(), ModuleError>;
@@ -290,19 +385,37 @@ boundary_mirror! {
     fn contains(&self, client: ClientId => ClientId) -> bool => RResult<bool, ModuleError>;
     /// See [`Sorter::count`].
     fn count(&self) -> usize => RResult<u64, ModuleError>;
+    } last {
     /// See [`Sorter::dominant_share`].
-    #[sabi(last_prefix_field)]
     fn dominant_share(&self, client: ClientId => ClientId)
         -> Option<f64> => RResult<ROption<f64>, ModuleError>;
+    }
+    /// The sorter interface as it crosses the boundary in ABI 2: every method of [`AbiSorter`],
+    /// in the same order, then [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`]. See
+    /// [`Sorter`] for each method's contract.
+    and trait AbiSorterV2, boxed as SorterBoxV2, adds {
+    /// See [`Sorter::sort_prefix`].
+    fn sort_prefix(
+        &mut self,
+        len: usize => u64,
+        out: &mut RVec<ClientId> => &mut RVec<ClientId>,
+    ) -> Result<bool> => RResult<bool, ModuleError>;
+    } last {
+    /// See [`Sorter::keep_scalars_only`].
+    fn keep_scalars_only(&mut self) -> bool => RResult<bool, ModuleError>;
+    }
 }
 
-/// A sorter instance created by a module (or wrapped by the host).
+/// A sorter instance created by an ABI 1 module.
 pub type SorterBox = AbiSorter_TO<'static, RBox<()>>;
+
+/// A sorter instance created by an ABI 2 module.
+pub type SorterBoxV2 = AbiSorterV2_TO<'static, RBox<()>>;
 
 boundary_mirror! {
     /// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
     /// contract.
-    trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox;
+    trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox {
     /// See [`Allocator::set_time`].
     fn set_time(&mut self, now: f64 => f64) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::recover`].
@@ -445,14 +558,15 @@ boundary_mirror! {
     fn pause(&mut self) -> Result<()> => RResult<(), ModuleError>;
     /// See [`Allocator::resume`].
     fn resume(&mut self) -> Result<()> => RResult<(), ModuleError>;
+    } last {
     /// See [`Allocator::allocate`].
-    #[sabi(last_prefix_field)]
     fn allocate(
         &mut self,
         agents: &[AgentId] => RSlice<'_, AgentId>,
         periodic: bool => bool,
         out: &mut OfferBatch => &mut OfferBatch,
     ) -> Result<()> => RResult<(), ModuleError>;
+    }
 }
 
 /// An allocator instance created by a module.
@@ -556,6 +670,11 @@ pub fn sorter_box<S: Sorter + 'static>(sorter: S) -> SorterBox {
     AbiSorter_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
 }
 
+/// Boxes a sorter as an ABI 2 boundary object (panics caught, see [`Guarded`]).
+pub fn sorter_box_v2<S: Sorter + 'static>(sorter: S) -> SorterBoxV2 {
+    AbiSorterV2_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
+}
+
 /// Boxes an allocator as a boundary object (panics caught, see [`Guarded`]).
 pub fn allocator_box<A: Allocator + 'static>(allocator: A) -> AllocatorBox {
     AbiAllocator_TO::from_value(Guarded::new(allocator), abi_stable::sabi_trait::TD_Opaque)
@@ -585,13 +704,168 @@ pub fn run_factory<T, C: ?Sized, E: std::fmt::Display, B>(
     }
 }
 
-/// Builds a library's root module from its descriptors (used by [`export_modules!`]).
+/// Builds an ABI 2 library's root module from its descriptors (used by [`export_modules!`]).
 ///
 /// [`export_modules!`]: crate::export_modules
+pub fn build_library_v2(modules: Vec<ModuleDescriptorV2>) -> ModuleLibraryV2Ref {
+    let modules: &'static [ModuleDescriptorV2] = Box::leak(modules.into_boxed_slice());
+    ModuleLibraryV2 { init: crate::logging::library_init, modules: RSlice::from_slice(modules) }
+        .leak_into_prefix()
+}
+
+/// Builds an ABI 1 library's root module from its descriptors (used by the hidden
+/// `export_modules_abi1!`, which only tests and fixtures use).
 pub fn build_library(modules: Vec<ModuleDescriptor>) -> ModuleLibraryRef {
     let modules: &'static [ModuleDescriptor] = Box::leak(modules.into_boxed_slice());
     ModuleLibrary { init: crate::logging::library_init, modules: RSlice::from_slice(modules) }
         .leak_into_prefix()
+}
+
+/// An ABI 1 sorter factory ([`ModuleFactory::Sorter`]).
+pub type SorterFactoryV1 =
+    extern "C" fn(&SorterConfig, RSlice<'_, Parameter>) -> RResult<SorterBox, ModuleError>;
+
+/// An ABI 2 sorter factory ([`ModuleFactoryV2::Sorter`]).
+pub type SorterFactoryV2 =
+    extern "C" fn(&SorterConfig, RSlice<'_, Parameter>) -> RResult<SorterBoxV2, ModuleError>;
+
+/// An allocator factory (the same in both ABIs).
+pub type AllocatorFactory =
+    extern "C" fn(&AllocatorOptions, RSlice<'_, Parameter>) -> RResult<AllocatorBox, ModuleError>;
+
+/// A loaded library's root module, whichever ABI it was built with (host side). The host
+/// reads the library header's version first and initialises the matching root type.
+#[derive(Copy, Clone)]
+pub enum LoadedLibrary {
+    /// An ABI 1 library ([`ABI_VERSION`]).
+    V1(ModuleLibraryRef),
+    /// An ABI 2 library ([`ABI_VERSION_2`]).
+    V2(ModuleLibraryV2Ref),
+}
+
+impl LoadedLibrary {
+    /// The major version of the library's ABI: 1 or 2.
+    pub fn abi_major(self) -> u32 {
+        match self {
+            LoadedLibrary::V1(_) => 1,
+            LoadedLibrary::V2(_) => 2,
+        }
+    }
+
+    /// The library's `init` ([`ModuleLibrary::init`]), to call once right after loading.
+    pub fn init(self) -> extern "C" fn(HostServices) -> RResult<(), ModuleError> {
+        match self {
+            LoadedLibrary::V1(l) => l.init(),
+            LoadedLibrary::V2(l) => l.init(),
+        }
+    }
+
+    /// The library's modules, in the library's order.
+    pub fn modules(self) -> Vec<AnyDescriptor> {
+        match self {
+            LoadedLibrary::V1(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
+            LoadedLibrary::V2(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
+        }
+    }
+}
+
+/// One module of a loaded library, whichever ABI (host side): the fields of
+/// [`ModuleDescriptor`] and [`ModuleDescriptorV2`].
+#[derive(Copy, Clone)]
+pub struct AnyDescriptor {
+    /// The module name.
+    pub name: RStr<'static>,
+    /// Who wrote it.
+    pub author: RStr<'static>,
+    /// What it does.
+    pub description: RStr<'static>,
+    /// The API version it was built against.
+    pub api_version: RStr<'static>,
+    /// Its optional compatibility check.
+    pub compatible: ROption<extern "C" fn() -> bool>,
+    /// Its factory.
+    pub factory: AnyFactory,
+}
+
+impl AnyDescriptor {
+    /// The module's kind, from its factory.
+    pub fn kind(&self) -> ModuleKind {
+        match self.factory {
+            AnyFactory::Sorter(_) => ModuleKind::SORTER,
+            AnyFactory::Allocator(_) => ModuleKind::ALLOCATOR,
+        }
+    }
+}
+
+impl From<ModuleDescriptor> for AnyDescriptor {
+    fn from(d: ModuleDescriptor) -> AnyDescriptor {
+        AnyDescriptor {
+            name: d.name,
+            author: d.author,
+            description: d.description,
+            api_version: d.api_version,
+            compatible: d.compatible,
+            factory: match d.factory {
+                ModuleFactory::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V1(f)),
+                ModuleFactory::Allocator(f) => AnyFactory::Allocator(f),
+            },
+        }
+    }
+}
+
+impl From<ModuleDescriptorV2> for AnyDescriptor {
+    fn from(d: ModuleDescriptorV2) -> AnyDescriptor {
+        AnyDescriptor {
+            name: d.name,
+            author: d.author,
+            description: d.description,
+            api_version: d.api_version,
+            compatible: d.compatible,
+            factory: match d.factory {
+                ModuleFactoryV2::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V2(f)),
+                ModuleFactoryV2::Allocator(f) => AnyFactory::Allocator(f),
+            },
+        }
+    }
+}
+
+/// A module's factory, whichever ABI (host side). The variant is the module's kind.
+#[derive(Copy, Clone)]
+pub enum AnyFactory {
+    /// A sorter's.
+    Sorter(AnySorterFactory),
+    /// An allocator's.
+    Allocator(AllocatorFactory),
+}
+
+/// A sorter module's factory, by the ABI of its library (host side).
+#[derive(Copy, Clone)]
+pub enum AnySorterFactory {
+    /// ABI 1: its sorters keep the [`Sorter`] defaults of `sort_prefix` (one `sort`) and
+    /// `keep_scalars_only` (`false`): the module is never asked either.
+    V1(SorterFactoryV1),
+    /// ABI 2: its sorters answer every [`Sorter`] method themselves.
+    V2(SorterFactoryV2),
+}
+
+impl AnySorterFactory {
+    /// Runs the factory (it catches the module's panics itself, see [`run_factory`]) and
+    /// returns the instance as a plain [`Sorter`].
+    pub fn create(
+        self,
+        config: &SorterConfig,
+        parameters: &[Parameter],
+    ) -> Result<Box<dyn Sorter>> {
+        let parameters = RSlice::from_slice(parameters);
+        match self {
+            AnySorterFactory::V1(f) => {
+                f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
+            }
+            AnySorterFactory::V2(f) => {
+                f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
+            }
+        }
+    }
 }
 
 /// Implementation details used by the export macro; not part of the stable API.
@@ -752,6 +1026,77 @@ mod tests {
         let e = r.into_result().err().unwrap();
         assert_eq!(e.kind, ErrorKind::PANICKED);
         assert_eq!(e.message.as_str(), "create: bad config");
+    }
+
+    /// Answers a scripted prefix, keeps scalars only, and panics in `sort_prefix` when asked
+    /// for more than 10 clients.
+    struct Prefixed;
+
+    impl Sorter for Prefixed {
+        fn add(&mut self, _: ClientId, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn remove(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn activate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn deactivate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+            out.clear();
+            out.extend([ClientId(4), ClientId(2), ClientId(9)]);
+            Ok(())
+        }
+        fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+            assert!(len <= 10, "asked for {len}");
+            self.sort(out)?;
+            out.truncate(len);
+            Ok(len >= 3)
+        }
+        fn keep_scalars_only(&mut self) -> bool {
+            true
+        }
+        fn contains(&self, _: ClientId) -> bool {
+            false
+        }
+        fn count(&self) -> usize {
+            3
+        }
+    }
+
+    #[test]
+    fn an_abi2_sorter_answers_sort_prefix_and_keep_scalars_only_across_the_boundary() {
+        let mut s = sorter_box_v2(Prefixed);
+        assert!(Sorter::keep_scalars_only(&mut s));
+        let mut out = RVec::new();
+        assert!(!Sorter::sort_prefix(&mut s, 1, &mut out).unwrap());
+        assert_eq!(out.as_slice(), &[ClientId(4)]);
+        assert!(Sorter::sort_prefix(&mut s, 3, &mut out).unwrap());
+        assert_eq!(out.as_slice(), &[ClientId(4), ClientId(2), ClientId(9)]);
+    }
+
+    #[test]
+    fn a_panic_in_sort_prefix_becomes_an_error_and_poisons_the_instance() {
+        let mut s = sorter_box_v2(Prefixed);
+        let mut out = RVec::new();
+        let e = Sorter::sort_prefix(&mut s, 11, &mut out).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::PANICKED);
+        assert_eq!(e.message.as_str(), "sort_prefix: asked for 11");
+        let e = Sorter::sort(&mut s, &mut out).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::POISONED);
+        assert!(!Sorter::keep_scalars_only(&mut s), "a poisoned instance answers false");
+    }
+
+    #[test]
+    fn an_abi1_sorter_keeps_the_trait_defaults_for_the_abi2_calls() {
+        let mut s = sorter_box(Prefixed);
+        assert!(!Sorter::keep_scalars_only(&mut s), "ABI 1 cannot carry the call");
+        let mut out = RVec::new();
+        assert!(Sorter::sort_prefix(&mut s, 1, &mut out).unwrap(), "one whole sort");
+        assert_eq!(out.len(), 3);
     }
 
     #[test]

@@ -10,6 +10,10 @@
 ///   `E: Display` is shown to the operator as is.
 /// * `compatible` is `fn() -> bool`; `false` makes the host refuse the module.
 ///
+/// The library is an ABI 2 library ([`ModuleLibraryV2`](crate::abi::ModuleLibraryV2)): its
+/// sorters carry every [`Sorter`](crate::Sorter) method across the boundary, `sort_prefix` and
+/// `keep_scalars_only` included.
+///
 /// The macro fills in the API version, wraps every method so that a panic becomes an error
 /// instead of crossing the boundary, and forwards the module's `log` records to the host's
 /// logger. Use it once per crate, in a crate with `crate-type = ["cdylib"]` (add `"rlib"` to
@@ -27,7 +31,27 @@
 /// ```
 #[macro_export]
 macro_rules! export_modules {
-    ($($kind:ident {
+    ($($entries:tt)+) => {
+        $crate::__export_library! { v2, $($entries)+ }
+    };
+}
+
+/// Exports the listed modules as an ABI 1 library ([`ModuleLibrary`](crate::abi::ModuleLibrary),
+/// version [`ABI_VERSION`](crate::abi::ABI_VERSION)), as [`export_modules!`] did before ABI 2:
+/// its sorters have no `sort_prefix` or `keep_scalars_only` at the boundary. Only for tests and
+/// fixtures that prove ABI 1 libraries still load; same entries as [`export_modules!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! export_modules_abi1 {
+    ($($entries:tt)+) => {
+        $crate::__export_library! { v1, $($entries)+ }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_library {
+    ($abi:ident, $($kind:ident {
         name: $name:expr,
         author: $author:expr,
         description: $description:expr,
@@ -40,13 +64,13 @@ macro_rules! export_modules {
         pub static __ALLOCATOR_API_LIBRARY_HEADER: $crate::abi::__private::LibHeader = {
             extern "C" fn __allocator_api_root() -> $crate::abi::__private::RootModuleResult {
                 $crate::abi::__private::__call_root_module_loader(|| {
-                    $crate::abi::build_library(::std::vec![
-                        $($crate::__export_descriptor!($kind, $name, $author, $description, $create $(, $compatible)?)),+
+                    $crate::__export_abi!($abi, build)(::std::vec![
+                        $($crate::__export_descriptor!($abi, $kind, $name, $author, $description, $create $(, $compatible)?)),+
                     ])
                 })
             }
             unsafe {
-                $crate::abi::__private::LibHeader::from_constructor::<$crate::abi::ModuleLibraryRef>(
+                $crate::abi::__private::LibHeader::from_constructor::<$crate::__export_abi!($abi, root)>(
                     __allocator_api_root,
                     $crate::abi::__private::CheckTypeLayout::Yes,
                 )
@@ -55,35 +79,81 @@ macro_rules! export_modules {
     };
 }
 
+/// The items of one ABI version the export macros name.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_abi {
+    (v1, build) => {
+        $crate::abi::build_library
+    };
+    (v1, root) => {
+        $crate::abi::ModuleLibraryRef
+    };
+    (v1, descriptor) => {
+        $crate::abi::ModuleDescriptor
+    };
+    (v1, factory) => {
+        $crate::abi::ModuleFactory
+    };
+    (v1, sorter_box) => {
+        $crate::abi::SorterBox
+    };
+    (v1, box_sorter) => {
+        $crate::abi::sorter_box
+    };
+    (v2, build) => {
+        $crate::abi::build_library_v2
+    };
+    (v2, root) => {
+        $crate::abi::ModuleLibraryV2Ref
+    };
+    (v2, descriptor) => {
+        $crate::abi::ModuleDescriptorV2
+    };
+    (v2, factory) => {
+        $crate::abi::ModuleFactoryV2
+    };
+    (v2, sorter_box) => {
+        $crate::abi::SorterBoxV2
+    };
+    (v2, box_sorter) => {
+        $crate::abi::sorter_box_v2
+    };
+}
+
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export_descriptor {
-    (sorter, $name:expr, $author:expr, $description:expr, $create:expr $(, $compatible:expr)?) => {
-        $crate::abi::ModuleDescriptor {
+    ($abi:ident, sorter, $name:expr, $author:expr, $description:expr, $create:expr $(, $compatible:expr)?) => {{
+        type __Descriptor = $crate::__export_abi!($abi, descriptor);
+        type __Factory = $crate::__export_abi!($abi, factory);
+        __Descriptor {
             name: $crate::abi::__private::RStr::from_str($name),
             author: $crate::abi::__private::RStr::from_str($author),
             description: $crate::abi::__private::RStr::from_str($description),
             api_version: $crate::abi::__private::RStr::from_str($crate::abi::API_VERSION),
             compatible: $crate::__export_compatible!($($compatible)?),
-            factory: $crate::abi::ModuleFactory::Sorter({
+            factory: __Factory::Sorter({
                 extern "C" fn __allocator_api_create(
                     config: &$crate::SorterConfig,
                     parameters: $crate::abi::__private::RSlice<'_, $crate::abi::Parameter>,
-                ) -> $crate::abi::__private::RResult<$crate::abi::SorterBox, $crate::ModuleError> {
-                    $crate::abi::run_factory(config, parameters, $create, $crate::abi::sorter_box)
+                ) -> $crate::abi::__private::RResult<$crate::__export_abi!($abi, sorter_box), $crate::ModuleError> {
+                    $crate::abi::run_factory(config, parameters, $create, $crate::__export_abi!($abi, box_sorter))
                 }
                 __allocator_api_create
             }),
         }
-    };
-    (allocator, $name:expr, $author:expr, $description:expr, $create:expr $(, $compatible:expr)?) => {
-        $crate::abi::ModuleDescriptor {
+    }};
+    ($abi:ident, allocator, $name:expr, $author:expr, $description:expr, $create:expr $(, $compatible:expr)?) => {{
+        type __Descriptor = $crate::__export_abi!($abi, descriptor);
+        type __Factory = $crate::__export_abi!($abi, factory);
+        __Descriptor {
             name: $crate::abi::__private::RStr::from_str($name),
             author: $crate::abi::__private::RStr::from_str($author),
             description: $crate::abi::__private::RStr::from_str($description),
             api_version: $crate::abi::__private::RStr::from_str($crate::abi::API_VERSION),
             compatible: $crate::__export_compatible!($($compatible)?),
-            factory: $crate::abi::ModuleFactory::Allocator({
+            factory: __Factory::Allocator({
                 extern "C" fn __allocator_api_create(
                     options: &$crate::AllocatorOptions,
                     parameters: $crate::abi::__private::RSlice<'_, $crate::abi::Parameter>,
@@ -93,7 +163,7 @@ macro_rules! __export_descriptor {
                 __allocator_api_create
             }),
         }
-    };
+    }};
 }
 
 #[doc(hidden)]

@@ -7,10 +7,11 @@
 //! writes all three from one list of methods, each given with its plain and its boundary
 //! types; the conversions between the two live here, once:
 //!
-//! * [`AbiArg`]: a boundary argument seen as the plain trait takes it (`RStr` → `&str`,
+//! * [`AbiArg`]: a boundary argument seen as the plain trait takes it (`u64` → `usize` for a
+//!   length, `RStr` → `&str`,
 //!   `RSlice<T>` → `&[T]`, `ROption<T>` → `Option<…>`, everything else as it is);
 //! * [`PlainArg`]: the reverse, on the host side;
-//! * [`Returned`]: a plain return value as it crosses (`Result<()>` as is; the infallible
+//! * [`Returned`]: a plain return value as it crosses (`Result<T>` as is; the infallible
 //!   queries `bool`, `usize` and `Option<f64>` inside `RResult`, with the answer a failing
 //!   module gives).
 //!
@@ -80,6 +81,15 @@ impl<T: ?Sized> AbiArg for &mut T {
     }
 }
 
+/// A length crosses as `u64` (one width on every platform); a value past `usize::MAX` (only
+/// possible on a narrower platform) is taken as `usize::MAX`.
+impl AbiArg for u64 {
+    type Plain<'a> = usize;
+    fn plain(&mut self) -> usize {
+        usize::try_from(*self).unwrap_or(usize::MAX)
+    }
+}
+
 impl AbiArg for RStr<'_> {
     type Plain<'a>
         = &'a str
@@ -124,6 +134,12 @@ impl<T> PlainArg<T> for T {
     }
 }
 
+impl PlainArg<u64> for usize {
+    fn abi(self) -> u64 {
+        self as u64
+    }
+}
+
 impl<'a> PlainArg<RStr<'a>> for &'a str {
     fn abi(self) -> RStr<'a> {
         self.into()
@@ -148,12 +164,12 @@ impl<A, P: PlainArg<A>> PlainArg<ROption<A>> for Option<P> {
     }
 }
 
-impl Returned for Result<()> {
-    type Abi = ();
-    fn to_abi(self) -> Result<()> {
+impl<T> Returned for Result<T> {
+    type Abi = T;
+    fn to_abi(self) -> Result<T> {
         self
     }
-    fn from_abi(returned: RResult<(), ModuleError>) -> Self {
+    fn from_abi(returned: RResult<T, ModuleError>) -> Self {
         returned.into()
     }
 }
@@ -194,26 +210,73 @@ impl Returned for Option<f64> {
 /// Writes, from one list of methods, the `#[sabi_trait]` boundary interface, its impl for
 /// `Guarded<T: PlainTrait>` and the plain trait's impl for the boxed trait object. Each method
 /// is `fn name(&[mut] self, arg: PlainType => AbiType, …) -> PlainReturn => AbiReturn;` in the
-/// interface's (frozen) order, with its attributes (`#[sabi(last_prefix_field)]` on the last).
+/// interface's (frozen) order, with its doc attributes; the last one goes in its own
+/// `last { … }` block and gets `#[sabi(last_prefix_field)]`.
+///
+/// An optional second interface (`and trait V2, boxed as B2, adds { … } last { … }`) is a later
+/// ABI's: every method of the first, in the same order, then the added ones (its last prefix
+/// field is the last added method). The first interface stays exactly as it was, so that a
+/// library built before the second existed still loads; the second's plain-trait impl forwards
+/// the added methods, where the first keeps the plain trait's defaults for them.
 macro_rules! boundary_mirror {
     (
         $(#[$trait_attr:meta])*
-        trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty;
-        $(
+        trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty
+        { $($methods:tt)* } last { $($last:tt)* }
+    ) => {
+        boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
+            [$($methods)*] [$($last)*] }
+    };
+    (
+        $(#[$trait_attr:meta])*
+        trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty
+        { $($methods:tt)* } last { $($last:tt)* }
+        $(#[$trait_attr2:meta])*
+        and trait $abi2:ident, boxed as $boxed2:ty,
+        adds { $($added:tt)* } last { $($added_last:tt)* }
+    ) => {
+        boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
+            [$($methods)*] [$($last)*] }
+        boundary_mirror! { @one [$(#[$trait_attr2])*] $abi2, $plain, $bound, $boxed2;
+            [$($methods)* $($last)* $($added)*] [$($added_last)*] }
+    };
+    (
+        @one [$($trait_attr:tt)*] $abi:ident, $plain:ident, $bound:ident, $boxed:ty;
+        [$(
             $(#[$attr:meta])*
             fn $name:ident(& $(mut $($mutable:lifetime)?)? self $(, $arg:ident : $pty:ty => $aty:ty)* $(,)?)
                 -> $pret:ty => $aret:ty;
-        )*
+        )*]
+        [
+            $(#[$lattr:meta])*
+            fn $lname:ident(& $(mut $($lmutable:lifetime)?)? self $(, $larg:ident : $lpty:ty => $laty:ty)* $(,)?)
+                -> $lpret:ty => $laret:ty;
+        ]
     ) => {
-        $(#[$trait_attr])*
+        $($trait_attr)*
         #[sabi_trait]
         pub trait $abi: Send {
             $(
                 $(#[$attr])*
                 fn $name(& $(mut $($mutable)?)? self $(, $arg: $aty)*) -> $aret;
             )*
+            $(#[$lattr])*
+            #[sabi(last_prefix_field)]
+            fn $lname(& $(mut $($lmutable)?)? self $(, $larg: $laty)*) -> $laret;
         }
 
+        boundary_mirror! { @impls $abi, $plain, $bound, $boxed;
+            $(fn $name(& $(mut $($mutable)?)? self $(, $arg: $pty => $aty)*) -> $pret => $aret;)*
+            fn $lname(& $(mut $($lmutable)?)? self $(, $larg: $lpty => $laty)*) -> $lpret => $laret;
+        }
+    };
+    (
+        @impls $abi:ident, $plain:ident, $bound:ident, $boxed:ty;
+        $(
+            fn $name:ident(& $(mut $($mutable:lifetime)?)? self $(, $arg:ident : $pty:ty => $aty:ty)*)
+                -> $pret:ty => $aret:ty;
+        )*
+    ) => {
         impl<$bound: $plain> $abi for Guarded<$bound> {
             $(
                 #[allow(unused_mut)]

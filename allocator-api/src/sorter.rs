@@ -230,7 +230,7 @@ pub trait Sorter: Send {
     ///
     /// The default calls `sort` and returns `true`, so a sorter that keeps it is asked exactly
     /// as often as before: the random sorter keeps it (it draws on every sort), and so does
-    /// every sorter loaded over the module ABI, which has no prefix call (ABI 2 could add one).
+    /// every sorter loaded from an ABI 1 library (ABI 1 has no prefix call; ABI 2 carries it).
     /// The shipped DRF and weighted-priority sorters answer in O(`len`), which makes the
     /// built-in allocator's cost per agent grow with the frameworks it considers, not with all
     /// of them.
@@ -260,8 +260,8 @@ pub trait Sorter: Send {
     ///   non-shared resources on that very agent (scalars, ranges and sets) is then the
     ///   caller's check: the sorter no longer records them per agent.
     ///
-    /// The default answers `false` and changes nothing. Sorters loaded over the module ABI keep
-    /// it (ABI 1 has no such call; ABI 2 could carry it), so they keep every per-agent record.
+    /// The default answers `false` and changes nothing. Sorters loaded from an ABI 1 library
+    /// keep it (ABI 1 has no such call; ABI 2 carries it), so they keep every per-agent record.
     /// The built-in allocator calls it on every sorter it creates: it keeps its own per-agent
     /// ledger and asks sorters only for their order, shares and scalar quantities. The shipped
     /// DRF, weighted-priority and random sorters answer `true`: a grant or a give-back of

@@ -10,8 +10,9 @@
 //! * [`check_inverse_offer`]: an inverse offer goes to a known, active framework that holds
 //!   something on a known agent that has an unavailability; the window shown is the host's.
 //! * [`CheckedSorter`]: a sorter module's `sort` answers only known, active clients, each at
-//!   most once, never more than there are; anything else is a module fault (fallback or stop,
-//!   per `--on_module_failure`). Inside the built-in allocator, which usually reads only a
+//!   most once, never more than there are; a `sort_prefix` answer is checked the same way, and
+//!   one that says more clients follow holds at most the length asked and fewer than the active
+//!   clients; anything else is a module fault (fallback or stop, per `--on_module_failure`). Inside the built-in allocator, which usually reads only a
 //!   prefix of each answer, the wrapper checks the length and [`SortWalk`] checks each client
 //!   the allocator actually visits (so the check costs no more than the walk).
 //!
@@ -204,6 +205,21 @@ impl SortWalk {
     }
 }
 
+/// What a checked answer claims to be.
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    /// The whole order, from `sort`.
+    Sort,
+    /// `sort_prefix(len)`'s answer: the whole order (`more` false: the call answered `true`),
+    /// or its first clients with more to follow (`more` true: the call answered `false`).
+    Prefix {
+        /// The length asked.
+        len: usize,
+        /// Whether the answer says more clients follow.
+        more: bool,
+    },
+}
+
 /// Client states as the sorter was told them.
 const ABSENT: u8 = 0;
 const INACTIVE: u8 = 1;
@@ -213,6 +229,11 @@ const ACTIVE: u8 = 2;
 /// once, and no more than there are. A violation is returned as a module fault (so the
 /// allocator falls back or stops, per `--on_module_failure`) before the caller reads the
 /// order. The wrapper keeps its own record of clients from the calls it forwards.
+///
+/// `sort_prefix(len)` is forwarded (a module that has no such call keeps the trait's default:
+/// one `sort`) and its answer passes the same check: an answer of `true` is the whole order, a
+/// sort answer; an answer of `false` (more clients follow) must also hold at most `len` clients
+/// and fewer than the active ones. `keep_scalars_only` is forwarded as is.
 pub struct CheckedSorter {
     inner: Box<dyn Sorter>,
     name: String,
@@ -269,23 +290,41 @@ impl CheckedSorter {
         }
     }
 
-    fn violation(&self, what: String) -> ModuleError {
+    fn violation(&self, call: Answer, what: String) -> ModuleError {
+        let call = match call {
+            Answer::Sort => "sort".to_owned(),
+            Answer::Prefix { len, .. } => format!("sort_prefix({len})"),
+        };
         ModuleError {
             kind: ErrorKind::FAILED,
-            message: format!("sorter '{}' answered sort with {what}", self.name).into(),
+            message: format!("sorter '{}' answered {call} with {what}", self.name).into(),
         }
     }
 
-    /// Checks a sort answer (see the [type documentation](Self)).
-    fn check(&mut self, order: &[ClientId]) -> Result<()> {
+    /// Checks a sort answer, or a prefix answer that says more clients follow (see the
+    /// [type documentation](Self)).
+    fn check(&mut self, order: &[ClientId], answer: Answer) -> Result<()> {
         if order.len() > self.active {
-            return Err(self.violation(format!(
-                "{} clients, but only {} are active",
-                order.len(),
-                self.active
-            )));
+            return Err(self.violation(
+                answer,
+                format!("{} clients, but only {} are active", order.len(), self.active),
+            ));
         }
-        if self.length_only || (self.last_ok_valid && self.last_ok.as_slice() == order) {
+        if let Answer::Prefix { len, more: true } = answer {
+            if order.len() > len {
+                return Err(
+                    self.violation(answer, format!("{} clients and more to follow", order.len()))
+                );
+            }
+            if order.len() == self.active {
+                return Err(self.violation(
+                    answer,
+                    format!("all {} active clients and more to follow", self.active),
+                ));
+            }
+        }
+        // A prefix of an answer that passed passes (each client in it is known, active, once).
+        if self.length_only || (self.last_ok_valid && self.last_ok.starts_with(order)) {
             return Ok(());
         }
         if self.seen.len() < self.state.len() {
@@ -299,10 +338,10 @@ impl CheckedSorter {
         for &c in order {
             let i = c.index();
             if self.state.get(i).copied() != Some(ACTIVE) {
-                return Err(self.violation(format!("{c}, which is not an active client")));
+                return Err(self.violation(answer, format!("{c}, which is not an active client")));
             }
             if self.seen[i] == self.stamp {
-                return Err(self.violation(format!("{c} more than once")));
+                return Err(self.violation(answer, format!("{c} more than once")));
             }
             self.seen[i] = self.stamp;
         }
@@ -382,11 +421,19 @@ impl Sorter for CheckedSorter {
     }
     fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
         self.inner.sort(out)?;
-        let checked = self.check(out);
+        let checked = self.check(out, Answer::Sort);
         if checked.is_err() {
             out.clear();
         }
         checked
+    }
+    fn sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+        let whole = self.inner.sort_prefix(len, out)?;
+        let checked = self.check(out, Answer::Prefix { len, more: !whole });
+        if checked.is_err() {
+            out.clear();
+        }
+        checked.map(|()| whole)
     }
     fn keep_scalars_only(&mut self) -> bool {
         self.inner.keep_scalars_only()
@@ -593,5 +640,91 @@ mod tests {
     fn sort_output_with_an_unknown_or_inactive_client_is_a_fault() {
         assert!(checked(&[2]).unwrap_err().message.contains("not an active client"));
         assert!(checked(&[77]).unwrap_err().message.contains("not an active client"));
+    }
+
+    /// Answers `sort_prefix` with a scripted order and a scripted "whole order" flag.
+    struct ScriptedPrefix(Vec<ClientId>, bool);
+
+    impl Sorter for ScriptedPrefix {
+        fn add(&mut self, _: ClientId, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn remove(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn activate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn deactivate(&mut self, _: ClientId) -> Result<()> {
+            Ok(())
+        }
+        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
+            out.clear();
+            out.extend(self.0.iter().copied());
+            Ok(())
+        }
+        fn sort_prefix(&mut self, _: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+            self.sort(out)?;
+            Ok(self.1)
+        }
+        fn contains(&self, _: ClientId) -> bool {
+            true
+        }
+        fn count(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    /// `sort_prefix(len)` of a checked sorter with clients 0, 1 and 2 active and 3 inactive
+    /// whose module answers `answer` and `whole`.
+    fn checked_prefix(answer: &[u32], whole: bool, len: usize) -> Result<bool> {
+        let ids = answer.iter().map(|c| ClientId(*c)).collect();
+        let mut s = CheckedSorter::new(Box::new(ScriptedPrefix(ids, whole)), "scripted");
+        for c in 0..4 {
+            s.add(ClientId(c), &format!("c{c}"))?;
+        }
+        for c in 0..3 {
+            s.activate(ClientId(c))?;
+        }
+        let mut out = RVec::new();
+        let answered = s.sort_prefix(len, &mut out);
+        if answered.is_err() {
+            assert!(out.is_empty(), "a refused answer is not passed on");
+        }
+        answered
+    }
+
+    #[test]
+    fn prefix_answers_of_known_active_clients_pass_with_their_flag() {
+        assert!(!checked_prefix(&[2], false, 1).unwrap());
+        assert!(!checked_prefix(&[2, 0], false, 2).unwrap());
+        assert!(checked_prefix(&[2, 0, 1], true, 1).unwrap());
+        assert!(checked_prefix(&[], true, 8).unwrap());
+    }
+
+    #[test]
+    fn prefix_answer_longer_than_asked_that_is_not_whole_is_a_fault() {
+        let e = checked_prefix(&[2, 0], false, 1).unwrap_err();
+        assert!(e.is_fault(), "{e}");
+        assert!(e.message.contains("answered sort_prefix(1) with 2 clients and more to follow"));
+    }
+
+    #[test]
+    fn prefix_answer_holding_every_active_client_that_is_not_whole_is_a_fault() {
+        let e = checked_prefix(&[2, 0, 1], false, 8).unwrap_err();
+        assert!(e.message.contains("all 3 active clients and more to follow"), "{e}");
+    }
+
+    #[test]
+    fn prefix_answer_with_an_inactive_or_repeated_client_is_a_fault() {
+        let e = checked_prefix(&[3], false, 1).unwrap_err();
+        assert!(e.message.contains("not an active client"), "{e}");
+        let e = checked_prefix(&[0, 0], true, 8).unwrap_err();
+        assert!(
+            e.message.contains("sort_prefix(8) with") && e.message.contains("more than once"),
+            "{e}"
+        );
+        let e = checked_prefix(&[0, 1, 2, 0], true, 8).unwrap_err();
+        assert!(e.message.contains("4 clients, but only 3 are active"), "{e}");
     }
 }

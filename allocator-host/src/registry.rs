@@ -8,10 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use abi_stable::library::{LibraryError, RootModule, RootModuleError, lib_header_from_path};
+use abi_stable::library::{LibraryError, RootModuleError, lib_header_from_path};
 use allocator_api::abi::{
-    API_MAJOR, API_VERSION, ModuleDescriptor, ModuleFactory, ModuleKind, ModuleLibraryRef,
-    Parameter,
+    ABI_VERSION, ABI_VERSION_2, API_MAJOR, AnyDescriptor, AnyFactory, AnySorterFactory,
+    LoadedLibrary, ModuleKind, ModuleLibraryRef, ModuleLibraryV2Ref, Parameter,
 };
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
@@ -328,12 +328,12 @@ pub struct LoadedModule {
     pub isolation: Option<Isolation>,
     /// The descriptor in the library mapped in this process; `None` when the library was
     /// checked in a worker only (an isolated module).
-    descriptor: Option<ModuleDescriptor>,
+    descriptor: Option<AnyDescriptor>,
 }
 
 impl LoadedModule {
     /// The module's factory, from the library mapped in this process.
-    fn factory(&self) -> Result<ModuleFactory, CreateError> {
+    fn factory(&self) -> Result<AnyFactory, CreateError> {
         self.descriptor.map(|d| d.factory).ok_or_else(|| {
             CreateError::Unavailable(format!(
                 "module '{}' ({}) was loaded for a worker only (its library was checked there, never opened in this process), so it cannot run in-process",
@@ -352,11 +352,11 @@ struct Described {
     api_version: String,
     author: String,
     description: String,
-    descriptor: Option<ModuleDescriptor>,
+    descriptor: Option<AnyDescriptor>,
 }
 
 impl Described {
-    fn mapped(d: ModuleDescriptor) -> Described {
+    fn mapped(d: AnyDescriptor) -> Described {
         Described {
             name: d.name.to_string(),
             kind: d.kind(),
@@ -401,7 +401,7 @@ impl std::fmt::Debug for LoadedModule {
 /// The loaded libraries and their modules.
 #[derive(Default)]
 pub struct ModuleRegistry {
-    libraries: HashMap<PathBuf, ModuleLibraryRef>,
+    libraries: HashMap<PathBuf, LoadedLibrary>,
     modules: BTreeMap<String, LoadedModule>,
     exe_dir: Option<PathBuf>,
     watchdog: Watchdog,
@@ -485,7 +485,7 @@ impl ModuleRegistry {
                 self.probe(entry, &path, &label)?
             } else {
                 let library = self.open(&path, &label)?;
-                library.modules().iter().map(|d| Described::mapped(*d)).collect()
+                library.modules().into_iter().map(Described::mapped).collect()
             };
             for module in &entry.modules {
                 self.add_module(module, &described, &path, &label)?;
@@ -680,8 +680,9 @@ impl ModuleRegistry {
         })
     }
 
-    /// Opens a library once, runs abi_stable's checks and the library's `init`.
-    fn open(&mut self, path: &Path, label: &str) -> Result<ModuleLibraryRef, LoadError> {
+    /// Opens a library once, reads the ABI version its header records, runs abi_stable's checks
+    /// against the matching root module type (ABI 1 or 2) and the library's `init`.
+    fn open(&mut self, path: &Path, label: &str) -> Result<LoadedLibrary, LoadError> {
         if let Some(lib) = self.libraries.get(path) {
             return Ok(*lib);
         }
@@ -691,9 +692,21 @@ impl ModuleRegistry {
         check_regular_file(path, label)?;
         check_exports_module_header(path, label)?;
         let header = lib_header_from_path(path).map_err(|e| library_error(e, label, &shown))?;
-        let library = header
-            .init_root_module::<ModuleLibraryRef>()
-            .map_err(|e| library_error(e, label, &shown))?;
+        let version = header.version_strings();
+        let library = match version.parsed().map(|v| v.major) {
+            Ok(1) => header.init_root_module::<ModuleLibraryRef>().map(LoadedLibrary::V1),
+            Ok(2) => header.init_root_module::<ModuleLibraryV2Ref>().map(LoadedLibrary::V2),
+            Ok(_) => {
+                return Err(LoadError::IncompatibleVersion {
+                    manifest: label.to_owned(),
+                    path: shown,
+                    found: format!("ABI {}", version.version),
+                    expected: supported_abis(),
+                });
+            }
+            Err(e) => Err(LibraryError::ParseVersionError(e)),
+        }
+        .map_err(|e| library_error(e, label, &shown))?;
         if let abi_stable::std_types::RResult::RErr(e) =
             (library.init())(allocator_api::logging::host_services())
         {
@@ -776,7 +789,7 @@ impl ModuleRegistry {
                     .map(|s| Box::new(CheckedSorter::new(Box::new(s), &m.name)) as Box<dyn Sorter>)
                     .map_err(|e| create_error("sorter", m, e));
             }
-            let ModuleFactory::Sorter(factory) = m.factory()? else { unreachable!("kind checked") };
+            let AnyFactory::Sorter(factory) = m.factory()? else { unreachable!("kind checked") };
             return self.new_sorter(m, factory, config).map_err(|e| create_error("sorter", m, e));
         }
         if name == BUILTIN_SORTER {
@@ -811,17 +824,14 @@ impl ModuleRegistry {
                         as Box<dyn Sorter>)
                 }));
             }
-            let ModuleFactory::Sorter(factory) = m.factory()? else { unreachable!("kind checked") };
+            let AnyFactory::Sorter(factory) = m.factory()? else { unreachable!("kind checked") };
             return Ok(Box::new(move |config: &SorterConfig| {
                 // For the built-in allocator, which checks each client as it walks an answer.
                 let label = format!("sorter '{}'", module.name);
-                let created = watchdog.call(&label, &"create", || {
-                    factory(config, module.parameters.as_slice().into())
-                });
-                let sorter = created
-                    .into_result()
-                    .map_err(|e| create_error("sorter", &module, e).to_string())?;
-                let watched = WatchedSorter::new(Box::new(sorter), &module.name, &watchdog);
+                let created =
+                    watchdog.call(&label, &"create", || factory.create(config, &module.parameters));
+                let sorter = created.map_err(|e| create_error("sorter", &module, e).to_string())?;
+                let watched = WatchedSorter::new(sorter, &module.name, &watchdog);
                 Ok(Box::new(CheckedSorter::length_only(Box::new(watched), &module.name))
                     as Box<dyn Sorter>)
             }));
@@ -905,7 +915,7 @@ impl ModuleRegistry {
                 .map(|a| Box::new(a) as Box<dyn Allocator>)
                 .map_err(|e| create_error("allocator", m, e));
         }
-        let ModuleFactory::Allocator(factory) = m.factory()? else { unreachable!("kind checked") };
+        let AnyFactory::Allocator(factory) = m.factory()? else { unreachable!("kind checked") };
         let label = format!("allocator '{}'", m.name);
         let created = self
             .watchdog
@@ -924,7 +934,7 @@ impl ModuleRegistry {
         options: &AllocatorOptions,
     ) -> Result<Box<dyn Allocator>, allocator_api::ModuleError> {
         let m = self.modules.get(name).ok_or_else(|| unknown_in_worker(name))?;
-        let Some(ModuleFactory::Allocator(factory)) = m.descriptor.map(|d| d.factory) else {
+        let Some(AnyFactory::Allocator(factory)) = m.descriptor.map(|d| d.factory) else {
             return Err(unknown_in_worker(name));
         };
         let allocator = factory(options, m.parameters.as_slice().into()).into_result()?;
@@ -939,44 +949,33 @@ impl ModuleRegistry {
         config: &SorterConfig,
     ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
         let m = self.modules.get(name).ok_or_else(|| unknown_in_worker(name))?;
-        let Some(ModuleFactory::Sorter(factory)) = m.descriptor.map(|d| d.factory) else {
+        let Some(AnyFactory::Sorter(factory)) = m.descriptor.map(|d| d.factory) else {
             return Err(unknown_in_worker(name));
         };
-        let sorter = factory(config, m.parameters.as_slice().into()).into_result()?;
-        Ok(Box::new(sorter))
+        factory.create(config, &m.parameters)
     }
 
     fn new_sorter(
         &self,
         m: &LoadedModule,
-        factory: SorterFactoryFn,
+        factory: AnySorterFactory,
         config: &SorterConfig,
     ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
         checked_sorter(&self.watchdog, m, factory, config)
     }
 }
 
-type SorterFactoryFn = extern "C" fn(
-    &SorterConfig,
-    abi_stable::std_types::RSlice<'_, Parameter>,
-) -> abi_stable::std_types::RResult<
-    allocator_api::abi::SorterBox,
-    allocator_api::ModuleError,
->;
-
 /// Creates a sorter module's instance under the watchdog, watched and with its sort output
 /// checked (see [`CheckedSorter`]).
 fn checked_sorter(
     watchdog: &Watchdog,
     m: &LoadedModule,
-    factory: SorterFactoryFn,
+    factory: AnySorterFactory,
     config: &SorterConfig,
 ) -> Result<Box<dyn Sorter>, allocator_api::ModuleError> {
     let label = format!("sorter '{}'", m.name);
-    let created =
-        watchdog.call(&label, &"create", || factory(config, m.parameters.as_slice().into()));
-    let sorter = created.into_result()?;
-    let watched = WatchedSorter::new(Box::new(sorter), &m.name, watchdog);
+    let sorter = watchdog.call(&label, &"create", || factory.create(config, &m.parameters))?;
+    let watched = WatchedSorter::new(sorter, &m.name, watchdog);
     Ok(Box::new(CheckedSorter::new(Box::new(watched), &m.name)))
 }
 
@@ -999,7 +998,7 @@ fn create_error(
     }
 }
 
-fn check_descriptor(d: &ModuleDescriptor, label: &str, path: &str) -> Result<(), LoadError> {
+fn check_descriptor(d: &AnyDescriptor, label: &str, path: &str) -> Result<(), LoadError> {
     let name = d.name.to_string();
     let major = d.api_version.as_str().split('.').next().and_then(|m| m.parse::<u32>().ok());
     if major != Some(API_MAJOR) {
@@ -1008,7 +1007,7 @@ fn check_descriptor(d: &ModuleDescriptor, label: &str, path: &str) -> Result<(),
             path: path.to_owned(),
             module: name,
             found: d.api_version.to_string(),
-            expected: API_VERSION.to_owned(),
+            expected: format!("{API_MAJOR}.x"),
         });
     }
     if let abi_stable::std_types::ROption::RSome(check) = d.compatible
@@ -1120,6 +1119,11 @@ fn check_exports_module_header(path: &Path, label: &str) -> Result<(), LoadError
     }
 }
 
+/// The module ABIs this host loads, as error messages name them.
+fn supported_abis() -> String {
+    format!("ABI {ABI_VERSION} or ABI {ABI_VERSION_2}")
+}
+
 /// Turns abi_stable's loading errors into one-line [`LoadError`]s.
 fn library_error(e: LibraryError, label: &str, path: &str) -> LoadError {
     let manifest = label.to_owned();
@@ -1148,7 +1152,7 @@ fn library_error(e: LibraryError, label: &str, path: &str) -> LoadError {
             manifest,
             path,
             found: format!("an unparsable version ({v:?})"),
-            expected: ModuleLibraryRef::VERSION_STRINGS.version.to_string(),
+            expected: supported_abis(),
         },
         LibraryError::AbiInstability(err) => {
             LoadError::Layout { manifest, path, reason: summarize_layout_error(&err.to_string()) }

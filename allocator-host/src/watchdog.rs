@@ -392,6 +392,7 @@ impl Sorter for WatchedSorter {
         add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
         remove_agent(&mut self, agent: AgentId) -> Result<()>;
         sort(&mut self, out: &mut RVec<ClientId>) -> Result<()>;
+        sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool>;
         keep_scalars_only(&mut self) -> bool;
         contains(&self, client: ClientId) -> bool;
         count(&self) -> usize;

@@ -93,7 +93,7 @@ fn a_module_built_against_another_api_version_is_refused_with_both_versions() {
         run_master(&["--modules", &manifest_for("future_api", &["future"]), "--list-modules"]);
     assert_fails(
         &out,
-        &["module 'future'", "built against module API 2.0.0, but this host supports 1.0.0"],
+        &["module 'future'", "built against module API 2.0.0, but this host supports 1.x"],
     );
 }
 
@@ -304,7 +304,8 @@ fn names_resolve_next_to_the_executable_and_list_every_shipped_sorter() {
             .lines()
             .find(|l| l.starts_with(&format!("{name} ")))
             .unwrap_or_else(|| panic!("{listing}"));
-        assert!(line.contains("sorter") && line.contains("1.0.0") && line.contains(file), "{line}");
+        let api = allocator_api::abi::API_VERSION;
+        assert!(line.contains("sorter") && line.contains(api) && line.contains(file), "{line}");
         assert!(line.contains(&target_dir().display().to_string()), "{line}");
     }
 }

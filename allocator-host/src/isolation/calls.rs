@@ -17,7 +17,7 @@ use allocator_api::{
     Resources, Result, Sorter,
 };
 
-use super::link::{Link, reply_result};
+use super::link::Link;
 use super::wire::{DResult, Dec, DecodeError, Enc, Wire, get_into, put_slice};
 
 /// A plain trait's argument type: how the host sends it and how the worker lends the decoded
@@ -109,6 +109,7 @@ macro_rules! copied_args {
 copied_args!(
     f64,
     u32,
+    usize,
     bool,
     AgentId,
     ClientId,
@@ -130,10 +131,39 @@ pub(crate) trait Reply: Sized {
     fn settle(r: Result<Self, ModuleError>, link: &Link) -> Self;
 }
 
-impl Reply for Result<()> {
+/// What a fallible call answers besides success: nothing (`Result<()>`, encoded as no bytes)
+/// or a flag (`sort_prefix`'s `Result<bool>`).
+pub(crate) trait Answered: Sized {
+    /// Appends the value.
+    fn put_value(&self, e: &mut Enc);
+    /// Reads the value.
+    fn get_value(d: &mut Dec<'_>) -> DResult<Self>;
+}
+
+impl Answered for () {
+    fn put_value(&self, _: &mut Enc) {}
+    fn get_value(_: &mut Dec<'_>) -> DResult<()> {
+        Ok(())
+    }
+}
+
+impl Answered for bool {
+    fn put_value(&self, e: &mut Enc) {
+        self.put(e);
+    }
+    fn get_value(d: &mut Dec<'_>) -> DResult<bool> {
+        bool::get(d)
+    }
+}
+
+/// Tag 0 and the value, or tag 1 and the error.
+impl<V: Answered> Reply for Result<V> {
     fn put_reply(self, e: &mut Enc) {
         match self {
-            Ok(()) => e.u8(0),
+            Ok(v) => {
+                e.u8(0);
+                v.put_value(e);
+            }
             Err(err) => {
                 e.u8(1);
                 err.put(e);
@@ -141,7 +171,11 @@ impl Reply for Result<()> {
         }
     }
     fn get_reply(d: &mut Dec<'_>) -> DResult<Self> {
-        reply_result(d)
+        match d.u8()? {
+            0 => V::get_value(d).map(Ok),
+            1 => Ok(Err(ModuleError::get(d)?)),
+            _ => Err(DecodeError("a bad reply tag")),
+        }
     }
     fn settle(r: Result<Self, ModuleError>, link: &Link) -> Self {
         match r {
@@ -207,9 +241,13 @@ impl OutParam for Resources {}
 impl OutParam for Quantities {}
 
 /// Host: reads an `out` call's reply into the caller's buffer.
-fn out_reply<T: OutParam>(d: &mut Dec<'_>, out: &mut T) -> DResult<Result<()>> {
+fn out_reply<T: OutParam, V: Answered>(d: &mut Dec<'_>, out: &mut T) -> DResult<Result<V>> {
     match d.u8()? {
-        0 => out.read_into(d).map(Ok),
+        0 => {
+            let v = V::get_value(d)?;
+            out.read_into(d)?;
+            Ok(Ok(v))
+        }
         1 => {
             out.empty();
             Ok(Err(ModuleError::get(d)?))
@@ -219,10 +257,11 @@ fn out_reply<T: OutParam>(d: &mut Dec<'_>, out: &mut T) -> DResult<Result<()>> {
 }
 
 /// Worker: writes an `out` call's reply.
-fn put_out<T: Wire>(r: Result<()>, out: &T, e: &mut Enc) {
+fn put_out<T: Wire, V: Answered>(r: Result<V>, out: &T, e: &mut Enc) {
     match r {
-        Ok(()) => {
+        Ok(v) => {
             e.u8(0);
+            v.put_value(e);
             out.put(e);
         }
         Err(err) => {
@@ -418,4 +457,6 @@ isolated! {
     15 call fn contains(&self, client: ClientId) -> bool;
     16 call fn count(&self) -> usize;
     17 call fn dominant_share(&self, client: ClientId) -> Option<f64>;
+    18 out fn sort_prefix(&mut self, len: usize; out: RVec<ClientId>) -> Result<bool>;
+    19 call fn keep_scalars_only(&mut self) -> bool;
 }

@@ -37,7 +37,9 @@
 //! `update`) and collect their answers with the next call that needs one: the built-in
 //! allocator treats any error of those as a fault, so a failure reported one call late changes
 //! nothing but the call it is reported with (the fault's fallback or restart rebuilds the
-//! sorters from the built-in's own records either way).
+//! sorters from the built-in's own records either way). `sort_prefix` and `keep_scalars_only`
+//! go over the wire like the other calls: the worker asks the module itself (an ABI 2 library's
+//! answer, an ABI 1 library's trait defaults).
 //!
 //! The master never maps an isolated library: when every module a manifest entry names from
 //! a library is isolated, the registry has a short-lived worker check it (`Isolator::probe`:
