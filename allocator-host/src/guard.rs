@@ -12,9 +12,10 @@
 //! * [`CheckedSorter`]: a sorter module's `sort` answers only known, active clients, each at
 //!   most once, never more than there are; a `sort_prefix` answer is checked the same way, and
 //!   one that says more clients follow holds at most the length asked and fewer than the active
-//!   clients; anything else is a module fault (fallback or stop, per `--on_module_failure`). Inside the built-in allocator, which usually reads only a
-//!   prefix of each answer, the wrapper checks the length and [`SortWalk`] checks each client
-//!   the allocator actually visits (so the check costs no more than the walk).
+//!   clients; anything else is a module fault (fallback or stop, per `--on_module_failure`).
+//!   Inside the built-in allocator, which usually reads only a prefix of each answer, the
+//!   wrapper checks the length and [`SortWalk`] checks each client the allocator actually
+//!   visits (so the check costs no more than the walk).
 //!
 //! [`GuardLog`] counts what the guard drops (`allocator/guard/dropped_offers`) and logs the
 //! first drops one by one.
