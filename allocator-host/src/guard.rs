@@ -11,7 +11,7 @@
 //!   something on a known agent that has an unavailability; the window shown is the host's.
 //! * [`CheckedSorter`]: a sorter module's `sort` answers only known, active clients, each at
 //!   most once, never more than there are; a `sort_prefix` answer is checked the same way, and
-//!   one that says more clients follow holds at most the length asked and fewer than the active
+//!   one that says more clients follow holds exactly the length asked and fewer than the active
 //!   clients; anything else is a module fault (fallback or stop, per `--on_module_failure`).
 //!   Inside the built-in allocator, which usually reads only a prefix of each answer, the
 //!   wrapper checks the length and [`SortWalk`] checks each client the allocator actually
@@ -233,7 +233,7 @@ const ACTIVE: u8 = 2;
 ///
 /// `sort_prefix(len)` is forwarded (a module that has no such call keeps the trait's default:
 /// one `sort`) and its answer passes the same check: an answer of `true` is the whole order, a
-/// sort answer; an answer of `false` (more clients follow) must also hold at most `len` clients
+/// sort answer; an answer of `false` (more clients follow) must also hold exactly `len` clients
 /// and fewer than the active ones. `keep_scalars_only` is forwarded as is.
 pub struct CheckedSorter {
     inner: Box<dyn Sorter>,
@@ -312,16 +312,18 @@ impl CheckedSorter {
             ));
         }
         if let Answer::Prefix { len, more: true } = answer {
-            if order.len() > len {
-                return Err(
-                    self.violation(answer, format!("{} clients and more to follow", order.len()))
-                );
-            }
             if order.len() == self.active {
                 return Err(self.violation(
                     answer,
                     format!("all {} active clients and more to follow", self.active),
                 ));
+            }
+            // `sort_prefix` answers the first `len` clients, or all of them when there are
+            // fewer: an answer with more to follow holds exactly `len`.
+            if order.len() != len {
+                return Err(
+                    self.violation(answer, format!("{} clients and more to follow", order.len()))
+                );
             }
         }
         // A prefix of an answer that passed passes (each client in it is known, active, once).
@@ -708,6 +710,15 @@ mod tests {
         let e = checked_prefix(&[2, 0], false, 1).unwrap_err();
         assert!(e.is_fault(), "{e}");
         assert!(e.message.contains("answered sort_prefix(1) with 2 clients and more to follow"));
+    }
+
+    #[test]
+    fn prefix_answer_shorter_than_asked_that_is_not_whole_is_a_fault() {
+        let e = checked_prefix(&[2], false, 2).unwrap_err();
+        assert!(e.is_fault(), "{e}");
+        assert!(e.message.contains("answered sort_prefix(2) with 1 clients and more to follow"));
+        let e = checked_prefix(&[], false, 1).unwrap_err();
+        assert!(e.message.contains("with 0 clients and more to follow"), "{e}");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! it works on the current one ([`prefetch`]). Prefetching never changes what a run does; it
 //! only moves memory traffic earlier.
 
-/// Asks the processor to start loading the cache lines of the `bytes` bytes at `p` (no-op
-/// where the target has no prefetch instruction, or for zero bytes).
+/// Asks the processor to start loading the cache lines from the one holding `p` over about
+/// `bytes` bytes (a hint every 64 bytes from `p`; no-op where the target has no prefetch
+/// instruction, or for zero bytes).
 #[inline(always)]
 pub(super) fn prefetch<T>(p: *const T, bytes: usize) {
     #[cfg(target_arch = "x86_64")]

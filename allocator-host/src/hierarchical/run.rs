@@ -521,9 +521,9 @@ impl HierarchicalAllocator {
 /// Bookkeeping of one allocation run.
 #[derive(Default)]
 pub(super) struct RunState {
-    /// Offers made so far (framework, role, agent, resources), one per framework, role and
-    /// agent; `offer_index` finds an entry to add to (kept only with quotas, when a run has two
-    /// stages: with one, no offer is ever added to).
+    /// Offers made so far (framework, role client, role, agent, resources), one per framework,
+    /// role and agent; `offer_index` finds an entry to add to (kept only with quotas, when a
+    /// run has two stages: with one, no offer is ever added to).
     pub(super) offers: Vec<(FrameworkId, ClientId, Role, AgentId, Resources)>,
     pub(super) offer_index: IdMap<(FrameworkId, ClientId, AgentId), usize>,
     /// Per role client: the role has an active, unsuppressed framework at the start of the run.

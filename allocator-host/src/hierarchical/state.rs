@@ -146,7 +146,8 @@ impl HierarchicalAllocator {
         if res.is_empty() {
             return Ok(());
         }
-        // A run's grants go to frameworks already tracked under the role: one lookup then.
+        // A run's grants go to frameworks already tracked under the role: two lookups then, not
+        // three.
         if !self.roles.get(role).is_some_and(|s| s.frameworks.contains(&fw)) {
             self.track_framework_under_role(fw, role)?;
         }
