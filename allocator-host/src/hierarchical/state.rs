@@ -58,6 +58,10 @@ impl HierarchicalAllocator {
     /// Tracks `fw` under `role`, adding the role to the role sorter and creating its framework
     /// sorter on first use.
     pub(super) fn track_framework_under_role(&mut self, fw: FrameworkId, role: &str) -> Result<()> {
+        // Already tracked (every grant of a run): one lookup.
+        if self.roles.get(role).is_some_and(|s| s.frameworks.contains(&fw)) {
+            return Ok(());
+        }
         if !self.roles.contains_key(role) {
             self.unblock();
             let client = ClientId(self.next_role_client);
@@ -146,11 +150,7 @@ impl HierarchicalAllocator {
         if res.is_empty() {
             return Ok(());
         }
-        // A run's grants go to frameworks already tracked under the role: two lookups then, not
-        // three.
-        if !self.roles.get(role).is_some_and(|s| s.frameworks.contains(&fw)) {
-            self.track_framework_under_role(fw, role)?;
-        }
+        self.track_framework_under_role(fw, role)?;
         let state = self.roles.get_mut(role).expect("tracked");
         self.role_sorter
             .allocated(state.client, agent, res)
