@@ -21,12 +21,12 @@ use super::*;
 pub(super) struct RoleId(pub u32);
 
 /// The allocator's table of role names refuse filters refer to: each name gets a small integer
-/// id on first use and keeps it for the allocator's life (role names are few; the table holds
-/// each once).
+/// id on first use and keeps it for the allocator's life (role names are few). The text is the
+/// interned [`Role`], the same the ledger and the run hold.
 #[derive(Debug, Default)]
 pub(super) struct RoleNames {
-    ids: HashMap<Arc<str>, RoleId>,
-    names: Vec<Arc<str>>,
+    ids: HashMap<Role, RoleId>,
+    names: Vec<Role>,
 }
 
 impl RoleNames {
@@ -36,8 +36,8 @@ impl RoleNames {
             return *id;
         }
         let id = RoleId(u32::try_from(self.names.len()).expect("fewer than 2^32 role names"));
-        let name: Arc<str> = name.into();
-        self.names.push(Arc::clone(&name));
+        let name = Role::from(name);
+        self.names.push(name);
         self.ids.insert(name, id);
         id
     }
@@ -48,8 +48,8 @@ impl RoleNames {
     }
 
     /// The name of an id [`intern`](Self::intern) returned.
-    pub fn name(&self, id: RoleId) -> &Arc<str> {
-        &self.names[id.0 as usize]
+    pub fn name(&self, id: RoleId) -> Role {
+        self.names[id.0 as usize]
     }
 
     /// The number of names interned.
@@ -459,7 +459,7 @@ impl HierarchicalAllocator {
         for (agent_id, agent) in &self.agents {
             for f in agent.offer_filters.all().iter().filter(|f| f.active(self.now, false)) {
                 let role = self.role_names.name(f.role);
-                visit(f.framework, *agent_id, role, &f.resources, f.expires);
+                visit(f.framework, *agent_id, &role, &f.resources, f.expires);
             }
         }
     }
