@@ -402,6 +402,20 @@ impl HierarchicalAllocator {
         out
     }
 
+    /// What `framework` holds on every agent, as (agent, role, resources), by agent, then role
+    /// text.
+    fn holdings_of(&self, framework: FrameworkId) -> Vec<(AgentId, Role, Resources)> {
+        let mut held: Vec<(AgentId, Role, Resources)> = self
+            .agents
+            .iter()
+            .flat_map(|(a, agent)| {
+                agent.allocated.of(framework).map(|h| (*a, h.role, h.resources.clone()))
+            })
+            .collect();
+        held.sort_by_key(|h| (h.0, h.1));
+        held
+    }
+
     /// An agent's total and what is allocated on it, for invariant checks.
     pub fn agent_ledger(&self, agent: AgentId) -> Option<(Resources, Resources)> {
         let a = self.agents.get(&agent)?;

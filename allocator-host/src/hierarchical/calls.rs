@@ -93,15 +93,7 @@ impl Allocator for HierarchicalAllocator {
         }
         // The sorters count everything the agents record for the framework: what `used` added
         // and what `add_agent` recorded before the framework was known (`Allocator::add_agent`).
-        let mut held: Vec<(AgentId, String, Resources)> = self
-            .agents
-            .iter()
-            .flat_map(|(a, agent)| {
-                agent.allocated.of(info.id).map(|h| (*a, h.role.to_string(), h.resources.clone()))
-            })
-            .collect();
-        held.sort_by(|x, y| (x.0, &x.1).cmp(&(y.0, &y.1)));
-        for (agent, role, res) in held {
+        for (agent, role, res) in self.holdings_of(info.id) {
             self.track_allocated(agent, info.id, &role, &res)?;
         }
         Ok(())
@@ -110,13 +102,7 @@ impl Allocator for HierarchicalAllocator {
     fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
         self.unblock();
         self.framework(framework, "remove_framework")?;
-        let holdings: Vec<(AgentId, String, Resources)> = self
-            .agents
-            .iter()
-            .flat_map(|(a, agent)| {
-                agent.allocated.of(framework).map(|h| (*a, h.role.to_string(), h.resources.clone()))
-            })
-            .collect();
+        let holdings = self.holdings_of(framework);
         let roles: Vec<String> = self
             .roles
             .iter()
@@ -264,11 +250,8 @@ impl Allocator for HierarchicalAllocator {
 
     fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
         let a = self.agent(agent, "remove_agent")?;
-        let holdings: Vec<(FrameworkId, String, Resources)> = a
-            .allocated
-            .iter()
-            .map(|h| (h.framework, h.role.to_string(), h.resources.clone()))
-            .collect();
+        let holdings: Vec<(FrameworkId, Role, Resources)> =
+            a.allocated.iter().map(|h| (h.framework, h.role, h.resources.clone())).collect();
         for (fw, role, res) in holdings {
             if self.frameworks.contains_key(&fw) {
                 self.release(agent, fw, &role, &res)?;
