@@ -553,8 +553,9 @@ mod tests {
         assert_eq!(check_inverse_offer(Some(true), Some(Some(u)), true).unwrap().start, 5.0);
     }
 
-    /// Sorts whatever it is told to.
-    struct Scripted(Vec<ClientId>);
+    /// Sorts whatever it is told to; answers `sort_prefix` with the same order and the scripted
+    /// "whole order" flag.
+    struct Scripted(Vec<ClientId>, bool);
 
     impl Sorter for Scripted {
         fn add(&mut self, _: ClientId, _: &str) -> Result<()> {
@@ -574,6 +575,10 @@ mod tests {
             out.extend(self.0.iter().copied());
             Ok(())
         }
+        fn sort_prefix(&mut self, _: usize, out: &mut RVec<ClientId>) -> Result<bool> {
+            self.sort(out)?;
+            Ok(self.1)
+        }
         fn contains(&self, _: ClientId) -> bool {
             true
         }
@@ -584,7 +589,7 @@ mod tests {
 
     fn checked(answer: &[u32]) -> Result<()> {
         let ids = answer.iter().map(|c| ClientId(*c)).collect();
-        let mut s = CheckedSorter::new(Box::new(Scripted(ids)), "scripted");
+        let mut s = CheckedSorter::new(Box::new(Scripted(ids, true)), "scripted");
         for c in 0..3 {
             s.add(ClientId(c), &format!("c{c}"))?;
         }
@@ -627,7 +632,8 @@ mod tests {
 
     #[test]
     fn a_repeated_answer_is_checked_again_after_a_client_changes() {
-        let mut s = CheckedSorter::new(Box::new(Scripted(vec![ClientId(0), ClientId(1)])), "s");
+        let mut s =
+            CheckedSorter::new(Box::new(Scripted(vec![ClientId(0), ClientId(1)], true)), "s");
         for c in 0..2 {
             s.add(ClientId(c), "c").unwrap();
             s.activate(ClientId(c)).unwrap();
@@ -645,44 +651,11 @@ mod tests {
         assert!(checked(&[77]).unwrap_err().message.contains("not an active client"));
     }
 
-    /// Answers `sort_prefix` with a scripted order and a scripted "whole order" flag.
-    struct ScriptedPrefix(Vec<ClientId>, bool);
-
-    impl Sorter for ScriptedPrefix {
-        fn add(&mut self, _: ClientId, _: &str) -> Result<()> {
-            Ok(())
-        }
-        fn remove(&mut self, _: ClientId) -> Result<()> {
-            Ok(())
-        }
-        fn activate(&mut self, _: ClientId) -> Result<()> {
-            Ok(())
-        }
-        fn deactivate(&mut self, _: ClientId) -> Result<()> {
-            Ok(())
-        }
-        fn sort(&mut self, out: &mut RVec<ClientId>) -> Result<()> {
-            out.clear();
-            out.extend(self.0.iter().copied());
-            Ok(())
-        }
-        fn sort_prefix(&mut self, _: usize, out: &mut RVec<ClientId>) -> Result<bool> {
-            self.sort(out)?;
-            Ok(self.1)
-        }
-        fn contains(&self, _: ClientId) -> bool {
-            true
-        }
-        fn count(&self) -> usize {
-            self.0.len()
-        }
-    }
-
     /// `sort_prefix(len)` of a checked sorter with clients 0, 1 and 2 active and 3 inactive
     /// whose module answers `answer` and `whole`.
     fn checked_prefix(answer: &[u32], whole: bool, len: usize) -> Result<bool> {
         let ids = answer.iter().map(|c| ClientId(*c)).collect();
-        let mut s = CheckedSorter::new(Box::new(ScriptedPrefix(ids, whole)), "scripted");
+        let mut s = CheckedSorter::new(Box::new(Scripted(ids, whole)), "scripted");
         for c in 0..4 {
             s.add(ClientId(c), &format!("c{c}"))?;
         }
