@@ -7,6 +7,8 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
+use crate::master::command::{AgentUsed, Command, Submission, TaskSpec};
+use crate::master::journal::Entry;
 use crate::scenario::{Document, Fields, ScenarioError};
 use allocator_host::hierarchical::{QuotaError, check_quota};
 
@@ -31,126 +33,42 @@ pub struct ScenarioConfig {
     pub seed: Option<u64>,
 }
 
-/// What a simulated framework's tasks look like (`add_framework`'s `tasks`).
+/// One scenario event: a [`Command`] to the master, a clock event, or an expectation.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TaskSpec {
-    /// Resources of one task (`None` for trace-driven frameworks, whose tasks come from
-    /// `submit_task`).
-    pub resources: Option<Resources>,
-    /// How many tasks to launch (`None`: unbounded).
-    pub count: Option<u64>,
-    /// Seconds each task runs (`None`: forever).
-    pub duration: Option<f64>,
-    /// At most this many tasks per offer (`None`: unbounded).
-    pub per_offer: Option<u64>,
-    /// Seconds of the refuse filter when declining what was not used.
-    pub refuse_seconds: f64,
-}
-
-/// `used` of an agent: per framework, per role (a `None` role means the framework's first role).
-pub type AgentUsed = Vec<(String, Option<String>, Resources)>;
-
-/// One scenario event.
-#[derive(Clone, Debug, PartialEq)]
-#[allow(missing_docs)]
 pub enum Op {
-    AddAgent {
-        agent: String,
-        resources: Resources,
-        hostname: Option<String>,
-        capabilities: Option<AgentCapabilities>,
-        attributes: Vec<Attribute>,
-        used: AgentUsed,
-        unavailability: Option<Unavailability>,
-    },
-    RemoveAgent(String),
-    ActivateAgent(String),
-    DeactivateAgent(String),
-    UpdateAgent {
-        agent: String,
-        resources: Option<Resources>,
-        capabilities: Option<AgentCapabilities>,
-        attributes: Option<Vec<Attribute>>,
-    },
-    AddResourceProvider {
-        agent: String,
-        resources: Resources,
-        used: AgentUsed,
-    },
-    AddFramework {
-        framework: String,
-        roles: Vec<String>,
-        capabilities: FrameworkCapabilities,
-        active: bool,
-        used: Vec<(String, Resources)>,
-        suppressed_roles: Vec<String>,
-        min_allocatable: Vec<RoleMinAllocatable>,
-        tasks: Option<TaskSpec>,
-    },
-    RemoveFramework(String),
-    ActivateFramework(String),
-    DeactivateFramework(String),
-    UpdateFramework {
-        framework: String,
-        roles: Option<Vec<String>>,
-        capabilities: Option<FrameworkCapabilities>,
-        suppressed_roles: Option<Vec<String>>,
-        min_allocatable: Option<Vec<RoleMinAllocatable>>,
-    },
-    RecoverResources {
-        framework: String,
-        agent: String,
-        /// `None` means `"all"`.
-        resources: Option<Resources>,
-        role: Option<String>,
-        refuse_seconds: Option<f64>,
-    },
-    SuppressOffers(String, Vec<String>),
-    ReviveOffers(String, Vec<String>),
-    UpdateQuota(String, Quota),
-    UpdateWeights(Vec<(String, f64)>),
-    UpdateWhitelist(Option<Vec<String>>),
-    UpdateUnavailability(String, Option<Unavailability>),
-    UpdateInverseOffer {
-        agent: String,
-        framework: String,
-        status: Option<InverseOfferStatus>,
-        refuse_seconds: Option<f64>,
-    },
-    UpdateAllocation {
-        framework: String,
-        agent: String,
-        role: String,
-        operations: Vec<Operation>,
-    },
-    UpdateAvailable {
-        agent: String,
-        operations: Vec<Operation>,
-    },
-    Recover {
-        expected_agents: u32,
-        quotas: Vec<RoleQuota>,
-    },
-    Pause,
-    Resume,
-    SetSorters {
-        role_sorter: Option<String>,
-        framework_sorter: Option<String>,
-    },
+    /// A change to the cluster.
+    Command(Command),
+    /// The clock moves on by this many seconds (`advance`).
     Advance(f64),
+    /// The clock moves on by one allocation interval (`tick`).
     Tick,
-    SubmitTask {
-        framework: String,
-        resources: Resources,
-        duration: Option<f64>,
-        constraints: Vec<(String, Vec<String>)>,
-    },
+    /// `expect_offers`: alternatives, each a list of offers.
     ExpectOffers(Vec<Vec<ExpectedOffer>>),
+    /// `expect_inverse_offers`: alternatives, each a list of (framework, agent).
     ExpectInverseOffers(Vec<Vec<(String, String)>>),
+    /// `expect_tasks`.
     ExpectTasks {
+        /// The framework.
         framework: String,
+        /// How many of its tasks run now.
         running: u64,
     },
+}
+
+impl From<Command> for Op {
+    fn from(command: Command) -> Op {
+        Op::Command(command)
+    }
+}
+
+impl From<Entry> for Op {
+    /// A journal entry as the scenario event that replays it.
+    fn from(entry: Entry) -> Op {
+        match entry {
+            Entry::Advance(seconds) => Op::Advance(seconds),
+            Entry::Command(command) => Op::Command(*command),
+        }
+    }
 }
 
 /// One expected offer.
@@ -192,7 +110,9 @@ impl AllocatorScenario {
         let mut events = Vec::new();
         for f in doc.events()? {
             let op = parse_op(&f)?;
-            check_roles(&f, &op)?;
+            if let Op::Command(command) = &op {
+                check_roles(&f, command)?;
+            }
             events.push((f.location.clone(), op));
         }
         Ok(AllocatorScenario { file: doc.file.clone(), description, config, events })
@@ -486,21 +406,21 @@ fn alternatives<T>(
 /// Applies the role-name rules ([`allocator_api::roles::validate`]) to every role an event
 /// names: framework roles and suppressed roles, `used` and min-allocatable keys, quota and
 /// weight roles, and the roles of recoveries, suppressions and operations.
-fn check_roles(f: &Fields<'_>, op: &Op) -> Result<(), ScenarioError> {
+fn check_roles(f: &Fields<'_>, command: &Command) -> Result<(), ScenarioError> {
     let mut named: Vec<(&'static str, &str)> = Vec::new();
     fn min<'o>(list: &'o [RoleMinAllocatable], named: &mut Vec<(&'static str, &'o str)>) {
         named.extend(list.iter().map(|m| ("min_allocatable_resources", m.role.as_str())));
     }
-    match op {
-        Op::AddAgent { used, .. } | Op::AddResourceProvider { used, .. } => {
+    match command {
+        Command::AddAgent { used, .. } | Command::AddResourceProvider { used, .. } => {
             named.extend(used.iter().filter_map(|(_, r, _)| r.as_deref()).map(|r| ("used", r)));
         }
-        Op::AddFramework { roles, suppressed_roles, min_allocatable, .. } => {
+        Command::AddFramework { roles, suppressed_roles, min_allocatable, .. } => {
             named.extend(roles.iter().map(|r| ("roles", r.as_str())));
             named.extend(suppressed_roles.iter().map(|r| ("suppressed_roles", r.as_str())));
             min(min_allocatable, &mut named);
         }
-        Op::UpdateFramework { roles, suppressed_roles, min_allocatable, .. } => {
+        Command::UpdateFramework { roles, suppressed_roles, min_allocatable, .. } => {
             named.extend(roles.iter().flatten().map(|r| ("roles", r.as_str())));
             named.extend(
                 suppressed_roles.iter().flatten().map(|r| ("suppressed_roles", r.as_str())),
@@ -509,16 +429,16 @@ fn check_roles(f: &Fields<'_>, op: &Op) -> Result<(), ScenarioError> {
                 min(list, &mut named);
             }
         }
-        Op::RecoverResources { role: Some(r), .. } => named.push(("role", r)),
-        Op::SuppressOffers(_, roles) | Op::ReviveOffers(_, roles) => {
+        Command::RecoverResources { role: Some(r), .. } => named.push(("role", r)),
+        Command::SuppressOffers(_, roles) | Command::ReviveOffers(_, roles) => {
             named.extend(roles.iter().map(|r| ("roles", r.as_str())));
         }
-        Op::UpdateQuota(role, _) => named.push(("role", role)),
-        Op::UpdateWeights(weights) => {
+        Command::UpdateQuota(role, _) => named.push(("role", role)),
+        Command::UpdateWeights(weights) => {
             named.extend(weights.iter().map(|(r, _)| ("weights", r.as_str())))
         }
-        Op::UpdateAllocation { role, .. } => named.push(("role", role)),
-        Op::Recover { quotas, .. } => {
+        Command::UpdateAllocation { role, .. } => named.push(("role", role)),
+        Command::Recover { quotas, .. } => {
             named.extend(quotas.iter().map(|q| ("quotas", q.role.as_str())));
         }
         _ => {}
@@ -531,9 +451,13 @@ fn check_roles(f: &Fields<'_>, op: &Op) -> Result<(), ScenarioError> {
 
 fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
     let op = f.op();
-    let groups =
-        [parse_agent_op, parse_framework_op, parse_operator_op, parse_clock_op, parse_expectation];
-    for parse in groups {
+    let commands = [parse_agent_op, parse_framework_op, parse_operator_op];
+    for parse in commands {
+        if let Some(parsed) = parse(f, op)? {
+            return Ok(Op::Command(parsed));
+        }
+    }
+    for parse in [parse_clock_op, parse_expectation] {
         if let Some(parsed) = parse(f, op)? {
             return Ok(parsed);
         }
@@ -542,7 +466,7 @@ fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
 }
 
 /// Ops on agents and what they have; `Ok(None)` for any other op.
-fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, ScenarioError> {
     let s = |k: &str| f.str(k).map(str::to_owned);
     Ok(Some(match op {
         "add_agent" => {
@@ -555,7 +479,7 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
                 "used",
                 "unavailability",
             ])?;
-            Op::AddAgent {
+            Command::AddAgent {
                 agent: s("agent")?,
                 resources: f.resources("resources")?,
                 hostname: f.opt_str("hostname")?.map(str::to_owned),
@@ -569,9 +493,9 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
             f.check_keys(&["agent"])?;
             let a = s("agent")?;
             match op {
-                "remove_agent" => Op::RemoveAgent(a),
-                "activate_agent" => Op::ActivateAgent(a),
-                _ => Op::DeactivateAgent(a),
+                "remove_agent" => Command::RemoveAgent(a),
+                "activate_agent" => Command::ActivateAgent(a),
+                _ => Command::DeactivateAgent(a),
             }
         }
         "update_agent" => {
@@ -580,7 +504,7 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
                 Some(t) => Some(parse_resources(f, "resources", t)?),
                 None => None,
             };
-            Op::UpdateAgent {
+            Command::UpdateAgent {
                 agent: s("agent")?,
                 resources,
                 capabilities: agent_caps(f)?,
@@ -589,7 +513,7 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
         }
         "add_resource_provider" => {
             f.check_keys(&["agent", "resources", "used"])?;
-            Op::AddResourceProvider {
+            Command::AddResourceProvider {
                 agent: s("agent")?,
                 resources: f.resources("resources")?,
                 used: agent_used(f)?,
@@ -597,14 +521,14 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
         }
         "update_unavailability" => {
             f.check_keys(&["agent", "unavailability"])?;
-            Op::UpdateUnavailability(
+            Command::UpdateUnavailability(
                 s("agent")?,
                 unavailability_value(f, "unavailability", f.get("unavailability"))?,
             )
         }
         "update_allocation" => {
             f.check_keys(&["framework", "agent", "role", "operations"])?;
-            Op::UpdateAllocation {
+            Command::UpdateAllocation {
                 framework: s("framework")?,
                 agent: s("agent")?,
                 role: s("role")?,
@@ -613,14 +537,14 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
         }
         "update_available" => {
             f.check_keys(&["agent", "operations"])?;
-            Op::UpdateAvailable { agent: s("agent")?, operations: operations(f)? }
+            Command::UpdateAvailable { agent: s("agent")?, operations: operations(f)? }
         }
         _ => return Ok(None),
     }))
 }
 
 /// Ops on frameworks and what they hold; `Ok(None)` for any other op.
-fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, ScenarioError> {
     let s = |k: &str| f.str(k).map(str::to_owned);
     Ok(Some(match op {
         "add_framework" => {
@@ -651,7 +575,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
                 None => None,
                 Some(obj) => Some(task_spec(f, obj)?),
             };
-            Op::AddFramework {
+            Command::AddFramework {
                 framework: s("framework")?,
                 roles: roles.into_iter().map(str::to_owned).collect(),
                 capabilities: framework_caps(f)?.unwrap_or(FrameworkCapabilities::MULTI_ROLE),
@@ -666,9 +590,9 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
             f.check_keys(&["framework"])?;
             let fw = s("framework")?;
             match op {
-                "remove_framework" => Op::RemoveFramework(fw),
-                "activate_framework" => Op::ActivateFramework(fw),
-                _ => Op::DeactivateFramework(fw),
+                "remove_framework" => Command::RemoveFramework(fw),
+                "activate_framework" => Command::ActivateFramework(fw),
+                _ => Command::DeactivateFramework(fw),
             }
         }
         "update_framework" => {
@@ -679,7 +603,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
                 "suppressed_roles",
                 "min_allocatable_resources",
             ])?;
-            Op::UpdateFramework {
+            Command::UpdateFramework {
                 framework: s("framework")?,
                 roles: f.opt_str_list("roles")?.map(|l| l.into_iter().map(str::to_owned).collect()),
                 capabilities: framework_caps(f)?,
@@ -694,7 +618,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
             let text = f.str("resources")?;
             let resources =
                 if text == "all" { None } else { Some(parse_resources(f, "resources", text)?) };
-            Op::RecoverResources {
+            Command::RecoverResources {
                 framework: s("framework")?,
                 agent: s("agent")?,
                 resources,
@@ -706,9 +630,9 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
             f.check_keys(&["framework", "roles"])?;
             let (fw, roles) = (s("framework")?, strings(f, "roles")?);
             if op == "suppress_offers" {
-                Op::SuppressOffers(fw, roles)
+                Command::SuppressOffers(fw, roles)
             } else {
-                Op::ReviveOffers(fw, roles)
+                Command::ReviveOffers(fw, roles)
             }
         }
         "update_inverse_offer" => {
@@ -723,7 +647,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
                     );
                 }
             };
-            Op::UpdateInverseOffer {
+            Command::UpdateInverseOffer {
                 agent: s("agent")?,
                 framework: s("framework")?,
                 status,
@@ -735,7 +659,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioEr
 }
 
 /// Ops on operator changes (quota, weights, whitelist, recovery, pause, sorters); `Ok(None)` for any other op.
-fn parse_operator_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
+fn parse_operator_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, ScenarioError> {
     let s = |k: &str| f.str(k).map(str::to_owned);
     Ok(Some(match op {
         "update_quota" => {
@@ -751,7 +675,7 @@ fn parse_operator_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioErr
             // A malformed role name is the first thing wrong with it (before "nested").
             allocator_api::roles::validate(&role).map_err(|e| f.error("role", e.to_string()))?;
             check_quota(&role, &q).map_err(|e| quota_error(f, "role", "limits", e))?;
-            Op::UpdateQuota(role, q)
+            Command::UpdateQuota(role, q)
         }
         "update_weights" => {
             f.check_keys(&["weights"])?;
@@ -763,11 +687,11 @@ fn parse_operator_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioErr
                 })?;
                 weights.push((role.clone(), w));
             }
-            Op::UpdateWeights(weights)
+            Command::UpdateWeights(weights)
         }
         "update_whitelist" => {
             f.check_keys(&["hostnames"])?;
-            Op::UpdateWhitelist(
+            Command::UpdateWhitelist(
                 f.opt_str_list("hostnames")?.map(|l| l.into_iter().map(str::to_owned).collect()),
             )
         }
@@ -791,19 +715,19 @@ fn parse_operator_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioErr
                     quotas.push(RoleQuota { role: role.as_str().into(), quota });
                 }
             }
-            Op::Recover { expected_agents, quotas }
+            Command::Recover { expected_agents, quotas }
         }
         "pause" => {
             f.check_keys(&[])?;
-            Op::Pause
+            Command::Pause
         }
         "resume" => {
             f.check_keys(&[])?;
-            Op::Resume
+            Command::Resume
         }
         "set_sorters" => {
             f.check_keys(&["role_sorter", "framework_sorter"])?;
-            Op::SetSorters {
+            Command::SetSorters {
                 role_sorter: f.opt_str("role_sorter")?.map(str::to_owned),
                 framework_sorter: f.opt_str("framework_sorter")?.map(str::to_owned),
             }
@@ -850,12 +774,10 @@ fn parse_clock_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
                     constraints.push((attr.clone(), values));
                 }
             }
-            Op::SubmitTask {
+            Op::Command(Command::SubmitTask {
                 framework: s("framework")?,
-                resources: f.resources("resources")?,
-                duration,
-                constraints,
-            }
+                task: Submission { resources: f.resources("resources")?, duration, constraints },
+            })
         }
         _ => return Ok(None),
     }))

@@ -8,6 +8,7 @@ use allocator_api::{AllocatorOptions, FrameworkCapabilities, Resources};
 use serde_json::Value;
 
 use crate::allocator_scenario::Op;
+use crate::master::Command;
 use crate::output::EventStream;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
 use allocator_host::registry::ModuleRegistry;
@@ -46,7 +47,7 @@ struct Run {
 }
 
 fn agent(name: &str, resources: &str) -> Op {
-    Op::AddAgent {
+    Op::Command(Command::AddAgent {
         agent: name.into(),
         resources: resources.parse().expect("valid"),
         hostname: None,
@@ -54,11 +55,11 @@ fn agent(name: &str, resources: &str) -> Op {
         attributes: vec![],
         used: vec![],
         unavailability: None,
-    }
+    })
 }
 
 fn framework(name: &str, role: &str) -> Op {
-    Op::AddFramework {
+    Op::Command(Command::AddFramework {
         framework: name.into(),
         roles: vec![role.into()],
         capabilities: FrameworkCapabilities::MULTI_ROLE,
@@ -67,17 +68,17 @@ fn framework(name: &str, role: &str) -> Op {
         suppressed_roles: vec![],
         min_allocatable: vec![],
         tasks: None,
-    }
+    })
 }
 
 fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Op {
-    Op::RecoverResources {
+    Op::Command(Command::RecoverResources {
         framework: fw.into(),
         agent: agent.into(),
         resources: None,
         role: None,
         refuse_seconds: refuse,
-    }
+    })
 }
 
 /// Runs `ops` against `allocator` and collects what happened.
@@ -216,8 +217,8 @@ fn no_offers_to_inactive_or_suppressed(registry: &ModuleRegistry, allocator: &st
         framework("active", "r3"),
     ]);
     ops.extend([
-        Op::DeactivateFramework("inactive".into()),
-        Op::SuppressOffers("suppressed".into(), vec![]),
+        Op::Command(Command::DeactivateFramework("inactive".into())),
+        Op::Command(Command::SuppressOffers("suppressed".into(), vec![])),
         recover("inactive", "a1", Some(0.0)),
         recover("inactive", "a2", Some(0.0)),
         recover("suppressed", "a1", Some(0.0)),
@@ -281,10 +282,10 @@ fn handles_removals_with_outstanding_offers(registry: &ModuleRegistry, allocator
     let ops = vec![
         agent("a1", "cpus:2;mem:1024"),
         framework("f1", "r1"),
-        Op::RemoveFramework("f1".into()),
+        Op::Command(Command::RemoveFramework("f1".into())),
         framework("f2", "r2"),
         Op::Advance(2.0),
-        Op::RemoveAgent("a1".into()),
+        Op::Command(Command::RemoveAgent("a1".into())),
         agent("a2", "cpus:2;mem:1024"),
         Op::Advance(2.0),
     ];
@@ -330,11 +331,11 @@ fn counts_used_once(registry: &ModuleRegistry, allocator: &str) -> Check {
     // report counts once, and only the rest of the agent is free (`Allocator::add_agent`).
     let used = "cpus:3;mem:3072";
     let mut with_used = agent("a1", "cpus:4;mem:4096");
-    if let Op::AddAgent { used: u, .. } = &mut with_used {
+    if let Op::Command(Command::AddAgent { used: u, .. }) = &mut with_used {
         u.push(("f1".into(), Some("r1".into()), used.parse().expect("valid")));
     }
     let mut returning = framework("f1", "r1");
-    if let Op::AddFramework { used: u, .. } = &mut returning {
+    if let Op::Command(Command::AddFramework { used: u, .. }) = &mut returning {
         u.push(("a1".into(), used.parse().expect("valid")));
     }
     let ops = vec![with_used, returning, framework("f2", "r2"), Op::Advance(2.0)];

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
 use crate::clients::scenario::offers_by_key_json;
+use crate::master::Command;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::{Setup, Simulation};
@@ -62,7 +63,7 @@ pub const CHANGES: &[&str] = &[
 ];
 
 /// Parses a change: one scenario event (SPEC section 4.1) among [`CHANGES`].
-pub fn parse_change(text: &str) -> Result<Op, String> {
+pub fn parse_change(text: &str) -> Result<Command, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("the change is not valid JSON: {e}"))?;
     let op = value.get("op").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -77,7 +78,10 @@ pub fn parse_change(text: &str) -> Result<Op, String> {
     root.insert("events".into(), Value::Array(vec![value]));
     let doc = Document { file: "<change>".into(), root };
     let mut scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
-    Ok(scenario.events.remove(0).1)
+    match scenario.events.pop().map(|(_, op)| op) {
+        Some(Op::Command(command)) => Ok(command),
+        _ => Err(format!("'{op}' is not a change to the cluster")),
+    }
 }
 
 /// The events of `scenario` up to virtual time `at`, with the clock advanced to `at` (events at
@@ -91,7 +95,7 @@ pub fn history_until(scenario: &AllocatorScenario, at: f64) -> Vec<Op> {
             Op::Advance(s) => *s,
             Op::Tick => interval,
             Op::ExpectOffers(_) | Op::ExpectInverseOffers(_) | Op::ExpectTasks { .. } => continue,
-            _ => 0.0,
+            Op::Command(_) => 0.0,
         };
         if now + step > at + 1e-9 {
             break;
@@ -110,20 +114,20 @@ fn fork(
     registry: &ModuleRegistry,
     setup: &Setup,
     history: &[Op],
-    change: Option<&Op>,
+    change: Option<&Command>,
 ) -> Result<(Prediction, f64, f64), String> {
     let mut sim = Simulation::new(registry, setup.clone(), "<plan>")?;
     let mut out = EventStream::sink();
-    for op in history {
-        sim.apply(usize::MAX, op, &mut out)?;
+    for (index, op) in history.iter().enumerate() {
+        sim.apply(index, op, &mut out)?;
     }
     let at = sim.now();
     sim.set_offer_tracking(true);
     if let Some(change) = change {
-        sim.apply(usize::MAX, change, &mut out)?;
+        sim.command(change, &mut out)?;
     }
     let next_run = sim.next_periodic();
-    sim.apply(usize::MAX, &Op::Advance(next_run - sim.now()), &mut out)?;
+    sim.advance(next_run - sim.now(), &mut out)?;
     let offers = sim.take_offers();
     let master = sim.master();
     let mut roles: BTreeSet<&String> = master.role_alloc().keys().collect();
@@ -138,7 +142,7 @@ pub fn plan(
     registry: &ModuleRegistry,
     setup: &Setup,
     history: &[Op],
-    change: &Op,
+    change: &Command,
 ) -> Result<Plan, String> {
     let (without, at, next_run) = fork(registry, setup, history, None)?;
     let (with_change, _, _) =

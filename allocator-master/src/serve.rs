@@ -29,7 +29,8 @@
 //! every 100 ms) ticks them on the wall clock (heartbeats, resends, failover timeouts).
 //!
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
-//! by [`Simulation::apply`]; bad input gets `400 {"error": …}` and changes nothing.
+//! as its [`Command`] by [`Simulation::command`]; bad input gets `400 {"error": …}` and changes
+//! nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::master::Command;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::Simulation;
@@ -233,7 +235,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 return Ok(());
             }
             let due = self.sim.next_periodic();
-            if let Err(e) = self.sim.apply(usize::MAX, &Op::Advance(target - self.sim.now()), out) {
+            if let Err(e) = self.sim.advance(target - self.sim.now(), out) {
                 self.fatal()?;
                 log::error!("advancing the clock: {e}");
             }
@@ -292,7 +294,8 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             ("POST", "/api/v1") => {
                 let metrics = self.metrics();
-                let answer = self.operator.answer(self.sim, metrics, &request.body, out);
+                let answer =
+                    self.operator.answer(&mut self.sim.applying(out), metrics, &request.body);
                 if answer.status >= 400 {
                     log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
                 }
@@ -328,8 +331,8 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             ("POST", _, Some(event)) => match body.and_then(|b| parse_request(event, &b)) {
                 Err(message) => (400, json!({"error": message})),
-                Ok(op) => match self.sim.apply(usize::MAX, &op, out) {
-                    Ok(()) => {
+                Ok(command) => match self.sim.command(&command, out) {
+                    Ok(_) => {
                         log::info!("{method} {path}: applied");
                         (200, json!({"ok": true}))
                     }
@@ -395,7 +398,7 @@ fn respond(request: Incoming, status: u16, body: &Value) {
 
 /// Parses a POST body as the fields of scenario event `event` (SPEC section 4.1), with the
 /// scenario parser's checks. The message names the field at fault.
-pub fn parse_request(event: &str, body: &str) -> Result<Op, String> {
+pub fn parse_request(event: &str, body: &str) -> Result<Command, String> {
     let value: Value =
         serde_json::from_str(body).map_err(|e| format!("the body is not valid JSON: {e}"))?;
     let Value::Object(mut fields) = value else {
@@ -412,7 +415,10 @@ pub fn parse_request(event: &str, body: &str) -> Result<Op, String> {
         Some(field) => format!("field '{field}': {}", e.message),
         None => e.message.clone(),
     })?;
-    Ok(scenario.events.pop().map(|(_, op)| op).expect("one event parsed"))
+    match scenario.events.pop().map(|(_, op)| op) {
+        Some(Op::Command(command)) => Ok(command),
+        _ => Err(format!("'{event}' is not a change to the cluster")),
+    }
 }
 
 #[cfg(test)]
@@ -423,7 +429,7 @@ mod tests {
     fn a_quota_body_parses_as_the_update_quota_event() {
         let op = parse_request("update_quota", r#"{"role": "a", "guarantees": "cpus:2"}"#).unwrap();
         assert!(
-            matches!(op, Op::UpdateQuota(role, q) if role == "a" && q.guarantees.get("cpus").as_f64() == 2.0)
+            matches!(op, Command::UpdateQuota(role, q) if role == "a" && q.guarantees.get("cpus").as_f64() == 2.0)
         );
     }
 

@@ -15,12 +15,13 @@ use serde_json::Value;
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
 use crate::clients::mesos::MesosFrameworks;
-use crate::clients::scenario::{self, Expectations, Recipients};
+use crate::clients::operator::{Cluster, SchedulerView};
+use crate::clients::scenario::Expectations;
 use crate::clients::simulated::SimulatedFrameworks;
-use crate::master::{Event, Master};
+use crate::master::{Applied, Apply, Command, Event, Master};
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
-use crate::recording::{Journal, Recorder};
+use crate::recording::Recorder;
 
 pub use crate::master::{Engine, FailurePolicy, Setup};
 pub use allocator_host::metrics::dominant_share;
@@ -62,8 +63,6 @@ pub struct Simulation<'r> {
     expectations: Expectations,
     /// Where a long run reports how far it got.
     progress: Option<Arc<crate::progress::Counters>>,
-    /// What was applied, kept for plans and written by `serve --record`.
-    journal: Journal,
     /// The role or framework `--explain` names, and the last run's offers it is told from.
     explain: Option<String>,
     last_run: crate::explain::LastRun,
@@ -83,7 +82,7 @@ struct Deliverer<'a> {
     out: &'a mut EventStream,
 }
 
-impl<'r> Recipients<'r> for Deliverer<'_> {
+impl<'r> Deliverer<'_> {
     /// Delivers every event waiting in the master's outbox, and those its clients' answers
     /// cause, until none is left: observers first, then the simulated frameworks answer their
     /// offers; after an allocation run idle frameworks suppress their offers and the report
@@ -117,13 +116,50 @@ impl<'r> Recipients<'r> for Deliverer<'_> {
         }
         Ok(())
     }
+}
 
-    fn simulated(&mut self) -> &mut SimulatedFrameworks {
-        self.sims
+/// The wiring as the operator API's [`Cluster`]: each command is applied and its events
+/// delivered ([`Simulation::command`]) before the next.
+pub struct Applying<'a, 'r> {
+    sim: &'a mut Simulation<'r>,
+    out: &'a mut EventStream,
+}
+
+impl<'r> Apply<'r> for Applying<'_, 'r> {
+    fn master(&self) -> &Master<'r> {
+        &self.sim.master
+    }
+
+    fn apply(&mut self, command: &Command) -> Result<Applied, String> {
+        self.sim.command(command, self.out)
+    }
+}
+
+impl<'r> Cluster<'r> for Applying<'_, 'r> {
+    fn scheduler(&self) -> Option<&dyn SchedulerView> {
+        self.sim.mesos.as_ref().map(|m| m as &dyn SchedulerView)
+    }
+}
+
+impl SchedulerView for MesosFrameworks {
+    fn framework_info(
+        &self,
+        id: allocator_api::FrameworkId,
+    ) -> Option<&crate::mesos::scheduler::FrameworkInfo> {
+        MesosFrameworks::framework_info(self, id)
+    }
+
+    fn task_name(&self, fw: allocator_api::FrameworkId, task: u64) -> Option<&str> {
+        MesosFrameworks::task_name(self, fw, task)
     }
 }
 
 impl<'r> Simulation<'r> {
+    /// This wiring as a [`Cluster`] whose commands deliver their events to `out`.
+    pub fn applying<'a>(&'a mut self, out: &'a mut EventStream) -> Applying<'a, 'r> {
+        Applying { sim: self, out }
+    }
+
     /// Creates the allocator named in `setup` (built-in or module) and an empty cluster.
     pub fn new(
         registry: &'r ModuleRegistry,
@@ -132,7 +168,6 @@ impl<'r> Simulation<'r> {
     ) -> Result<Simulation<'r>, String> {
         Ok(Simulation {
             initial_setup: setup.clone(),
-            journal: Journal::default(),
             explain: None,
             last_run: crate::explain::LastRun::default(),
             master: Master::new(registry, setup)?,
@@ -181,16 +216,6 @@ impl<'r> Simulation<'r> {
         scenario: &AllocatorScenario,
         out: &mut EventStream,
     ) -> Result<Outcome, SimulationError> {
-        self.run_with_progress(scenario, out, &mut |_, _| {})
-    }
-
-    /// Like [`run`](Self::run), calling `progress(done, total)` after each event.
-    pub fn run_with_progress(
-        &mut self,
-        scenario: &AllocatorScenario,
-        out: &mut EventStream,
-        progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<Outcome, SimulationError> {
         let total = scenario.events.len();
         self.expectations.set_offer_tracking(
             scenario.events.iter().any(|(_, op)| matches!(op, Op::ExpectOffers(_))),
@@ -204,7 +229,6 @@ impl<'r> Simulation<'r> {
                 location: location.clone(),
                 message,
             })?;
-            progress(index + 1, total);
             if let Some(p) = &self.progress {
                 p.set_done(index as u64 + 1, total as u64);
             }
@@ -221,20 +245,35 @@ impl<'r> Simulation<'r> {
         })
     }
 
-    /// Applies one event (`index` is its position, for expectation events). On an error the
-    /// host's records are unchanged (the allocator refused before anything was recorded).
+    /// Applies scenario event `index` (its position names it in an expectation's line): a
+    /// command, a clock event, or an expectation. On an error the host's records are unchanged
+    /// (the allocator refused before anything was recorded).
     pub fn apply(&mut self, index: usize, op: &Op, out: &mut EventStream) -> Result<(), String> {
-        if self.expectations.check(index, op, &self.master, out)? {
-            return Ok(());
+        match op {
+            Op::Command(command) => self.command(command, out).map(drop),
+            Op::Advance(seconds) => self.advance(*seconds, out),
+            Op::Tick => self.advance(self.master.allocation_interval(), out),
+            Op::ExpectOffers(_) | Op::ExpectInverseOffers(_) | Op::ExpectTasks { .. } => {
+                self.expectations.check(index, op, &self.master, out).map(drop)
+            }
         }
+    }
+
+    /// Applies `command` to the master ([`Master::apply`]), then delivers the master's events
+    /// to its observers and clients.
+    pub fn command(&mut self, command: &Command, out: &mut EventStream) -> Result<Applied, String> {
         let (master, mut deliverer) = self.deliverer(out);
-        scenario::apply(op, master, &mut deliverer)?;
+        let applied = master.apply(command)?;
         deliverer.deliver(master)?;
-        if !matches!(op, Op::Advance(_) | Op::Tick) {
-            self.journal.applied(self.master.now(), op);
-        }
-        self.journal_mesos();
-        Ok(())
+        Ok(applied)
+    }
+
+    /// Advances the master's clock by `seconds` ([`Master::advance`]), delivering its events
+    /// after each step.
+    pub fn advance(&mut self, seconds: f64, out: &mut EventStream) -> Result<(), String> {
+        let (master, mut deliverer) = self.deliverer(out);
+        master.advance(seconds, &mut |m| deliverer.deliver(m))?;
+        deliverer.deliver(master)
     }
 
     /// The master and, borrowed beside it, its observers and clients to deliver its events to.
@@ -266,55 +305,35 @@ impl<'r> Simulation<'r> {
         (master, deliverer)
     }
 
-    /// Moves what the connected frameworks applied into the journal.
-    fn journal_mesos(&mut self) {
-        if let Some(mesos) = &mut self.mesos {
-            self.journal.take(mesos.take_journal());
-        }
-    }
-
     /// Keeps every event applied from now on (call it before the first), so that
-    /// [`plan`](Self::plan) can fork the master; past [`crate::recording::KEEP_LIMIT`]
+    /// [`plan`](Self::plan) can fork the master; past [`crate::master::journal::KEEP_LIMIT`]
     /// events, plans are off (memory stays bounded).
     pub fn keep_history(&mut self) {
-        self.journal.keep(crate::recording::KEEP_LIMIT);
-        self.journal_connected_frameworks();
+        self.master.keep_journal(crate::master::journal::KEEP_LIMIT);
     }
 
     /// What `change` would do to the next allocation run, against not applying it
     /// ([`crate::plan`]); changes nothing here. Needs [`keep_history`](Self::keep_history).
-    pub fn plan(&self, change: &Op) -> Result<crate::plan::Plan, String> {
-        let history = self.journal.events(self.master.now())?;
+    pub fn plan(&self, change: &Command) -> Result<crate::plan::Plan, String> {
+        let history: Vec<Op> = self.master.journal_entries()?.into_iter().map(Op::from).collect();
         crate::plan::plan(self.master.registry(), &self.initial_setup, &history, change)
     }
 
-    /// Writes every event applied from now on to `recorder` (`serve --record`); the clock
+    /// Writes every command applied from now on to `recorder` (`serve --record`); the clock
     /// between them becomes `advance` events.
     pub fn record_to(&mut self, recorder: Recorder) {
-        self.journal.record_to(recorder);
-        self.journal_connected_frameworks();
+        self.master.record_journal_to(Box::new(recorder));
     }
 
     /// Ends the recording (if any) at the current virtual time.
     pub fn finish_recording(&mut self) -> std::io::Result<()> {
-        self.journal.finish_recording(self.master.now())
-    }
-
-    /// Has the connected frameworks' client journal what they apply when this master keeps
-    /// a journal.
-    fn journal_connected_frameworks(&mut self) {
-        if let Some(mesos) = &mut self.mesos
-            && self.journal.is_on()
-        {
-            mesos.keep_journal();
-        }
+        self.master.finish_recording()
     }
 
     /// Connects frameworks over the scheduler API (`serve`): from now on they see the
     /// master's events after the simulated frameworks.
     pub fn attach_mesos(&mut self, mesos: MesosFrameworks) {
         self.mesos = Some(mesos);
-        self.journal_connected_frameworks();
     }
 
     /// The frameworks connected over the scheduler API, when attached.
@@ -334,7 +353,6 @@ impl<'r> Simulation<'r> {
         let Some(mesos) = deliverer.mesos.as_deref_mut() else { return Ok(None) };
         let result = f(mesos, master)?;
         deliverer.deliver(master)?;
-        self.journal_mesos();
         Ok(Some(result))
     }
 

@@ -9,7 +9,8 @@ use std::time::Instant;
 use allocator_api::rng::Rng;
 use allocator_api::{AllocatorOptions, FrameworkCapabilities};
 
-use crate::allocator_scenario::{Op, TaskSpec};
+use crate::allocator_scenario::Op;
+use crate::master::{Command, TaskSpec};
 use crate::output::EventStream;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
 use allocator_host::registry::ModuleRegistry;
@@ -61,7 +62,7 @@ fn agent_op(i: usize, rng: &mut Rng) -> Op {
         "cpus:8;mem:32768;gpus:2",
     ];
     let shape = shapes[rng.below(shapes.len() as u64) as usize];
-    Op::AddAgent {
+    Op::Command(Command::AddAgent {
         agent: format!("agent-{i:05}"),
         resources: shape.parse().expect("valid shape"),
         hostname: None,
@@ -69,14 +70,14 @@ fn agent_op(i: usize, rng: &mut Rng) -> Op {
         attributes: vec![],
         used: vec![],
         unavailability: None,
-    }
+    })
 }
 
 fn framework_op(i: usize, rng: &mut Rng) -> Op {
     let roles = ["services", "batch", "analytics", "ml"];
     let role = roles[i % roles.len()];
     let long = role == "services";
-    Op::AddFramework {
+    Op::Command(Command::AddFramework {
         framework: format!("fw-{i:04}"),
         roles: vec![role.into()],
         capabilities: FrameworkCapabilities::MULTI_ROLE.with(FrameworkCapabilities::GPU_RESOURCES),
@@ -95,7 +96,7 @@ fn framework_op(i: usize, rng: &mut Rng) -> Op {
             per_offer: Some(16),
             refuse_seconds: 2.0,
         }),
-    }
+    })
 }
 
 /// Runs the soak.
@@ -135,7 +136,7 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         if rng.below(4) == 0 && !live_agents.is_empty() {
             let k = rng.below(live_agents.len() as u64) as usize;
             let gone = live_agents.swap_remove(k);
-            apply(&mut sim, Op::RemoveAgent(format!("agent-{gone:05}")))?;
+            apply(&mut sim, Op::Command(Command::RemoveAgent(format!("agent-{gone:05}"))))?;
             apply(&mut sim, agent_op(next_agent, &mut rng))?;
             live_agents.push(next_agent);
             next_agent += 1;
@@ -146,7 +147,7 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
                 apply(&mut sim, framework_op(f, &mut rng))?;
             } else {
                 let f = rng.below(options.frameworks as u64) as usize;
-                apply(&mut sim, Op::RemoveFramework(format!("fw-{f:04}")))?;
+                apply(&mut sim, Op::Command(Command::RemoveFramework(format!("fw-{f:04}"))))?;
                 removed_frameworks.push(f);
             }
             churn += 1;

@@ -10,7 +10,8 @@ use allocator_api::{
     RVec, Resources, RoleMinAllocatable, Unavailability,
 };
 use allocator_host::ModuleRegistry;
-use allocator_master::allocator_scenario::{Op, TaskSpec};
+use allocator_master::allocator_scenario::Op;
+use allocator_master::master::{Command, TaskSpec};
 use allocator_master::output::EventStream;
 use allocator_master::simulation::{Setup, Simulation};
 use proptest::prelude::*;
@@ -38,7 +39,7 @@ fn add_framework(
     } else {
         vec![]
     };
-    Op::AddFramework {
+    Op::Command(Command::AddFramework {
         framework,
         roles: vec![role.to_owned()],
         capabilities: caps,
@@ -47,7 +48,7 @@ fn add_framework(
         suppressed_roles: vec![],
         min_allocatable,
         tasks,
-    }
+    })
 }
 
 /// Top-level roles that get quotas in the random mix and reservations by operations.
@@ -75,7 +76,7 @@ fn op() -> impl Strategy<Value = Op> {
     let agent = agent_name();
     let fw = (0..5usize).prop_map(|i| format!("f{i}"));
     prop_oneof![
-        3 => (agent.clone(), 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::AddAgent {
+        3 => (agent.clone(), 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::Command(Command::AddAgent {
             agent: a,
             resources: AGENT_SHAPES[s].parse().unwrap(),
             hostname: None,
@@ -83,10 +84,10 @@ fn op() -> impl Strategy<Value = Op> {
             attributes: vec![],
             used: vec![],
             unavailability: None,
-        }),
-        1 => agent.clone().prop_map(Op::RemoveAgent),
-        1 => agent.clone().prop_map(Op::DeactivateAgent),
-        1 => agent.clone().prop_map(Op::ActivateAgent),
+        })),
+        1 => agent.clone().prop_map(|x| Op::Command(Command::RemoveAgent(x))),
+        1 => agent.clone().prop_map(|x| Op::Command(Command::DeactivateAgent(x))),
+        1 => agent.clone().prop_map(|x| Op::Command(Command::ActivateAgent(x))),
         3 => (fw.clone(), 0..ROLES.len(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
             |(f, r, gpu, rev, sim)| {
                 let mut caps = FrameworkCapabilities::MULTI_ROLE;
@@ -108,22 +109,22 @@ fn op() -> impl Strategy<Value = Op> {
                 add_framework(f, ROLES[r], caps, tasks)
             }
         ),
-        1 => fw.clone().prop_map(Op::RemoveFramework),
-        1 => fw.clone().prop_map(Op::DeactivateFramework),
-        1 => fw.clone().prop_map(Op::ActivateFramework),
-        1 => fw.clone().prop_map(|f| Op::SuppressOffers(f, vec![])),
-        1 => fw.clone().prop_map(|f| Op::ReviveOffers(f, vec![])),
+        1 => fw.clone().prop_map(|x| Op::Command(Command::RemoveFramework(x))),
+        1 => fw.clone().prop_map(|x| Op::Command(Command::DeactivateFramework(x))),
+        1 => fw.clone().prop_map(|x| Op::Command(Command::ActivateFramework(x))),
+        1 => fw.clone().prop_map(|f| Op::Command(Command::SuppressOffers(f, vec![]))),
+        1 => fw.clone().prop_map(|f| Op::Command(Command::ReviveOffers(f, vec![]))),
         3 => (fw, agent.clone(), prop::option::of(-1.0f64..4.0)).prop_map(|(f, a, refuse)| {
-            Op::RecoverResources { framework: f, agent: a, resources: None, role: None, refuse_seconds: refuse }
+            Op::Command(Command::RecoverResources { framework: f, agent: a, resources: None, role: None, refuse_seconds: refuse })
         }),
         1 => (0..ROLES.len(), 1u32..5)
-            .prop_map(|(r, w)| Op::UpdateWeights(vec![(ROLES[r].to_owned(), f64::from(w))])),
-        1 => (agent, 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::UpdateAgent {
+            .prop_map(|(r, w)| Op::Command(Command::UpdateWeights(vec![(ROLES[r].to_owned(), f64::from(w))]))),
+        1 => (agent, 0..AGENT_SHAPES.len()).prop_map(|(a, s)| Op::Command(Command::UpdateAgent {
             agent: a,
             resources: Some(AGENT_SHAPES[s].parse().unwrap()),
             capabilities: Some(AgentCapabilities::all()),
             attributes: None,
-        }),
+        })),
         4 => (1u32..4).prop_map(|n| Op::Advance(f64::from(n) * 0.5)),
         1 => (0..QUOTA_TARGETS.len(), 0u32..8, 0u32..8).prop_map(|(r, g, l)| {
             let mut quota = Quota::default();
@@ -133,17 +134,17 @@ fn op() -> impl Strategy<Value = Op> {
             if l > 0 {
                 quota.limits = Quantities::parse(&format!("cpus:{l};mem:{}", l * 300)).unwrap();
             }
-            Op::UpdateQuota(QUOTA_TARGETS[r].to_owned(), quota)
+            Op::Command(Command::UpdateQuota(QUOTA_TARGETS[r].to_owned(), quota))
         }),
-        1 => (agent_name(), 0..2usize, any::<bool>()).prop_map(|(a, r, reserve)| Op::UpdateAvailable {
+        1 => (agent_name(), 0..2usize, any::<bool>()).prop_map(|(a, r, reserve)| Op::Command(Command::UpdateAvailable {
             agent: a,
             operations: vec![operation(QUOTA_ROLES[r], reserve)],
-        }),
+        })),
         1 => (framework_name(), agent_name(), 0..2usize, any::<bool>()).prop_map(|(f, a, r, reserve)| {
-            Op::UpdateAllocation { framework: f, agent: a, role: QUOTA_ROLES[r].to_owned(), operations: vec![operation(QUOTA_ROLES[r], reserve)] }
+            Op::Command(Command::UpdateAllocation { framework: f, agent: a, role: QUOTA_ROLES[r].to_owned(), operations: vec![operation(QUOTA_ROLES[r], reserve)] })
         }),
         1 => (agent_name(), prop::option::of(0u32..5)).prop_map(|(a, start)| {
-            Op::UpdateUnavailability(a, start.map(|s| Unavailability { start: f64::from(s), duration: None.into() }))
+            Op::Command(Command::UpdateUnavailability(a, start.map(|s| Unavailability { start: f64::from(s), duration: None.into() })))
         }),
     ]
 }
@@ -215,7 +216,7 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         let totals_before: BTreeMap<AgentId, Quantities> =
             agents(&sim).map(|a| (a, sim.agent_total(a).unwrap().scalar_quantities())).collect();
         let result = sim.apply(i, op, &mut out); // a refused event changes nothing
-        if let Op::UpdateQuota(role, quota) = op {
+        if let Op::Command(Command::UpdateQuota(role, quota)) = op {
             // Quota on a nested role is refused, never accepted and left unenforced.
             if role.contains('/') {
                 prop_assert!(
@@ -273,7 +274,7 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
             );
         }
         // Only a shrinking update_agent can leave an agent over-committed (R14).
-        if !matches!(op, Op::UpdateAgent { .. }) {
+        if !matches!(op, Op::Command(Command::UpdateAgent { .. })) {
             for agent in sim.overcommitted_agents() {
                 prop_assert!(
                     before
@@ -308,7 +309,11 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
             }
         }
         // Operations never change an agent's total quantities.
-        if matches!(op, Op::UpdateAllocation { .. } | Op::UpdateAvailable { .. }) {
+        if matches!(
+            op,
+            Op::Command(Command::UpdateAllocation { .. })
+                | Op::Command(Command::UpdateAvailable { .. })
+        ) {
             for (a, q) in &totals_before {
                 prop_assert_eq!(
                     &sim.agent_total(*a).unwrap().scalar_quantities(),

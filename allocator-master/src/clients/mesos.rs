@@ -9,7 +9,7 @@
 //! wall-clock tick ([`MesosFrameworks::tick`]) for heartbeats, update resends and failover.
 //!
 //! * An [`Event::Offer`] to one of its frameworks becomes an `OFFERS` event with a fresh offer
-//!   id; `ACCEPT` and `DECLINE` name offer ids and become [`Master::answer_offer`]. An offer
+//!   id; `ACCEPT` and `DECLINE` name offer ids and become [`Command::AnswerOffer`]. An offer
 //!   of a framework that is not connected goes straight back to the allocator.
 //! * A launched task goes `TASK_STARTING` → `TASK_RUNNING` at once; the master finishes it
 //!   after its duration ([`crate::mesos::scheduler::TaskInfo::duration`]), and its [`Event::TaskEnded`] becomes
@@ -27,24 +27,21 @@
 //! * `ACCEPT`'s operations are carried out in order (`mesos/accept.rs`): `RESERVE`,
 //!   `UNRESERVE`, `CREATE` and `DESTROY` convert what is left of an offer; `LAUNCH` and
 //!   `LAUNCH_GROUP` place tasks. `offer_constraints` are accepted and ignored (SPEC 6.1).
-//! * Every master command made here is also noted, when the journal is kept, as the scenario
-//!   event that replays it (`mesos/journal.rs`): `serve --record` and plans.
+//! * Every change is a [`Command`] through [`Master::apply`], which journals it (`serve
+//!   --record`, plans): an answer to an offer as the `recover_resources` of what was declined.
 
 mod accept;
-mod journal;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use allocator_api::{
     AgentId as ApiAgentId, Allocation, FrameworkCapabilities, FrameworkId as ApiFrameworkId,
-    InverseOfferStatus, RString, Resources, RoleMinAllocatable,
+    InverseOfferStatus, Resources, RoleMinAllocatable,
 };
 
-use crate::allocator_scenario::Op;
 use crate::http::{Request, Response, Stream};
-use crate::master::frameworks::NewFramework;
-use crate::master::{Event, Master, TaskEnd};
+use crate::master::{Applied, Command, Event, Master, TaskEnd};
 use crate::mesos::scheduler::{
     self as s, Call, CallType, FrameworkCapabilityType, TaskState, TaskStatus, TaskStatusReason,
     TaskStatusSource,
@@ -74,8 +71,6 @@ struct TaskRecord {
     state: TaskState,
     /// Updates not yet acknowledged, oldest first (the head is the one sent).
     pending: VecDeque<Pending>,
-    /// The role its resources are allocated to, and the resources (a launched task).
-    held: Option<(String, Resources)>,
 }
 
 /// A framework that subscribed over HTTP.
@@ -126,8 +121,6 @@ pub struct MesosFrameworks {
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
     removed: std::collections::BTreeSet<String>,
     next: u64,
-    /// The master commands made, as scenario events, when kept (`journal.rs`).
-    journal: Option<Vec<crate::recording::Applied>>,
 }
 
 impl MesosFrameworks {
@@ -145,7 +138,6 @@ impl MesosFrameworks {
             inverse: BTreeMap::new(),
             removed: Default::default(),
             next: 0,
-            journal: None,
         }
     }
 
@@ -273,7 +265,6 @@ impl MesosFrameworks {
 
     /// Applies a call that passed every check (its `202` already sent).
     fn apply(&mut self, fw: &str, call: Call, master: &mut Master<'_>) -> Result<(), String> {
-        let id = self.frameworks[fw].id;
         match call.kind {
             CallType::Accept => {
                 let accept = call.accept.expect("validated");
@@ -284,22 +275,18 @@ impl MesosFrameworks {
                 let refuse = Filters::refuse_seconds(decline.filters.as_ref());
                 for offer in &decline.offer_ids {
                     if let Some(a) = self.take_offer(fw, &offer.value) {
-                        self.answer(fw, master, &a, &[], refuse)?;
+                        answer(master, &a, &[], refuse)?;
                     }
                 }
                 Ok(())
             }
             CallType::Revive => {
                 let roles = call.revive.map(|r| r.roles).unwrap_or_default();
-                master.revive_offers(id, &rstrings(&roles), true)?;
-                self.journal(master, || Op::ReviveOffers(fw.to_owned(), roles));
-                Ok(())
+                master.apply(&Command::ReviveOffers(fw.to_owned(), roles)).map(drop)
             }
             CallType::Suppress => {
                 let roles = call.suppress.map(|r| r.roles).unwrap_or_default();
-                master.suppress_offers(id, &rstrings(&roles))?;
-                self.journal(master, || Op::SuppressOffers(fw.to_owned(), roles));
-                Ok(())
+                master.apply(&Command::SuppressOffers(fw.to_owned(), roles)).map(drop)
             }
             CallType::Kill => self.kill(fw, &call.kill.expect("validated").task_id, master),
             CallType::Acknowledge => {
@@ -323,7 +310,8 @@ impl MesosFrameworks {
                     .iter()
                     .map(|r| from_mesos(&r.resources).expect("checked"))
                     .collect();
-                master.request_resources(id, &requests)
+                let request = Command::RequestResources { framework: fw.to_owned(), requests };
+                master.apply(&request).map(drop)
             }
             CallType::AcceptInverseOffers | CallType::DeclineInverseOffers => {
                 let (reply, status) = match call.kind {
@@ -339,14 +327,12 @@ impl MesosFrameworks {
                         && owner == fw
                     {
                         self.inverse.remove(&io.value);
-                        master.update_inverse_offer(agent, id, Some(status), Some(refuse))?;
-                        let agent = master.agent_name(agent).to_owned();
-                        self.journal(master, || Op::UpdateInverseOffer {
-                            agent,
+                        master.apply(&Command::UpdateInverseOffer {
+                            agent: master.agent_name(agent).to_owned(),
                             framework: fw.to_owned(),
                             status: Some(status),
                             refuse_seconds: Some(refuse),
-                        });
+                        })?;
                     }
                 }
                 Ok(())
@@ -390,25 +376,17 @@ impl MesosFrameworks {
         let name = match known {
             Some(name) => {
                 // Failover: a new stream replaces the old one; tasks are kept.
-                let id = self.frameworks[&name].id;
-                let update = master.update_framework(
-                    id,
-                    Some(&roles),
-                    Some(capabilities),
-                    Some(&sub.suppressed_roles),
-                    Some(&min_allocatable),
-                );
-                if let Err(e) = update {
-                    request.respond_with(Response::text(400, &e));
-                    return Ok(());
-                }
-                self.journal(master, || Op::UpdateFramework {
+                let update = master.apply(&Command::UpdateFramework {
                     framework: name.clone(),
                     roles: Some(roles.clone()),
                     capabilities: Some(capabilities),
                     suppressed_roles: Some(sub.suppressed_roles.clone()),
                     min_allocatable: Some(min_allocatable.clone()),
                 });
+                if let Err(e) = update {
+                    request.respond_with(Response::text(400, &e));
+                    return Ok(());
+                }
                 // Offers made to the scheduler that failed over are withdrawn.
                 let outstanding: Vec<String> = self
                     .offers
@@ -430,23 +408,7 @@ impl MesosFrameworks {
             None => {
                 let name =
                     info.id.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| self.fresh_id(""));
-                let new = NewFramework {
-                    name: &name,
-                    roles: &roles,
-                    capabilities,
-                    active: false,
-                    used: &[],
-                    suppressed_roles: &sub.suppressed_roles,
-                    min_allocatable: &min_allocatable,
-                };
-                let id = match master.add_framework(new) {
-                    Ok(id) => id,
-                    Err(e) => {
-                        request.respond_with(Response::text(400, &e));
-                        return Ok(());
-                    }
-                };
-                self.journal(master, || Op::AddFramework {
+                let add = Command::AddFramework {
                     framework: name.clone(),
                     roles: roles.clone(),
                     capabilities,
@@ -455,7 +417,15 @@ impl MesosFrameworks {
                     suppressed_roles: sub.suppressed_roles.clone(),
                     min_allocatable: min_allocatable.clone(),
                     tasks: None,
-                });
+                };
+                let id = match master.apply(&add) {
+                    Ok(Applied::Framework(id)) => id,
+                    Ok(other) => return Err(format!("adding a framework gave {other:?}")),
+                    Err(e) => {
+                        request.respond_with(Response::text(400, &e));
+                        return Ok(());
+                    }
+                };
                 self.by_master.insert(id, name.clone());
                 self.frameworks.insert(
                     name.clone(),
@@ -495,13 +465,11 @@ impl MesosFrameworks {
         f.stream_id = stream_id;
         f.last_heartbeat = Instant::now();
         let was_disconnected = f.disconnected.take().is_some();
-        let id = f.id;
         log::info!("framework {name} subscribed");
         // Updates not yet acknowledged go out again on the new stream.
         self.resend_all(&name);
         if was_disconnected {
-            master.activate_framework(id)?;
-            self.journal(master, || Op::ActivateFramework(name));
+            master.apply(&Command::ActivateFramework(name))?;
         }
         Ok(())
     }
@@ -541,7 +509,6 @@ impl MesosFrameworks {
             agent: agent.to_owned(),
             state: status.state,
             pending: VecDeque::new(),
-            held: None,
         });
         record.state = status.state;
         if status.state.is_terminal() {
@@ -585,7 +552,10 @@ impl MesosFrameworks {
     fn kill(&mut self, fw: &str, task: &TaskId, master: &mut Master<'_>) -> Result<(), String> {
         let f = &self.frameworks[fw];
         match f.tasks.get(&task.value).and_then(|t| t.master) {
-            Some(id) => self.kill_task(fw, master, f.id, id),
+            Some(task) => {
+                master.apply(&Command::KillTask { framework: f.id, task })?;
+                Ok(())
+            }
             None => {
                 self.reconcile(fw, &[s::ReconcileTask { task_id: task.clone(), agent_id: None }]);
                 Ok(())
@@ -642,22 +612,14 @@ impl MesosFrameworks {
     ) -> Result<(), String> {
         let info = sub.framework_info;
         let roles = info.effective_roles();
-        let id = self.frameworks[fw].id;
         let (capabilities, min_allocatable) = (capabilities(&info), min_allocatable(&info));
-        master.update_framework(
-            id,
-            Some(&roles),
-            Some(capabilities),
-            Some(&sub.suppressed_roles),
-            Some(&min_allocatable),
-        )?;
-        self.journal(master, || Op::UpdateFramework {
+        master.apply(&Command::UpdateFramework {
             framework: fw.to_owned(),
             roles: Some(roles.clone()),
             capabilities: Some(capabilities),
             suppressed_roles: Some(sub.suppressed_roles.clone()),
             min_allocatable: Some(min_allocatable),
-        });
+        })?;
         let gone: Vec<String> = self
             .offers
             .iter()
@@ -679,7 +641,7 @@ impl MesosFrameworks {
             f.send(&s::Event::rescind(OfferId::new(offer)));
         }
         if master.agent_info(a.agent).is_some() && master.framework_info(a.framework).is_some() {
-            self.recover(&fw, master, &a, None)?;
+            recover(&fw, master, &a)?;
         }
         Ok(())
     }
@@ -695,8 +657,7 @@ impl MesosFrameworks {
             stream.close();
         }
         log::info!("framework {fw} removed");
-        master.remove_framework(f.id)?;
-        self.journal(master, || Op::RemoveFramework(fw.to_owned()));
+        master.apply(&Command::RemoveFramework(fw.to_owned()))?;
         Ok(())
     }
 
@@ -710,7 +671,7 @@ impl MesosFrameworks {
                 Event::Offer(a) => {
                     let Some(fw) = self.by_master.get(&a.framework).cloned() else { continue };
                     if self.frameworks[&fw].disconnected.is_some() {
-                        self.answer(&fw, master, a, &[], 0.0)?;
+                        answer(master, a, &[], 0.0)?;
                         continue;
                     }
                     let id = self.fresh_id("O");
@@ -733,7 +694,7 @@ impl MesosFrameworks {
                     self.inverse.insert(id, (fw, *agent));
                 }
                 Event::TaskEnded { task, framework, end } => {
-                    self.task_ended(*task, *framework, *end, master);
+                    self.task_ended(*task, *framework, *end);
                 }
                 Event::AgentRemoved(agent) => {
                     let gone: Vec<String> = self
@@ -785,26 +746,17 @@ impl MesosFrameworks {
     }
 
     /// A task of an HTTP framework ended in the master: its terminal update.
-    fn task_ended(
-        &mut self,
-        task: u64,
-        framework: ApiFrameworkId,
-        end: TaskEnd,
-        master: &Master<'_>,
-    ) {
+    fn task_ended(&mut self, task: u64, framework: ApiFrameworkId, end: TaskEnd) {
         let Some(fw) = self.by_master.get(&framework).cloned() else { return };
         let Some(f) = self.frameworks.get(&fw) else { return };
-        let Some((name, agent, held)) = f
+        let Some((name, agent)) = f
             .tasks
             .iter()
             .find(|(_, t)| t.master == Some(task))
-            .map(|(n, t)| (n.clone(), t.agent.clone(), t.held.clone()))
+            .map(|(n, t)| (n.clone(), t.agent.clone()))
         else {
             return;
         };
-        if let (TaskEnd::Finished, Some(held)) = (end, held) {
-            self.journal_finished(&fw, master, &agent, held);
-        }
         let (state, reason, source) = match end {
             TaskEnd::Finished => (TaskState::TaskFinished, None, TaskStatusSource::SourceExecutor),
             TaskEnd::Killed => (TaskState::TaskKilled, None, TaskStatusSource::SourceExecutor),
@@ -841,10 +793,8 @@ impl MesosFrameworks {
             if f.disconnected.is_none() && f.stream.as_ref().is_none_or(Stream::is_closed) {
                 f.disconnected = Some(now);
                 f.stream = None;
-                let id = f.id;
                 log::info!("framework {fw} disconnected (its event stream ended)");
-                master.deactivate_framework(id)?;
-                self.journal(master, || Op::DeactivateFramework(fw.clone()));
+                master.apply(&Command::DeactivateFramework(fw.clone()))?;
                 let offers: Vec<String> = self
                     .offers
                     .iter()
@@ -886,10 +836,6 @@ impl MesosFrameworks {
         }
         Ok(())
     }
-}
-
-fn rstrings(list: &[String]) -> Vec<RString> {
-    list.iter().map(|r| RString::from(r.as_str())).collect()
 }
 
 /// The allocator's view of a framework's Mesos capabilities (those it knows).
@@ -934,4 +880,33 @@ fn wall_seconds() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A framework's answer to `offer`: `tasks` launched on parts of it, the rest declined with a
+/// refuse filter of `refuse_seconds`. Returns the launched tasks' master ids, in order.
+fn answer(
+    master: &mut Master<'_>,
+    offer: &Allocation,
+    tasks: &[(Resources, Option<f64>)],
+    refuse_seconds: f64,
+) -> Result<Vec<u64>, String> {
+    let answer =
+        Command::AnswerOffer { offer: offer.clone(), tasks: tasks.to_vec(), refuse_seconds };
+    match master.apply(&answer)? {
+        Applied::Launched(ids) => Ok(ids),
+        other => Err(format!("answering an offer gave {other:?}")),
+    }
+}
+
+/// An outstanding offer of `fw` goes back to the allocator without a filter.
+fn recover(fw: &str, master: &mut Master<'_>, offer: &Allocation) -> Result<(), String> {
+    master
+        .apply(&Command::RecoverResources {
+            framework: fw.to_owned(),
+            agent: master.agent_name(offer.agent).to_owned(),
+            resources: Some(offer.resources.clone()),
+            role: Some(offer.role.to_string()),
+            refuse_seconds: None,
+        })
+        .map(drop)
 }

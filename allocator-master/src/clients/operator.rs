@@ -6,8 +6,9 @@
 //! `GET_AGENTS`, `GET_FRAMEWORKS`, `GET_TASKS`, `GET_ROLES`, `GET_WEIGHTS`, `UPDATE_WEIGHTS`,
 //! `GET_QUOTA`, `UPDATE_QUOTA`, `GET_MAINTENANCE_SCHEDULE`, `UPDATE_MAINTENANCE_SCHEDULE`,
 //! `START_MAINTENANCE`, `STOP_MAINTENANCE`, `MARK_AGENT_GONE`; any other type is refused with
-//! `501`. Changes go through the scenario events' commands ([`Simulation::apply`]), so the
-//! master's clients and observers see them as they see a scenario's.
+//! `501`. Changes are [`Command`]s applied through an [`Apply`] handle (the wiring's, which
+//! delivers each command's events before the next), so the master's clients and observers
+//! see them as they see a scenario's.
 //!
 //! Differences from Mesos, by design of a simulated cluster:
 //! * maintenance times (`unavailability.start`, `duration`) are seconds of the master's
@@ -23,15 +24,29 @@ use std::collections::BTreeMap;
 use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resources};
 use serde_json::{Map, Value};
 
-use crate::allocator_scenario::Op;
 use crate::http::Response;
-use crate::master::Master;
+use crate::master::{Apply, Command, Master};
 use crate::mesos::master::{self as m, Call, CallType, QuotaConfig};
+use crate::mesos::scheduler as s;
 use crate::mesos::{
     AgentId, Attribute, FrameworkId, ResourceFormat, ScalarValue, TaskId, to_mesos,
 };
-use crate::output::EventStream;
-use crate::simulation::Simulation;
+
+/// What the operator API shows of the frameworks connected over the scheduler API: their own
+/// `FrameworkInfo` and their tasks' names.
+pub trait SchedulerView {
+    /// The `FrameworkInfo` a connected framework subscribed with.
+    fn framework_info(&self, id: allocator_api::FrameworkId) -> Option<&s::FrameworkInfo>;
+    /// The framework's name for one of its tasks (by the master's task id).
+    fn task_name(&self, fw: allocator_api::FrameworkId, task: u64) -> Option<&str>;
+}
+
+/// The master as the operator API sees it: commands to apply, and the frameworks connected
+/// over the scheduler API, if any.
+pub trait Cluster<'r>: Apply<'r> {
+    /// The frameworks connected over the scheduler API, when the master has them.
+    fn scheduler(&self) -> Option<&dyn SchedulerView>;
+}
 
 /// An agent taken down by `START_MAINTENANCE`, to bring back on `STOP_MAINTENANCE`.
 struct Down {
@@ -53,10 +68,9 @@ impl Operator {
     /// Answers one `POST /api/v1` body. `metrics` are `GET /metrics/snapshot`'s.
     pub fn answer(
         &mut self,
-        sim: &mut Simulation<'_>,
+        sim: &mut dyn Cluster<'_>,
         metrics: Map<String, Value>,
         body: &str,
-        out: &mut EventStream,
     ) -> Response {
         let call = match Call::parse(body).and_then(|c| c.validate().map(|()| c)) {
             Ok(call) => call,
@@ -104,27 +118,27 @@ impl Operator {
                 })))
             }
             CallType::UpdateWeights => {
-                update_weights(sim, call.update_weights.expect("validated"), out).map(|()| None)
+                update_weights(sim, call.update_weights.expect("validated")).map(|()| None)
             }
             CallType::UpdateQuota => {
-                update_quota(sim, call.update_quota.expect("validated"), out).map(|()| None)
+                update_quota(sim, call.update_quota.expect("validated")).map(|()| None)
             }
             CallType::UpdateMaintenanceSchedule => {
                 let schedule = call.update_maintenance_schedule.expect("validated").schedule;
-                self.update_schedule(sim, schedule, out).map(|()| None)
+                self.update_schedule(sim, schedule).map(|()| None)
             }
             CallType::StartMaintenance => {
                 let machines = call.start_maintenance.expect("validated").machines;
-                self.start_maintenance(sim, &machines, out).map(|()| None)
+                self.start_maintenance(sim, &machines).map(|()| None)
             }
             CallType::StopMaintenance => {
                 let machines = call.stop_maintenance.expect("validated").machines;
-                self.stop_maintenance(sim, &machines, out).map(|()| None)
+                self.stop_maintenance(sim, &machines).map(|()| None)
             }
             CallType::MarkAgentGone => {
                 let agent = call.mark_agent_gone.expect("validated").agent_id.value;
                 match sim.master().agent_id(&agent) {
-                    Ok(_) => sim.apply(usize::MAX, &Op::RemoveAgent(agent), out).map(|()| None),
+                    Ok(_) => sim.apply(&Command::RemoveAgent(agent)).map(|_| None),
                     Err(e) => return Response::text(404, &e),
                 }
             }
@@ -170,9 +184,8 @@ impl Operator {
     /// offers go out); agents no longer scheduled have theirs cleared.
     fn update_schedule(
         &mut self,
-        sim: &mut Simulation<'_>,
+        sim: &mut dyn Cluster<'_>,
         schedule: m::Schedule,
-        out: &mut EventStream,
     ) -> Result<(), String> {
         let mut wanted: BTreeMap<String, allocator_api::Unavailability> = BTreeMap::new();
         for w in &schedule.windows {
@@ -196,12 +209,12 @@ impl Operator {
         self.schedule = schedule;
         for agent in cleared {
             if sim.master().agent_id(&agent).is_ok() {
-                sim.apply(usize::MAX, &Op::UpdateUnavailability(agent, None), out)?;
+                sim.apply(&Command::UpdateUnavailability(agent, None))?;
             }
         }
         for (agent, u) in wanted {
             if sim.master().agent_id(&agent).is_ok() {
-                sim.apply(usize::MAX, &Op::UpdateUnavailability(agent, Some(u)), out)?;
+                sim.apply(&Command::UpdateUnavailability(agent, Some(u)))?;
             }
         }
         Ok(())
@@ -211,9 +224,8 @@ impl Operator {
     /// `STOP_MAINTENANCE`).
     fn start_maintenance(
         &mut self,
-        sim: &mut Simulation<'_>,
+        sim: &mut dyn Cluster<'_>,
         machines: &[crate::mesos::MachineId],
-        out: &mut EventStream,
     ) -> Result<(), String> {
         for agent in self.agents_on(sim.master(), machines) {
             let master = sim.master();
@@ -227,7 +239,7 @@ impl Operator {
                 attributes: info.attributes.to_vec(),
                 capabilities: info.capabilities,
             };
-            sim.apply(usize::MAX, &Op::RemoveAgent(agent.clone()), out)?;
+            sim.apply(&Command::RemoveAgent(agent.clone()))?;
             self.down.insert(agent, down);
         }
         Ok(())
@@ -236,13 +248,12 @@ impl Operator {
     /// `STOP_MAINTENANCE`: the machines' agents come back, empty, and leave the schedule.
     fn stop_maintenance(
         &mut self,
-        sim: &mut Simulation<'_>,
+        sim: &mut dyn Cluster<'_>,
         machines: &[crate::mesos::MachineId],
-        out: &mut EventStream,
     ) -> Result<(), String> {
         for agent in self.agents_on(sim.master(), machines) {
             let Some(d) = self.down.remove(&agent) else { continue };
-            let op = Op::AddAgent {
+            let op = Command::AddAgent {
                 agent: agent.clone(),
                 resources: d.resources,
                 hostname: Some(d.hostname),
@@ -251,7 +262,7 @@ impl Operator {
                 used: Vec::new(),
                 unavailability: None,
             };
-            sim.apply(usize::MAX, &op, out)?;
+            sim.apply(&op)?;
         }
         for w in &mut self.schedule.windows {
             w.machine_ids.retain(|mid| !machines.contains(mid));
@@ -310,7 +321,7 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
     m::GetAgents { agents, recovered_agents: Vec::new() }
 }
 
-fn frameworks(sim: &Simulation<'_>) -> m::GetFrameworks {
+fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
     let master = sim.master();
     let state = master.state();
     let frameworks = master
@@ -322,7 +333,7 @@ fn frameworks(sim: &Simulation<'_>) -> m::GetFrameworks {
                 .as_array()
                 .and_then(|l| l.iter().find(|f| f["framework"] == name.as_str()))
                 .is_some_and(|f| f["active"] == true);
-            let mesos = sim.mesos().and_then(|m| m.framework_info(id));
+            let mesos = sim.scheduler().and_then(|m| m.framework_info(id));
             let framework_info = match mesos {
                 Some(i) => i.clone(),
                 None => serde_json::from_value(serde_json::json!({
@@ -353,14 +364,14 @@ fn frameworks(sim: &Simulation<'_>) -> m::GetFrameworks {
     m::GetFrameworks { frameworks, completed_frameworks: Vec::new() }
 }
 
-fn tasks(sim: &Simulation<'_>) -> m::GetTasks {
+fn tasks(sim: &dyn Cluster<'_>) -> m::GetTasks {
     let master = sim.master();
     let mut tasks = Vec::new();
     for fw in master.framework_ids() {
         let fw_name = master.framework_name(fw);
         for (id, t) in master.tasks_of(fw) {
             let name = sim
-                .mesos()
+                .scheduler()
                 .and_then(|m| m.task_name(fw, id))
                 .map_or_else(|| format!("task-{id}"), str::to_owned);
             tasks.push(m::Task {
@@ -439,11 +450,7 @@ fn quota(master: &Master<'_>) -> m::GetQuota {
     }
 }
 
-fn update_weights(
-    sim: &mut Simulation<'_>,
-    update: m::UpdateWeights,
-    out: &mut EventStream,
-) -> Result<(), String> {
+fn update_weights(sim: &mut dyn Cluster<'_>, update: m::UpdateWeights) -> Result<(), String> {
     let mut weights = Vec::new();
     for w in update.weight_infos {
         let Some(role) = w.role else { return Err("Every weight needs a 'role'".into()) };
@@ -452,14 +459,10 @@ fn update_weights(
         }
         weights.push((role, w.weight));
     }
-    sim.apply(usize::MAX, &Op::UpdateWeights(weights), out)
+    sim.apply(&Command::UpdateWeights(weights)).map(drop)
 }
 
-fn update_quota(
-    sim: &mut Simulation<'_>,
-    update: m::UpdateQuota,
-    out: &mut EventStream,
-) -> Result<(), String> {
+fn update_quota(sim: &mut dyn Cluster<'_>, update: m::UpdateQuota) -> Result<(), String> {
     let mut quotas = Vec::new();
     for c in update.quota_configs {
         let parse = |q: &BTreeMap<String, ScalarValue>| {
@@ -473,7 +476,7 @@ fn update_quota(
         quotas.push((c.role.clone(), Quota { guarantees, limits }));
     }
     for (role, q) in quotas {
-        sim.apply(usize::MAX, &Op::UpdateQuota(role, q), out)?;
+        sim.apply(&Command::UpdateQuota(role, q))?;
     }
     Ok(())
 }

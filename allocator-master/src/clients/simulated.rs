@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use allocator_api::{Allocation, FrameworkId, Resources};
 
-use crate::allocator_scenario::TaskSpec;
-use crate::master::{Event, Master};
+use crate::master::{Command, Event, Master, Origin, Submission, TaskSpec};
 
 #[derive(Debug, Clone)]
 struct QueuedTask {
@@ -75,7 +74,7 @@ impl SimulatedFrameworks {
     }
 
     /// Plays framework `fw` (just added to the master) with `spec`.
-    pub fn add(&mut self, fw: FrameworkId, spec: TaskSpec) {
+    fn add(&mut self, fw: FrameworkId, spec: TaskSpec) {
         let sim = SimFramework {
             spec,
             launched: 0,
@@ -87,45 +86,40 @@ impl SimulatedFrameworks {
         self.frameworks.insert(fw, sim);
     }
 
-    /// Whether `fw` is played by this client.
-    pub fn plays(&self, fw: FrameworkId) -> bool {
-        self.frameworks.contains_key(&fw)
-    }
-
-    /// Queues a trace task for `fw`; a framework that suppressed its offers revives them (the
-    /// task waits for the next periodic run). `Err` when `fw` is not simulated.
-    pub fn submit(
+    /// Queues a trace task for `fw` (the master checked that this client plays it); a
+    /// framework that suppressed its offers revives them (the task waits for the next
+    /// periodic run).
+    fn submit(
         &mut self,
         master: &mut Master<'_>,
         fw: FrameworkId,
-        resources: &Resources,
-        duration: Option<f64>,
-        constraints: &[(String, Vec<String>)],
+        task: &Submission,
     ) -> Result<(), String> {
-        let sim = self.frameworks.get_mut(&fw).ok_or_else(|| {
-            format!(
-                "framework '{}' is not simulated (add it with \"tasks\")",
-                master.framework_name(fw)
-            )
-        })?;
+        let Some(sim) = self.frameworks.get_mut(&fw) else { return Ok(()) };
         sim.submitted += 1;
         sim.queue.push_back(QueuedTask {
-            resources: resources.clone(),
-            duration,
-            constraints: constraints.to_vec(),
+            resources: task.resources.clone(),
+            duration: task.duration,
+            constraints: task.constraints.clone(),
             submitted: master.now(),
         });
         if std::mem::take(&mut sim.suppressed) {
-            master.revive_offers(fw, &[], false)?;
+            let revive = Command::ReviveOffers(master.framework_name(fw).to_owned(), Vec::new());
+            master.apply_from(Origin::Simulated, &revive)?;
         }
         Ok(())
     }
 
-    /// Answers the offers among `events`; returns whether an allocation run ended among them.
+    /// Plays the frameworks added with tasks and queues the tasks submitted to them among
+    /// `events`, and answers their offers; returns whether an allocation run ended among them.
     pub fn react(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<bool, String> {
         let mut ran = false;
         for event in events {
             match event {
+                Event::FrameworkPlayed { framework, tasks } => self.add(*framework, tasks.clone()),
+                Event::TaskSubmitted { framework, task } => {
+                    self.submit(master, *framework, task)?
+                }
                 Event::Offer(offer) => self.answer(offer, master)?,
                 Event::AllocationRun { .. } => ran = true,
                 _ => {}
@@ -179,7 +173,12 @@ impl SimulatedFrameworks {
                 }
             }
         }
-        master.answer_offer(offer, &launched, sim.spec.refuse_seconds).map(drop)
+        let answer = Command::AnswerOffer {
+            offer: offer.clone(),
+            tasks: launched,
+            refuse_seconds: sim.spec.refuse_seconds,
+        };
+        master.apply_from(Origin::Simulated, &answer).map(drop)
     }
 
     /// A simulated framework with nothing left to launch suppresses its offers, as a real
@@ -189,7 +188,9 @@ impl SimulatedFrameworks {
             if sim.suppressed || sim.has_pending() || master.framework_info(*fw).is_none() {
                 continue;
             }
-            master.suppress_offers(*fw, &[])?;
+            let suppress =
+                Command::SuppressOffers(master.framework_name(*fw).to_owned(), Vec::new());
+            master.apply_from(Origin::Simulated, &suppress)?;
             sim.suppressed = true;
         }
         Ok(())

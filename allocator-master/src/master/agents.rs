@@ -9,10 +9,6 @@ use allocator_api::{
 
 use super::{AgentRecord, Master, TaskEnd};
 
-/// Resources frameworks already use on an agent when it is added: (framework name, role —
-/// `None` for the framework's first role, which needs the framework known — resources).
-pub type AgentUsed = [(String, Option<String>, Resources)];
-
 /// An agent to add.
 #[derive(Clone, Copy, Debug)]
 pub struct NewAgent<'a> {
@@ -27,7 +23,7 @@ pub struct NewAgent<'a> {
     /// Its attributes.
     pub attributes: &'a [Attribute],
     /// What frameworks already use on it.
-    pub used: &'a AgentUsed,
+    pub used: &'a [(String, Option<String>, Resources)],
     /// Its maintenance window, if any.
     pub unavailability: Option<Unavailability>,
 }
@@ -35,7 +31,7 @@ pub struct NewAgent<'a> {
 impl Master<'_> {
     /// Adds an agent (a name seen before and removed gets its old id back), records what
     /// frameworks use on it, and runs the allocator over it.
-    pub fn add_agent(&mut self, new: NewAgent<'_>) -> Result<AgentId, String> {
+    pub(super) fn add_agent(&mut self, new: NewAgent<'_>) -> Result<AgentId, String> {
         let name = new.name;
         if self.agent_ids.get(name).is_some_and(|id| self.agents[id.index()].present) {
             return Err(format!("agent '{name}' is already added"));
@@ -93,7 +89,7 @@ impl Master<'_> {
     }
 
     /// Removes an agent: what frameworks held there is gone, and so are its tasks.
-    pub fn remove_agent(&mut self, id: AgentId) -> Result<(), String> {
+    pub(super) fn remove_agent(&mut self, id: AgentId) -> Result<(), String> {
         self.call("remove_agent", |a| a.remove_agent(id))?;
         self.ledger.clear_agent(id);
         let lost: Vec<_> =
@@ -109,14 +105,14 @@ impl Master<'_> {
     }
 
     /// Activates an agent (its resources are offered again).
-    pub fn activate_agent(&mut self, id: AgentId) -> Result<(), String> {
+    pub(super) fn activate_agent(&mut self, id: AgentId) -> Result<(), String> {
         self.call("activate_agent", |a| a.activate_agent(id))?;
         self.agents[id.index()].activated = true;
         Ok(())
     }
 
     /// Deactivates an agent (nothing on it is offered until it is activated).
-    pub fn deactivate_agent(&mut self, id: AgentId) -> Result<(), String> {
+    pub(super) fn deactivate_agent(&mut self, id: AgentId) -> Result<(), String> {
         self.call("deactivate_agent", |a| a.deactivate_agent(id))?;
         self.agents[id.index()].activated = false;
         Ok(())
@@ -124,7 +120,7 @@ impl Master<'_> {
 
     /// Updates an agent's total, capabilities or attributes (each `None`: unchanged); runs the
     /// allocator over it when anything changed.
-    pub fn update_agent(
+    pub(super) fn update_agent(
         &mut self,
         id: AgentId,
         resources: Option<&Resources>,
@@ -150,11 +146,11 @@ impl Master<'_> {
 
     /// Adds a resource provider's resources to an agent, with what frameworks (by name,
     /// present) already use of them.
-    pub fn add_resource_provider(
+    pub(super) fn add_resource_provider(
         &mut self,
         id: AgentId,
         resources: &Resources,
-        used: &AgentUsed,
+        used: &[(String, Option<String>, Resources)],
     ) -> Result<(), String> {
         let mut allocations = Vec::new();
         for (fw_name, role, res) in used {
@@ -185,7 +181,7 @@ impl Master<'_> {
 
     /// Schedules (or with `None` cancels) an agent's maintenance, and runs the allocator over
     /// it (inverse offers go out).
-    pub fn update_unavailability(
+    pub(super) fn update_unavailability(
         &mut self,
         id: AgentId,
         u: Option<Unavailability>,
@@ -196,7 +192,7 @@ impl Master<'_> {
     }
 
     /// Applies operations (reserve, create a volume, …) to what a framework holds on an agent.
-    pub fn update_allocation(
+    pub(super) fn update_allocation(
         &mut self,
         fw: allocator_api::FrameworkId,
         agent: AgentId,
@@ -219,7 +215,7 @@ impl Master<'_> {
     }
 
     /// Applies operations to an agent's unallocated resources.
-    pub fn update_available(
+    pub(super) fn update_available(
         &mut self,
         agent: AgentId,
         operations: &[Operation],

@@ -7,6 +7,8 @@
 
 use allocator_api::{AgentId, Allocation, FrameworkId, Resources, Unavailability};
 
+use super::command::{Submission, TaskSpec};
+
 /// Why a task ended without finishing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskEnd {
@@ -82,5 +84,20 @@ pub enum Event {
         framework: FrameworkId,
         /// Why it ended.
         end: TaskEnd,
+    },
+    /// A framework was added with `tasks` ([`super::Command::AddFramework`]): the simulated
+    /// frameworks play it from now on. Delivered before any offer it gets.
+    FrameworkPlayed {
+        /// The framework.
+        framework: FrameworkId,
+        /// What its tasks look like.
+        tasks: TaskSpec,
+    },
+    /// A task was submitted to a simulated framework's queue ([`super::Command::SubmitTask`]).
+    TaskSubmitted {
+        /// The framework.
+        framework: FrameworkId,
+        /// The task.
+        task: Submission,
     },
 }

@@ -46,7 +46,7 @@ impl Master<'_> {
     }
 
     /// Adds a framework; when it is active, runs the allocator over every agent.
-    pub fn add_framework(&mut self, new: NewFramework<'_>) -> Result<FrameworkId, String> {
+    pub(super) fn add_framework(&mut self, new: NewFramework<'_>) -> Result<FrameworkId, String> {
         if self.framework_id(new.name).is_ok() {
             return Err(format!("framework '{}' is already added", new.name));
         }
@@ -87,7 +87,7 @@ impl Master<'_> {
     }
 
     /// Removes a framework: what it held goes back, its tasks end.
-    pub fn remove_framework(&mut self, id: FrameworkId) -> Result<(), String> {
+    pub(super) fn remove_framework(&mut self, id: FrameworkId) -> Result<(), String> {
         self.call("remove_framework", |a| a.remove_framework(id))?;
         self.ledger.clear_framework(id);
         self.finishes.retain(|_, f| *f != id);
@@ -102,14 +102,14 @@ impl Master<'_> {
     }
 
     /// Activates a framework and runs the allocator over every agent.
-    pub fn activate_framework(&mut self, id: FrameworkId) -> Result<(), String> {
+    pub(super) fn activate_framework(&mut self, id: FrameworkId) -> Result<(), String> {
         self.call("activate_framework", |a| a.activate_framework(id))?;
         self.set_framework_active(id, true);
         self.allocate_all()
     }
 
     /// Deactivates a framework (it gets no offers until activated).
-    pub fn deactivate_framework(&mut self, id: FrameworkId) -> Result<(), String> {
+    pub(super) fn deactivate_framework(&mut self, id: FrameworkId) -> Result<(), String> {
         self.call("deactivate_framework", |a| a.deactivate_framework(id))?;
         self.set_framework_active(id, false);
         Ok(())
@@ -123,7 +123,7 @@ impl Master<'_> {
 
     /// Changes a framework's roles, capabilities, suppressed roles or `min_allocatable_resources`
     /// (each `None`: unchanged).
-    pub fn update_framework(
+    pub(super) fn update_framework(
         &mut self,
         id: FrameworkId,
         roles: Option<&[String]>,
@@ -168,7 +168,7 @@ impl Master<'_> {
     /// Gives back what a framework holds on an agent, per role (`targets`), with an optional
     /// refuse filter; its tasks there that no longer fit in what it still holds end with
     /// their resources.
-    pub fn recover_resources(
+    pub(super) fn recover_resources(
         &mut self,
         fw: FrameworkId,
         agent: AgentId,
@@ -208,7 +208,11 @@ impl Master<'_> {
     }
 
     /// Suppresses a framework's offers in `roles` (empty: all its roles).
-    pub fn suppress_offers(&mut self, id: FrameworkId, roles: &[RString]) -> Result<(), String> {
+    pub(super) fn suppress_offers(
+        &mut self,
+        id: FrameworkId,
+        roles: &[RString],
+    ) -> Result<(), String> {
         self.call("suppress_offers", |a| a.suppress_offers(id, roles))?;
         self.record_suppression(id, roles, true);
         Ok(())
@@ -216,7 +220,7 @@ impl Master<'_> {
 
     /// Revives a framework's offers in `roles` (empty: all its roles); with `allocate_now`
     /// runs the allocator over every agent, otherwise the next periodic run serves it.
-    pub fn revive_offers(
+    pub(super) fn revive_offers(
         &mut self,
         id: FrameworkId,
         roles: &[RString],
@@ -244,7 +248,7 @@ impl Master<'_> {
     }
 
     /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator.
-    pub fn request_resources(
+    pub(super) fn request_resources(
         &mut self,
         fw: FrameworkId,
         requests: &[Resources],
@@ -253,7 +257,7 @@ impl Master<'_> {
     }
 
     /// A framework's answer to an inverse offer.
-    pub fn update_inverse_offer(
+    pub(super) fn update_inverse_offer(
         &mut self,
         agent: AgentId,
         fw: FrameworkId,

@@ -17,9 +17,11 @@
 //! timeline, the clock), [`state`] (the `GET /state` view), [`events`].
 
 pub mod agents;
+pub mod command;
 pub mod containment;
 pub mod events;
 pub mod frameworks;
+pub mod journal;
 pub mod ledger;
 pub mod operator;
 pub mod run;
@@ -40,8 +42,10 @@ use allocator_host::guard::GuardLog;
 use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 
+pub use command::{Applied, Apply, Command, Origin, Submission, TaskSpec};
 pub use containment::{DEFAULT_RESTART_LIMIT, Engine, FailurePolicy};
 pub use events::{Event, TaskEnd};
+pub use journal::{Entry, Journal};
 use ledger::Ledger;
 use tasks::Task;
 
@@ -107,6 +111,8 @@ pub struct Master<'r> {
     framework_ids: BTreeMap<String, FrameworkId>,
     frameworks: Vec<Option<FrameworkRecord>>,
     framework_names: Vec<String>,
+    /// Frameworks added with `tasks`: the simulated frameworks play them.
+    simulated: std::collections::BTreeSet<FrameworkId>,
     ledger: Ledger,
     /// Running tasks by (framework, task id): per framework in launch order.
     tasks: BTreeMap<(FrameworkId, u64), Task>,
@@ -130,6 +136,8 @@ pub struct Master<'r> {
     /// Set (to a signal number) when the clock should stop at its next step.
     interrupt: Option<Arc<AtomicUsize>>,
     outbox: Vec<Event>,
+    /// The commands clients applied, when kept or recorded.
+    journal: Journal,
 }
 
 impl<'r> Master<'r> {
@@ -156,6 +164,7 @@ impl<'r> Master<'r> {
             framework_ids: BTreeMap::new(),
             frameworks: Vec::new(),
             framework_names: Vec::new(),
+            simulated: std::collections::BTreeSet::new(),
             ledger: Ledger::default(),
             tasks: BTreeMap::new(),
             finishes: BTreeMap::new(),
@@ -174,6 +183,7 @@ impl<'r> Master<'r> {
             stopped: None,
             interrupt: None,
             outbox: Vec::new(),
+            journal: Journal::default(),
         })
     }
 
@@ -195,6 +205,32 @@ impl<'r> Master<'r> {
     /// Whether the interrupt flag asks the master to stop.
     pub fn interrupted(&self) -> bool {
         self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed) != 0)
+    }
+
+    /// Keeps the journal of every command applied from now on (call it before the first), up
+    /// to `limit` entries, for [`journal_entries`](Self::journal_entries).
+    pub fn keep_journal(&mut self, limit: usize) {
+        self.journal.keep(limit);
+    }
+
+    /// Writes the journal of every command applied from now on to `sink` as it goes.
+    pub fn record_journal_to(&mut self, sink: Box<dyn journal::Sink>) {
+        self.journal.record_to(sink);
+    }
+
+    /// Whether the journal is kept or recorded.
+    pub fn journal_is_on(&self) -> bool {
+        self.journal.is_on()
+    }
+
+    /// The journal kept so far, with the clock advanced to now; `Err` says why there is none.
+    pub fn journal_entries(&self) -> Result<Vec<Entry>, String> {
+        self.journal.entries(self.now)
+    }
+
+    /// Ends the journal's recording (if any) at the current virtual time.
+    pub fn finish_recording(&mut self) -> std::io::Result<()> {
+        self.journal.finish_recording(self.now)
     }
 
     /// The events since the last call, oldest first.

@@ -8,14 +8,14 @@ use super::{Engine, Master};
 
 impl Master<'_> {
     /// Sets a role's quota.
-    pub fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<(), String> {
+    pub(super) fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<(), String> {
         self.call("update_quota", |a| a.update_quota(role, quota))?;
         self.quotas.insert(role.to_owned(), quota.clone());
         Ok(())
     }
 
     /// Sets role weights (roles not named keep theirs).
-    pub fn update_weights(&mut self, weights: &[(String, f64)]) -> Result<(), String> {
+    pub(super) fn update_weights(&mut self, weights: &[(String, f64)]) -> Result<(), String> {
         let w: Vec<RoleWeight> = weights
             .iter()
             .map(|(r, w)| RoleWeight { role: r.as_str().into(), weight: *w })
@@ -31,7 +31,7 @@ impl Master<'_> {
     }
 
     /// Sets (or with `None` clears) the whitelist of hostnames that may be offered.
-    pub fn update_whitelist(&mut self, hosts: Option<&[String]>) -> Result<(), String> {
+    pub(super) fn update_whitelist(&mut self, hosts: Option<&[String]>) -> Result<(), String> {
         let list: Option<Vec<RString>> =
             hosts.map(|h| h.iter().map(|x| x.as_str().into()).collect());
         self.call("update_whitelist", |a| a.update_whitelist(list.as_deref()))?;
@@ -40,7 +40,11 @@ impl Master<'_> {
     }
 
     /// Recovery after a master failover: the agents expected back and the quotas to restore.
-    pub fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<(), String> {
+    pub(super) fn recover(
+        &mut self,
+        expected_agents: u32,
+        quotas: &[RoleQuota],
+    ) -> Result<(), String> {
         self.call("recover", |a| a.recover(expected_agents, quotas))?;
         // The host's own record, as for update_quota: fallback rebuilds and the quota metrics
         // see recovered quotas too.
@@ -51,14 +55,14 @@ impl Master<'_> {
     }
 
     /// Pauses allocation (runs make no offers until resumed).
-    pub fn pause(&mut self) -> Result<(), String> {
+    pub(super) fn pause(&mut self) -> Result<(), String> {
         self.call("pause", |a| a.pause())?;
         self.paused = true;
         Ok(())
     }
 
     /// Resumes allocation.
-    pub fn resume(&mut self) -> Result<(), String> {
+    pub(super) fn resume(&mut self) -> Result<(), String> {
         self.call("resume", |a| a.resume())?;
         self.paused = false;
         Ok(())
@@ -70,7 +74,7 @@ impl Master<'_> {
     }
 
     /// Switches the built-in allocator's sorters (each `None`: unchanged), keeping its state.
-    pub fn set_sorters(
+    pub(super) fn set_sorters(
         &mut self,
         role_sorter: Option<&str>,
         framework_sorter: Option<&str>,

@@ -16,6 +16,9 @@ pub struct Task {
     pub role: String,
     /// What it holds.
     pub resources: Resources,
+    /// Whether its launch was journaled (a client's answer, not a simulated framework's): its
+    /// end is journaled too.
+    pub journaled: bool,
 }
 
 /// At most this many periodic runs in one [`Master::advance`].
@@ -25,12 +28,14 @@ impl Master<'_> {
     /// A framework's answer to `offer`: launches `tasks` (resources and an optional duration,
     /// in seconds) on parts of it and declines the rest with a refuse filter of
     /// `refuse_seconds`. Tasks must fit in the offer, one after another; nothing changes
-    /// when one does not. Returns the launched tasks' ids, in order.
-    pub fn answer_offer(
+    /// when one does not. Returns the launched tasks' ids, in order. `journaled`: whether the
+    /// answer was journaled (the tasks' ends will be).
+    pub(super) fn answer_offer(
         &mut self,
         offer: &Allocation,
         tasks: &[(Resources, Option<f64>)],
         refuse_seconds: f64,
+        journaled: bool,
     ) -> Result<Vec<u64>, String> {
         let mut remaining = offer.resources.clone();
         for (resources, _) in tasks {
@@ -49,7 +54,7 @@ impl Master<'_> {
             self.next_task += 1;
             self.tasks.insert(
                 (fw, task),
-                Task { agent, role: role.clone(), resources: resources.clone() },
+                Task { agent, role: role.clone(), resources: resources.clone(), journaled },
             );
             if let Some(d) = duration {
                 self.finishes.insert((time_key(self.now + d), task), fw);
@@ -78,7 +83,7 @@ impl Master<'_> {
 
     /// A framework kills one of its running tasks: its resources go back to the allocator.
     /// `Ok(false)` when no such task runs.
-    pub fn kill_task(&mut self, fw: FrameworkId, task: u64) -> Result<bool, String> {
+    pub(super) fn kill_task(&mut self, fw: FrameworkId, task: u64) -> Result<bool, String> {
         let Some(t) = self.tasks.get(&(fw, task)) else { return Ok(false) };
         let (agent, role, resources) = (t.agent, t.role.clone(), t.resources.clone());
         self.call("recover_resources (task killed)", |a| {
@@ -103,7 +108,8 @@ impl Master<'_> {
 
     /// A task ran for its duration: its resources go back to the allocator.
     fn finish_task(&mut self, fw: FrameworkId, task: u64) -> Result<(), String> {
-        let Some(Task { agent, role, resources }) = self.end_task((fw, task), TaskEnd::Finished)
+        let Some(Task { agent, role, resources, journaled }) =
+            self.end_task((fw, task), TaskEnd::Finished)
         else {
             return Ok(());
         };
@@ -114,6 +120,17 @@ impl Master<'_> {
             a.recover_resources(fw, agent, &role, &resources, None)
         })?;
         self.ledger.remove(fw, agent, &role, &resources);
+        if journaled && self.journal.is_on() {
+            // The master finishes a task before the periodic run of the same instant.
+            let recover = super::Command::RecoverResources {
+                framework: self.framework_name(fw).to_owned(),
+                agent: self.agent_name(agent).to_owned(),
+                resources: Some(resources),
+                role: Some(role),
+                refuse_seconds: None,
+            };
+            self.journal.applied_before_run(self.now, recover);
+        }
         Ok(())
     }
 

@@ -1,11 +1,9 @@
 //! The master core's commands and events, one behaviour per test.
 
-use allocator_api::{AllocatorOptions, FrameworkCapabilities, Resources};
+use allocator_api::{Allocation, AllocatorOptions, FrameworkCapabilities, Resources};
 use allocator_host::registry::ModuleRegistry;
 
-use super::agents::NewAgent;
-use super::frameworks::NewFramework;
-use super::{Event, FailurePolicy, Master, Setup, TaskEnd};
+use super::{Applied, Command, Entry, Event, FailurePolicy, Master, Origin, Setup, TaskEnd};
 
 fn setup() -> Setup {
     Setup {
@@ -23,43 +21,74 @@ fn res(text: &str) -> Resources {
     text.parse().expect("valid resources")
 }
 
-fn agent<'a>(name: &'a str, resources: &'a Resources) -> NewAgent<'a> {
-    NewAgent {
-        name,
-        resources,
+fn agent(name: &str, resources: &str) -> Command {
+    Command::AddAgent {
+        agent: name.into(),
+        resources: res(resources),
         hostname: None,
         capabilities: None,
-        attributes: &[],
-        used: &[],
+        attributes: vec![],
+        used: vec![],
         unavailability: None,
     }
 }
 
-fn framework<'a>(name: &'a str, roles: &'a [String]) -> NewFramework<'a> {
-    NewFramework {
-        name,
-        roles,
+fn framework(name: &str, role: &str) -> Command {
+    Command::AddFramework {
+        framework: name.into(),
+        roles: vec![role.into()],
         capabilities: FrameworkCapabilities::MULTI_ROLE,
         active: true,
-        used: &[],
-        suppressed_roles: &[],
-        min_allocatable: &[],
+        used: vec![],
+        suppressed_roles: vec![],
+        min_allocatable: vec![],
+        tasks: None,
+    }
+}
+
+fn answer(offer: &Allocation, tasks: &[(&str, Option<f64>)], refuse_seconds: f64) -> Command {
+    Command::AnswerOffer {
+        offer: offer.clone(),
+        tasks: tasks.iter().map(|(r, d)| (res(r), *d)).collect(),
+        refuse_seconds,
+    }
+}
+
+fn launched(applied: Applied) -> Vec<u64> {
+    match applied {
+        Applied::Launched(ids) => ids,
+        other => panic!("expected launched tasks, got {other:?}"),
     }
 }
 
 /// A master with one agent `a1` (`cpus:4;mem:1024`) and one framework `f1` in role `r`, and
-/// the offer it got.
-fn offered(registry: &ModuleRegistry) -> (Master<'_>, allocator_api::Allocation) {
+/// the offer it got; with `journal`, the master keeps its journal from the start.
+fn offered_with(registry: &ModuleRegistry, journal: bool) -> (Master<'_>, Allocation) {
     let mut m = Master::new(registry, setup()).expect("built-in allocator");
-    let total = res("cpus:4;mem:1024");
-    m.add_agent(agent("a1", &total)).expect("agent added");
-    m.add_framework(framework("f1", &["r".to_owned()])).expect("framework added");
+    if journal {
+        m.keep_journal(100);
+    }
+    m.apply(&agent("a1", "cpus:4;mem:1024")).expect("agent added");
+    m.apply(&framework("f1", "r")).expect("framework added");
     let offer = m
         .take_events()
         .into_iter()
         .find_map(|e| if let Event::Offer(o) = e { Some(o) } else { None })
         .expect("an offer");
     (m, offer)
+}
+
+fn offered(registry: &ModuleRegistry) -> (Master<'_>, Allocation) {
+    offered_with(registry, false)
+}
+
+/// The commands of the journal, without the clock.
+fn journaled(m: &Master<'_>) -> Vec<Command> {
+    m.journal_entries()
+        .expect("kept")
+        .into_iter()
+        .filter_map(|e| if let Entry::Command(c) = e { Some(*c) } else { None })
+        .collect()
 }
 
 #[test]
@@ -74,7 +103,7 @@ fn an_active_framework_added_gets_an_offer_recorded_in_the_ledger() {
 fn a_task_that_does_not_fit_its_offer_is_refused_and_changes_nothing() {
     let registry = ModuleRegistry::new();
     let (mut m, offer) = offered(&registry);
-    let err = m.answer_offer(&offer, &[(res("cpus:5"), None)], 5.0).unwrap_err();
+    let err = m.apply(&answer(&offer, &[("cpus:5", None)], 5.0)).unwrap_err();
     assert!(err.contains("do not fit"), "{err}");
     assert_eq!(m.ledger(), vec![offer]);
     assert!(m.take_events().is_empty());
@@ -84,7 +113,7 @@ fn a_task_that_does_not_fit_its_offer_is_refused_and_changes_nothing() {
 fn declining_the_rest_of_an_offer_keeps_only_what_tasks_use() {
     let registry = ModuleRegistry::new();
     let (mut m, offer) = offered(&registry);
-    let ids = m.answer_offer(&offer, &[(res("cpus:1;mem:128"), None)], 5.0).unwrap();
+    let ids = launched(m.apply(&answer(&offer, &[("cpus:1;mem:128", None)], 5.0)).unwrap());
     assert_eq!(ids.len(), 1);
     let held: Vec<Resources> = m.ledger().into_iter().map(|a| a.resources).collect();
     assert_eq!(held, vec![res("cpus:1;mem:128")]);
@@ -95,23 +124,24 @@ fn declining_the_rest_of_an_offer_keeps_only_what_tasks_use() {
 fn a_killed_task_gives_its_resources_back() {
     let registry = ModuleRegistry::new();
     let (mut m, offer) = offered(&registry);
-    let ids = m.answer_offer(&offer, &[(res("cpus:4;mem:1024"), None)], 5.0).unwrap();
+    let ids = launched(m.apply(&answer(&offer, &[("cpus:4;mem:1024", None)], 5.0)).unwrap());
     m.take_events();
-    assert!(m.kill_task(offer.framework, ids[0]).unwrap());
+    let kill = Command::KillTask { framework: offer.framework, task: ids[0] };
+    assert_eq!(m.apply(&kill).unwrap(), Applied::Killed(true));
     assert!(m.ledger().is_empty());
     assert_eq!(m.tasks_of(offer.framework).count(), 0);
     let ended = m.take_events();
     assert!(matches!(ended[..], [Event::TaskEnded { end: TaskEnd::Killed, .. }]));
-    assert!(!m.kill_task(offer.framework, ids[0]).unwrap(), "a second kill finds no task");
+    assert_eq!(m.apply(&kill).unwrap(), Applied::Killed(false), "a second kill finds no task");
 }
 
 #[test]
 fn removing_an_agent_ends_its_tasks_and_says_so() {
     let registry = ModuleRegistry::new();
     let (mut m, offer) = offered(&registry);
-    m.answer_offer(&offer, &[(res("cpus:1"), None)], 5.0).unwrap();
+    m.apply(&answer(&offer, &[("cpus:1", None)], 5.0)).unwrap();
     m.take_events();
-    m.remove_agent(offer.agent).unwrap();
+    m.apply(&Command::RemoveAgent("a1".into())).unwrap();
     let events = m.take_events();
     assert!(matches!(
         events[..],
@@ -124,7 +154,7 @@ fn removing_an_agent_ends_its_tasks_and_says_so() {
 fn a_task_finishes_after_its_duration_and_the_clock_is_delivered_first() {
     let registry = ModuleRegistry::new();
     let (mut m, offer) = offered(&registry);
-    m.answer_offer(&offer, &[(res("cpus:4;mem:1024"), Some(0.5))], 5.0).unwrap();
+    m.apply(&answer(&offer, &[("cpus:4;mem:1024", Some(0.5))], 5.0)).unwrap();
     m.take_events();
     let mut seen = Vec::new();
     m.advance(0.75, &mut |m: &mut Master<'_>| {
@@ -136,4 +166,112 @@ fn a_task_finishes_after_its_duration_and_the_clock_is_delivered_first() {
     assert!(matches!(seen[1], Event::TaskEnded { end: TaskEnd::Finished, .. }));
     assert!(m.ledger().is_empty());
     assert_eq!(m.now(), 0.75);
+}
+
+#[test]
+fn every_command_a_client_applies_is_journaled_in_order() {
+    let registry = ModuleRegistry::new();
+    let (mut m, _) = offered_with(&registry, true);
+    m.apply(&Command::Pause).unwrap();
+    assert_eq!(
+        journaled(&m),
+        vec![agent("a1", "cpus:4;mem:1024"), framework("f1", "r"), Command::Pause]
+    );
+}
+
+#[test]
+fn a_refused_command_is_not_journaled() {
+    let registry = ModuleRegistry::new();
+    let (mut m, _) = offered_with(&registry, true);
+    assert!(m.apply(&Command::RemoveAgent("nowhere".into())).is_err());
+    assert_eq!(journaled(&m).len(), 2);
+}
+
+#[test]
+fn an_answer_is_journaled_as_the_recover_of_what_it_declined_with_its_filter() {
+    let registry = ModuleRegistry::new();
+    let (mut m, offer) = offered_with(&registry, true);
+    m.apply(&answer(&offer, &[("cpus:1;mem:128", None)], 5.0)).unwrap();
+    assert_eq!(
+        journaled(&m).last(),
+        Some(&Command::RecoverResources {
+            framework: "f1".into(),
+            agent: "a1".into(),
+            resources: Some(res("cpus:3;mem:896")),
+            role: Some("r".into()),
+            refuse_seconds: Some(5.0),
+        })
+    );
+}
+
+#[test]
+fn an_answer_that_launches_on_the_whole_offer_journals_nothing() {
+    let registry = ModuleRegistry::new();
+    let (mut m, offer) = offered_with(&registry, true);
+    m.apply(&answer(&offer, &[("cpus:4;mem:1024", None)], 5.0)).unwrap();
+    assert_eq!(journaled(&m).len(), 2, "what is launched stays allocated, in a replay too");
+}
+
+#[test]
+fn a_simulated_frameworks_answer_is_not_journaled() {
+    let registry = ModuleRegistry::new();
+    let (mut m, offer) = offered_with(&registry, true);
+    m.apply_from(Origin::Simulated, &answer(&offer, &[("cpus:1", Some(0.5))], 5.0)).unwrap();
+    m.advance(1.0, &mut |m: &mut Master<'_>| {
+        m.take_events();
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(journaled(&m).len(), 2, "neither the answer nor its task's end");
+}
+
+#[test]
+fn a_killed_task_is_journaled_as_the_recover_of_its_resources_without_a_filter() {
+    let registry = ModuleRegistry::new();
+    let (mut m, offer) = offered_with(&registry, true);
+    let ids = launched(m.apply(&answer(&offer, &[("cpus:4;mem:1024", None)], 5.0)).unwrap());
+    m.apply(&Command::KillTask { framework: offer.framework, task: ids[0] }).unwrap();
+    assert_eq!(
+        journaled(&m).last(),
+        Some(&Command::RecoverResources {
+            framework: "f1".into(),
+            agent: "a1".into(),
+            resources: Some(res("cpus:4;mem:1024")),
+            role: Some("r".into()),
+            refuse_seconds: None,
+        })
+    );
+}
+
+#[test]
+fn a_task_that_finishes_at_a_periodic_run_is_journaled_just_before_it() {
+    let registry = ModuleRegistry::new();
+    let (mut m, offer) = offered_with(&registry, true);
+    m.apply(&answer(&offer, &[("cpus:4;mem:1024", Some(1.0))], 5.0)).unwrap();
+    m.advance(1.0, &mut |m: &mut Master<'_>| {
+        m.take_events();
+        Ok(())
+    })
+    .unwrap();
+    let entries = m.journal_entries().unwrap();
+    let last = entries.iter().rposition(|e| matches!(e, Entry::Command(_))).unwrap();
+    let at: f64 =
+        entries[..last].iter().map(|e| if let Entry::Advance(s) = e { *s } else { 0.0 }).sum();
+    assert!((at - (1.0 - super::journal::BEFORE_RUN)).abs() < 1e-12, "journaled at {at}");
+    assert!(matches!(
+        &entries[last],
+        Entry::Command(c) if matches!(**c, Command::RecoverResources { refuse_seconds: None, .. })
+    ));
+}
+
+#[test]
+fn a_task_submitted_to_a_framework_that_is_not_simulated_is_refused() {
+    let registry = ModuleRegistry::new();
+    let (mut m, _) = offered(&registry);
+    let submit = Command::SubmitTask {
+        framework: "f1".into(),
+        task: super::Submission { resources: res("cpus:1"), duration: None, constraints: vec![] },
+    };
+    let err = m.apply(&submit).unwrap_err();
+    assert!(err.contains("is not simulated"), "{err}");
 }

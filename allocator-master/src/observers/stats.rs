@@ -61,7 +61,11 @@ impl Stats {
                 self.roles.entry(role.clone()).or_default().tasks += 1;
             }
             Event::AllocationRun { micros, .. } => self.run_micros.push(*micros),
-            Event::InverseOffer { .. } | Event::TaskEnded { .. } | Event::AgentRemoved(_) => {}
+            Event::InverseOffer { .. }
+            | Event::TaskEnded { .. }
+            | Event::AgentRemoved(_)
+            | Event::FrameworkPlayed { .. }
+            | Event::TaskSubmitted { .. } => {}
         }
     }
 

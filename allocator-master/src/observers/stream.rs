@@ -36,6 +36,8 @@ pub fn write(event: &Event, master: &Master<'_>, out: &mut EventStream) {
         Event::Clock { .. }
         | Event::TaskLaunched { .. }
         | Event::TaskEnded { .. }
-        | Event::AgentRemoved(_) => {}
+        | Event::AgentRemoved(_)
+        | Event::FrameworkPlayed { .. }
+        | Event::TaskSubmitted { .. } => {}
     }
 }

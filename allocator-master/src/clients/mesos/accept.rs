@@ -10,8 +10,8 @@
 
 use allocator_api::{Allocation, Operation as ApiOperation, OperationKind, Resources};
 
-use super::MesosFrameworks;
-use crate::master::Master;
+use super::{MesosFrameworks, answer};
+use crate::master::{Command, Master};
 use crate::mesos::scheduler::{
     self as s, OperationType, TaskInfo, TaskState, TaskStatus, TaskStatusReason, TaskStatusSource,
 };
@@ -54,7 +54,7 @@ impl MesosFrameworks {
             accept.offer_ids.iter().filter_map(|o| self.take_offer(fw, &o.value)).collect();
         if !known || offers.is_empty() {
             for a in &offers {
-                self.answer(fw, master, a, &[], refuse)?;
+                answer(master, a, &[], refuse)?;
             }
             self.invalid_offers(fw, &accept.operations);
             return Ok(());
@@ -82,11 +82,11 @@ impl MesosFrameworks {
         }
         for i in 0..offered.offers.len() {
             let offer = &offered.offers[i];
-            let ids = self.answer(fw, master, offer, &offered.placed[i], refuse)?;
+            let ids = answer(master, offer, &offered.placed[i], refuse)?;
             let agent = master.agent_name(offer.agent).to_owned();
             let launched = offered.tasks[i].iter().zip(&offered.placed[i]).zip(ids);
-            for ((task, (resources, _)), id) in launched {
-                self.launched(fw, task, &agent, id, offer.role.as_str(), resources.clone());
+            for ((task, _), id) in launched {
+                self.launched(fw, task, &agent, id);
             }
         }
         Ok(())
@@ -220,20 +220,12 @@ impl MesosFrameworks {
                 "cannot reserve {r} for another role than the offer's allocation role '{offer_role}'"
             )));
         }
-        let agent = offered.offers[i].agent;
-        master.update_allocation(
-            offered.offers[i].framework,
-            agent,
-            &offer_role,
-            std::slice::from_ref(&operation),
-        )?;
-        let agent_name = master.agent_name(agent).to_owned();
-        self.journal(master, || crate::allocator_scenario::Op::UpdateAllocation {
+        master.apply(&Command::UpdateAllocation {
             framework: fw.to_owned(),
-            agent: agent_name,
+            agent: master.agent_name(offered.offers[i].agent).to_owned(),
             role: offer_role,
             operations: vec![operation],
-        });
+        })?;
         let apply = |r: &Resources| -> Resources { r.clone() - &consumed + &converted };
         offered.remaining[i] = apply(&offered.remaining[i]);
         offered.offers[i].resources = apply(&offered.offers[i].resources);
@@ -241,15 +233,7 @@ impl MesosFrameworks {
     }
 
     /// Records a launched task and sends `TASK_STARTING`, then `TASK_RUNNING`.
-    fn launched(
-        &mut self,
-        fw: &str,
-        task: &TaskInfo,
-        agent: &str,
-        master_id: u64,
-        role: &str,
-        resources: Resources,
-    ) {
+    fn launched(&mut self, fw: &str, task: &TaskInfo, agent: &str, master_id: u64) {
         let f = self.frameworks.get_mut(fw).expect("known");
         f.tasks.insert(
             task.task_id.value.clone(),
@@ -258,7 +242,6 @@ impl MesosFrameworks {
                 agent: agent.to_owned(),
                 state: TaskState::TaskStaging,
                 pending: Default::default(),
-                held: Some((role.to_owned(), resources)),
             },
         );
         for state in [TaskState::TaskStarting, TaskState::TaskRunning] {
