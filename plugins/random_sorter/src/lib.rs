@@ -50,11 +50,6 @@ impl Shuffle {
             }
         }
     }
-
-    /// The relative weight of every active client (they sum to 1), as of the last sort.
-    pub fn relative_weights(&self) -> &[(ClientId, f64)] {
-        &self.weights
-    }
 }
 
 impl Policy for Shuffle {
