@@ -7,7 +7,8 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
-use crate::master::command::{AgentUsed, Command, Submission, TaskSpec};
+use crate::master::command::{AgentUsed, Command};
+use crate::master::workload::{Submission, TaskSpec};
 use crate::master::journal::Entry;
 use crate::scenario::{Document, Fields, ScenarioError};
 use allocator_host::hierarchical::{QuotaError, check_quota};

@@ -17,35 +17,8 @@ use allocator_api::{
 
 use super::agents::NewAgent;
 use super::frameworks::NewFramework;
+use super::workload::{Submission, TaskSpec};
 use super::{Event, Master};
-
-/// What a simulated framework's tasks look like (`add_framework`'s `tasks`): the master's
-/// simulated-frameworks client plays a framework added with it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskSpec {
-    /// Resources of one task (`None` for trace-driven frameworks, whose tasks come from
-    /// [`Command::SubmitTask`]).
-    pub resources: Option<Resources>,
-    /// How many tasks to launch (`None`: unbounded).
-    pub count: Option<u64>,
-    /// Seconds each task runs (`None`: forever).
-    pub duration: Option<f64>,
-    /// At most this many tasks per offer (`None`: unbounded).
-    pub per_offer: Option<u64>,
-    /// Seconds of the refuse filter when declining what was not used.
-    pub refuse_seconds: f64,
-}
-
-/// A task submitted to a simulated framework's queue ([`Command::SubmitTask`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Submission {
-    /// What the task needs.
-    pub resources: Resources,
-    /// Seconds it runs (`None`: forever).
-    pub duration: Option<f64>,
-    /// Attribute constraints: (attribute name, the values it may have).
-    pub constraints: Vec<(String, Vec<String>)>,
-}
 
 /// Resources frameworks already use on an agent when it is added: (framework name, role —
 /// `None` for the framework's first role, which needs the framework known — resources).

@@ -7,7 +7,7 @@
 
 use allocator_api::{AgentId, Allocation, FrameworkId, Resources, Unavailability};
 
-use super::command::{Submission, TaskSpec};
+use super::workload::{Submission, TaskSpec};
 
 /// Why a task ended without finishing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,6 +27,7 @@ pub mod operator;
 pub mod run;
 pub mod state;
 pub mod tasks;
+pub mod workload;
 #[cfg(test)]
 mod tests;
 
@@ -42,10 +43,11 @@ use allocator_host::guard::GuardLog;
 use allocator_host::hierarchical::HierarchicalAllocator;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 
-pub use command::{Applied, Apply, Command, Origin, Submission, TaskSpec};
+pub use command::{Applied, Apply, Command, Origin};
 pub use containment::{DEFAULT_RESTART_LIMIT, Engine, FailurePolicy};
 pub use events::{Event, TaskEnd};
 pub use journal::{Entry, Journal};
+pub use workload::{Submission, TaskSpec};
 use ledger::Ledger;
 use tasks::Task;
 
