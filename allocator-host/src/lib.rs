@@ -7,7 +7,6 @@
 //! * [`registry`]: loading and checking module libraries; creating allocators and sorters by name.
 //! * [`hierarchical`]: the built-in hierarchical allocator (Mesos's rules R1–R25).
 //! * [`actor`]: embedding an allocator in a live master, with Mesos-named [`metrics`].
-//! * [`fallback`]: the built-in rebuilt from the host's records when a module fails.
 //! * [`guard`]: the offer guard and the sort-output checks (the host never trusts a module);
 //!   [`watchdog`]: the call budget and timeout every module call runs under;
 //!   [`isolation`]: modules in worker processes, so that no module can take the master down.
@@ -19,11 +18,11 @@
 #![deny(missing_docs)]
 
 pub mod actor;
-pub mod fallback;
 pub mod guard;
 pub mod hierarchical;
 pub mod isolation;
 pub mod manifest;
+pub mod master;
 pub mod metrics;
 pub mod names;
 pub mod registry;

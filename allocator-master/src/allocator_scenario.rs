@@ -7,11 +7,11 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
-use crate::master::command::{AgentUsed, Command};
-use crate::master::workload::{Submission, TaskSpec};
-use crate::master::journal::Entry;
 use crate::scenario::{Document, Fields, ScenarioError};
 use allocator_host::hierarchical::{QuotaError, check_quota};
+use allocator_host::master::command::{AgentUsed, Command};
+use allocator_host::master::journal::Entry;
+use allocator_host::master::workload::{Submission, TaskSpec};
 
 /// The scenario's `config` (SPEC 4.1), every key optional.
 #[derive(Clone, Debug, Default, PartialEq)]

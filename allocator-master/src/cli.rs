@@ -8,11 +8,11 @@ use clap::Parser;
 use allocator_api::{AllocatorOptions, Quantities};
 
 use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
-use crate::master::DEFAULT_RESTART_LIMIT;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
 use crate::sorter_scenario::{SorterOverrides, SorterScenario};
+use allocator_host::master::DEFAULT_RESTART_LIMIT;
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER, ModuleRegistry};
 
 /// Exit code: a scenario expectation failed.

@@ -8,9 +8,9 @@ use allocator_api::{AllocatorOptions, FrameworkCapabilities, Resources};
 use serde_json::Value;
 
 use crate::allocator_scenario::Op;
-use crate::master::Command;
 use crate::output::EventStream;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
+use allocator_host::master::Command;
 use allocator_host::registry::ModuleRegistry;
 
 /// The result of one check.

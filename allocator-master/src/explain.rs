@@ -25,7 +25,7 @@ use allocator_api::{AgentId, FrameworkCapabilities, FrameworkId, Quantities, Res
 use allocator_host::metrics::dominant_share;
 use serde_json::{Value, json};
 
-use crate::master::{Engine, Event, Master};
+use allocator_host::master::{Engine, Event, Master};
 use module_sorters::{is_module, module_framework_order, module_place, module_role_order};
 
 /// Offers of the last allocation run, counted per role and per framework.
@@ -461,7 +461,7 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
 
 /// Free revocable or shared resources the framework cannot receive for want of a capability.
 fn capability_reasons(
-    rec: &crate::master::FrameworkRecord,
+    rec: &allocator_host::master::FrameworkRecord,
     role: &str,
     free: &Resources,
     reasons: &mut Vec<Value>,

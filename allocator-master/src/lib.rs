@@ -5,8 +5,6 @@
 //!
 //! * [`cli`]: the command line (SPEC section 1).
 //! * [`scenario`], [`allocator_scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
-//! * [`master`]: the master core (the allocator engine, the ledger, offers, tasks, the clock,
-//!   the offer guard and containment) with typed commands and events.
 //! * [`clients`]: what drives the core (scenario events, simulated frameworks);
 //!   [`observers`]: what watches it (the event stream, statistics, the summary).
 //! * [`simulation`]: the core wired to its clients and observers; [`workload`]: the embedded
@@ -33,7 +31,6 @@ pub mod explain;
 pub mod http;
 pub mod import;
 pub mod interrupt;
-pub mod master;
 pub mod mesos;
 pub mod observers;
 pub mod output;

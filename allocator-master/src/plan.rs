@@ -18,10 +18,10 @@ use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
 use crate::clients::scenario::offers_by_key_json;
-use crate::master::Command;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::{Setup, Simulation};
+use allocator_host::master::Command;
 
 /// Offers by (framework, role, agent), as `expect_offers` compares them.
 pub type Offers = BTreeMap<(String, String, String), Resources>;

@@ -2,7 +2,7 @@
 //! scenario (SPEC section 4.1) that `allocator-master --scenario FILE` replays.
 //!
 //! [`op_to_json`] is the inverse of the scenario parser for every event: parsing what it writes
-//! gives back the same [`Op`]. The master's [journal](crate::master::journal) puts the commands
+//! gives back the same [`Op`]. The master's [journal](allocator_host::master::journal) puts the commands
 //! its clients applied in order, with the clock between them, and hands each entry to the
 //! [`Recorder`], which writes the scenario file (the configuration first).
 
@@ -15,8 +15,8 @@ use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::Op;
 use crate::clients::scenario::offers_json;
-use crate::master::journal::{Entry, Sink};
-use crate::master::{Command, Submission, TaskSpec};
+use allocator_host::master::journal::{Entry, Sink};
+use allocator_host::master::{Command, Submission, TaskSpec};
 
 fn text(r: &Resources) -> Value {
     Value::String(r.to_string())
@@ -422,8 +422,8 @@ mod tests {
 
     use super::{Recorder, op_to_json};
     use crate::allocator_scenario::{AllocatorScenario, Op};
-    use crate::master::{Command, Journal};
     use crate::scenario::Document;
+    use allocator_host::master::{Command, Journal};
 
     fn scenario_files() -> Vec<std::path::PathBuf> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

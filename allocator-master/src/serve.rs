@@ -40,10 +40,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
-use crate::master::Command;
 use crate::output::EventStream;
 use crate::scenario::Document;
 use crate::simulation::Simulation;
+use allocator_host::master::Command;
 
 /// How `serve` runs.
 #[derive(Clone, Debug)]

@@ -1,4 +1,4 @@
-//! The simulated master: the [master core](crate::master) wired to its clients (scenario
+//! The simulated master: the [master core](allocator_host::master) wired to its clients (scenario
 //! events, simulated frameworks) and observers (the event stream, statistics, expectations).
 //!
 //! [`Simulation::apply`] hands a scenario event to its client, then delivers the master's
@@ -18,12 +18,12 @@ use crate::clients::mesos::MesosFrameworks;
 use crate::clients::operator::{Cluster, SchedulerView};
 use crate::clients::scenario::Expectations;
 use crate::clients::simulated::SimulatedFrameworks;
-use crate::master::{Applied, Apply, Command, Event, Master};
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
 use crate::recording::Recorder;
+use allocator_host::master::{Applied, Apply, Command, Event, Master};
 
-pub use crate::master::{Engine, FailurePolicy, Setup};
+pub use allocator_host::master::{Engine, FailurePolicy, Setup};
 pub use allocator_host::metrics::dominant_share;
 
 /// A run that could not go on: bad input the parser could not see (an unknown name), a call the
@@ -306,10 +306,10 @@ impl<'r> Simulation<'r> {
     }
 
     /// Keeps every event applied from now on (call it before the first), so that
-    /// [`plan`](Self::plan) can fork the master; past [`crate::master::journal::KEEP_LIMIT`]
+    /// [`plan`](Self::plan) can fork the master; past [`allocator_host::master::journal::KEEP_LIMIT`]
     /// events, plans are off (memory stays bounded).
     pub fn keep_history(&mut self) {
-        self.master.keep_journal(crate::master::journal::KEEP_LIMIT);
+        self.master.keep_journal(allocator_host::master::journal::KEEP_LIMIT);
     }
 
     /// What `change` would do to the next allocation run, against not applying it

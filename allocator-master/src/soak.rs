@@ -10,9 +10,9 @@ use allocator_api::rng::Rng;
 use allocator_api::{AllocatorOptions, FrameworkCapabilities};
 
 use crate::allocator_scenario::Op;
-use crate::master::{Command, TaskSpec};
 use crate::output::EventStream;
 use crate::simulation::{FailurePolicy, Setup, Simulation};
+use allocator_host::master::{Command, TaskSpec};
 use allocator_host::registry::ModuleRegistry;
 
 /// Soak parameters.

@@ -10,8 +10,8 @@ use allocator_api::{
     RVec, Resources, RoleMinAllocatable, Unavailability,
 };
 use allocator_host::ModuleRegistry;
+use allocator_host::master::{Command, TaskSpec};
 use allocator_master::allocator_scenario::Op;
-use allocator_master::master::{Command, TaskSpec};
 use allocator_master::output::EventStream;
 use allocator_master::simulation::{Setup, Simulation};
 use proptest::prelude::*;

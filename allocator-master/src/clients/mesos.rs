@@ -1,5 +1,5 @@
 //! Real frameworks over the Mesos v1 scheduler API (SPEC 6.1): the third client of the
-//! [master core](crate::master), beside scenario events and simulated frameworks.
+//! [master core](allocator_host::master), beside scenario events and simulated frameworks.
 //!
 //! [`MesosFrameworks`] keeps, per subscribed framework, its event stream and `Mesos-Stream-Id`,
 //! its outstanding offers by offer id, its Mesos task ids and the master's, and the status
@@ -41,7 +41,6 @@ use allocator_api::{
 };
 
 use crate::http::{Request, Response, Stream};
-use crate::master::{Applied, Command, Event, Master, TaskEnd};
 use crate::mesos::scheduler::{
     self as s, Call, CallType, FrameworkCapabilityType, TaskState, TaskStatus, TaskStatusReason,
     TaskStatusSource,
@@ -50,6 +49,7 @@ use crate::mesos::{
     AgentId, Attribute, Bytes, Filters, FrameworkId, OfferId, ResourceFormat, TaskId, from_mesos,
     to_mesos,
 };
+use allocator_host::master::{Applied, Command, Event, Master, TaskEnd};
 
 /// The first resend of an unacknowledged update waits this long; each next one twice as long.
 const RESEND_FIRST: Duration = Duration::from_secs(10);

@@ -1,4 +1,4 @@
-//! Clients of the [master core](crate::master): what drives a master through its commands.
+//! Clients of the [master core](allocator_host::master): what drives a master through its commands.
 //!
 //! * [`scenario`]: scenario events (SPEC section 4) become commands; expectations are checked
 //!   against what the master did.

@@ -1,5 +1,5 @@
 //! The v1 operator API of `serve` (`POST /api/v1`, SPEC 6.2): Mesos's operator calls as
-//! queries and commands of the [master core](crate::master), in Mesos's JSON
+//! queries and commands of the [master core](allocator_host::master), in Mesos's JSON
 //! ([`crate::mesos::master`]).
 //!
 //! Calls answered: `GET_HEALTH`, `GET_VERSION`, `GET_METRICS`, `GET_FLAGS`, `GET_STATE`,
@@ -25,12 +25,12 @@ use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resourc
 use serde_json::{Map, Value};
 
 use crate::http::Response;
-use crate::master::{Apply, Command, Master};
 use crate::mesos::master::{self as m, Call, CallType, QuotaConfig};
 use crate::mesos::scheduler as s;
 use crate::mesos::{
     AgentId, Attribute, FrameworkId, ResourceFormat, ScalarValue, TaskId, to_mesos,
 };
+use allocator_host::master::{Apply, Command, Master};
 
 /// What the operator API shows of the frameworks connected over the scheduler API: their own
 /// `FrameworkInfo` and their tasks' names.

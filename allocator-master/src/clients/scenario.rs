@@ -1,5 +1,5 @@
-//! Scenario events as a client of the [master core](crate::master): an [`Op`] is a
-//! [`Command`](crate::master::Command) for [`Master::apply`], a clock event for
+//! Scenario events as a client of the [master core](allocator_host::master): an [`Op`] is a
+//! [`Command`](allocator_host::master::Command) for [`Master::apply`], a clock event for
 //! [`Master::advance`], or an expectation, checked here against what the master did
 //! ([`Expectations`]).
 
@@ -9,8 +9,8 @@ use allocator_api::Resources;
 use serde_json::{Value, json};
 
 use crate::allocator_scenario::{ExpectedOffer, Op};
-use crate::master::{Event, Master};
 use crate::output::EventStream;
+use allocator_host::master::{Event, Master};
 
 /// The scenario's expectations: what the master offered since the last `expect_offers` (and
 /// inverse offers since the last `expect_inverse_offers`), and how many held.

@@ -1,4 +1,4 @@
-//! Simulated and trace-driven frameworks: a client of the [master core](crate::master).
+//! Simulated and trace-driven frameworks: a client of the [master core](allocator_host::master).
 //!
 //! A framework added with `tasks` takes tasks from each offer it gets (queued trace tasks
 //! first, first come first served, honouring their attribute constraints; then tasks of its
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use allocator_api::{Allocation, FrameworkId, Resources};
 
-use crate::master::{Command, Event, Master, Origin, Submission, TaskSpec};
+use allocator_host::master::{Command, Event, Master, Origin, Submission, TaskSpec};
 
 #[derive(Debug, Clone)]
 struct QueuedTask {

@@ -12,7 +12,7 @@ use allocator_api::{ClientId, FrameworkId, RVec, Sorter, SorterConfig};
 use serde_json::{Value, json};
 
 use super::reason;
-use crate::master::Master;
+use allocator_host::master::Master;
 
 /// A sorter module's own order: its clients as its `sort` gives them, each with the key its
 /// `dominant_share` answers (`None`: the module answers nothing).

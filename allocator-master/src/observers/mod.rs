@@ -1,4 +1,4 @@
-//! Observers of the [master core](crate::master)'s events: they read what happened and the
+//! Observers of the [master core](allocator_host::master)'s events: they read what happened and the
 //! master's queries, and never issue commands.
 //!
 //! * [`stream`]: the event stream (SPEC section 5) written with `--output`.

@@ -10,7 +10,7 @@ use allocator_host::metrics::dominant_share;
 use serde_json::{Value, json};
 
 use crate::clients::simulated::SimulatedFrameworks;
-use crate::master::{Engine, Event, Master};
+use allocator_host::master::{Engine, Event, Master};
 
 /// Per-role counts and the integral of the dominant share over time.
 #[derive(Debug, Default, Clone)]

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use crate::master::{Event, Master};
 use crate::output::EventStream;
+use allocator_host::master::{Event, Master};
 
 /// Writes the stream line of `event`, if it has one.
 pub fn write(event: &Event, master: &Master<'_>, out: &mut EventStream) {

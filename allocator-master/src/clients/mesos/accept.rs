@@ -11,11 +11,11 @@
 use allocator_api::{Allocation, Operation as ApiOperation, OperationKind, Resources};
 
 use super::{MesosFrameworks, answer};
-use crate::master::{Command, Master};
 use crate::mesos::scheduler::{
     self as s, OperationType, TaskInfo, TaskState, TaskStatus, TaskStatusReason, TaskStatusSource,
 };
 use crate::mesos::{AgentId, Filters, Resource, from_mesos};
+use allocator_host::master::{Command, Master};
 
 /// The offers of one `ACCEPT` as its operations use them up.
 struct Offered {

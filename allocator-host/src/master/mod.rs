@@ -1,55 +1,64 @@
-//! The master core: one type, [`Master`], that owns the allocator engine (the built-in or a
-//! module), the host's [ledger](ledger::Ledger) of offers and allocations, the virtual clock and
-//! the periodic allocation runs, the agents with their tasks, the offer guard and fault
-//! containment.
+//! The master core, the embedding API: one type, [`Master`], that owns the allocator engine
+//! (the built-in or a module), the host's [ledger](ledger::Ledger) of offers and allocations,
+//! the virtual clock and the periodic allocation runs, the agents with their tasks, the offer
+//! guard and fault containment (fallback to the built-in, restart, stop).
 //!
-//! Its surface is a small set of typed commands (add and remove agents and frameworks, answer
-//! offers, launch and end tasks, operator changes, advance the clock) and queries, and a stream
-//! of typed [`Event`]s. Everything that drives a master is a client of that surface: scenario
-//! events ([`crate::clients::scenario`]), simulated and trace-driven frameworks
-//! ([`crate::clients::simulated`]), the HTTP front end ([`crate::serve`]). Statistics, the
-//! summary and the SVG report are observers of its events ([`crate::observers`]). No client
-//! reaches into another's state; [`crate::simulation::Simulation`] wires them together.
+//! Every change to the cluster is one [`Command`] through [`Master::apply`], the only write
+//! path; the master keeps the [journal] of the commands applied, which recordings and plans
+//! read. The clock moves with [`Master::advance`]. What happened comes out as typed [`Event`]s
+//! in an outbox ([`Master::take_events`]), which whoever drives the master hands to its
+//! observers and clients after each command; a client's answers are commands again. The rest
+//! is queries.
 //!
-//! Files, one concept each: [`containment`] (calls, fallback, stop), [`ledger`], [`run`] (one
-//! allocation run and the offer guard), [`agents`], [`frameworks`], [`operator`] (quota,
-//! weights, whitelist, maintenance, pause, sorters), [`tasks`] (answering offers, the task
-//! timeline, the clock), [`state`] (the `GET /state` view), [`events`].
+//! A master embedded in another program drives it the same way: create it from a
+//! [`ModuleRegistry`] and a [`Setup`] (the allocator and sorters named by flags), apply
+//! commands, advance the clock on the wall clock, answer offers. `examples/embed-master` is a
+//! complete one.
+//!
+//! Files, one concept each: [`command`] (the commands and `apply`), [`journal`],
+//! [`containment`] (calls, fallback, restart, stop), [`ledger`], [`run`] (one allocation run
+//! and the offer guard), [`agents`], [`frameworks`], [`operator`] (quota, weights, whitelist,
+//! maintenance, pause, sorters), [`tasks`] (answering offers, the task timeline, the clock),
+//! [`workload`] (what simulated frameworks are given), [`state`] (the `GET /state` view),
+//! [`events`].
 
 pub mod agents;
 pub mod command;
 pub mod containment;
 pub mod events;
+pub mod fallback;
 pub mod frameworks;
 pub mod journal;
 pub mod ledger;
 pub mod operator;
+pub mod records;
 pub mod run;
 pub mod state;
 pub mod tasks;
-pub mod workload;
 #[cfg(test)]
 mod tests;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::guard::GuardLog;
+use crate::hierarchical::HierarchicalAllocator;
+use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 use allocator_api::{
-    AgentId, AgentInfo, Allocation, AllocatorOptions, FrameworkId, FrameworkInfo, FrameworkOptions,
-    OfferBatch, Quantities, RString, Resources,
+    AgentId, AgentInfo, Allocation, AllocatorOptions, FrameworkId, FrameworkInfo, OfferBatch,
+    Quantities, RString, Resources,
 };
-use allocator_host::guard::GuardLog;
-use allocator_host::hierarchical::HierarchicalAllocator;
-use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, ModuleRegistry};
 
 pub use command::{Applied, Apply, Command, Origin};
 pub use containment::{DEFAULT_RESTART_LIMIT, Engine, FailurePolicy};
 pub use events::{Event, TaskEnd};
 pub use journal::{Entry, Journal};
-pub use workload::{Submission, TaskSpec};
 use ledger::Ledger;
+pub use records::{AgentRecord, FrameworkRecord};
 use tasks::Task;
+pub use workload::{Submission, TaskSpec};
 
 /// What the master was asked to run with (after scenario config and flags are merged).
 #[derive(Clone, Debug)]
@@ -70,25 +79,6 @@ pub struct Setup {
     /// A module call still running after this long is taken as hung: the master stops with
     /// the reason (exit code 2), since a blocked call cannot be interrupted. `None`: no limit.
     pub call_timeout_ms: Option<f64>,
-}
-
-/// The host's record of an agent.
-#[derive(Debug)]
-pub(crate) struct AgentRecord {
-    pub(crate) info: AgentInfo,
-    pub(crate) total: Resources,
-    pub(crate) present: bool,
-    pub(crate) activated: bool,
-    pub(crate) unavailability: Option<allocator_api::Unavailability>,
-}
-
-/// The host's record of a framework.
-#[derive(Debug)]
-pub(crate) struct FrameworkRecord {
-    pub(crate) info: FrameworkInfo,
-    pub(crate) options: FrameworkOptions,
-    pub(crate) present: bool,
-    pub(crate) active: bool,
 }
 
 /// Two instants closer than this are the same instant.
@@ -354,7 +344,8 @@ impl<'r> Master<'r> {
         self.frameworks.get(id.index())?.as_ref()?.info.roles.first().map(RString::as_str)
     }
 
-    pub(crate) fn framework(&self, id: FrameworkId) -> Option<&FrameworkRecord> {
+    /// A present framework as the master records it.
+    pub fn framework(&self, id: FrameworkId) -> Option<&FrameworkRecord> {
         self.frameworks.get(id.index()).and_then(Option::as_ref).filter(|f| f.present)
     }
 
@@ -364,7 +355,7 @@ impl<'r> Master<'r> {
     }
 
     /// Present agents as the host records them.
-    pub(crate) fn agent_records(&self) -> impl Iterator<Item = &AgentRecord> + '_ {
+    pub fn agent_records(&self) -> impl Iterator<Item = &AgentRecord> + '_ {
         self.agents.iter().filter(|a| a.present)
     }
 
@@ -406,9 +397,10 @@ impl<'r> Master<'r> {
 
     /// The unweighted dominant share of a role from the host's ledger.
     pub fn role_share(&self, role: &str) -> f64 {
-        self.ledger.role_alloc().get(role).map_or(0.0, |q| {
-            allocator_host::metrics::dominant_share(q, &self.cluster, &self.excluded)
-        })
+        self.ledger
+            .role_alloc()
+            .get(role)
+            .map_or(0.0, |q| crate::metrics::dominant_share(q, &self.cluster, &self.excluded))
     }
 
     /// Agents whose allocations (the ledger's, kept per agent) exceed their total. Only a

@@ -11,42 +11,17 @@
 use std::collections::BTreeMap;
 
 use allocator_api::{
-    AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkInfo, FrameworkOptions,
-    ModuleError, Quota, RString, Resources, RoleWeight, Sorter, SorterConfig, Unavailability,
+    Allocation, Allocator, AllocatorOptions, ModuleError, Quota, RString, RoleWeight, Sorter,
+    SorterConfig,
 };
 
+use super::records::{AgentRecord, FrameworkRecord};
 use crate::hierarchical::{HierarchicalAllocator, SorterFactory};
 use crate::registry::BUILTIN_SORTER;
 
 /// The built-in DRF sorter, linked in: what a failed sorter module is replaced by.
 pub fn builtin_drf() -> SorterFactory {
     Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
-}
-
-/// A framework as the host records it.
-#[derive(Clone, Copy, Debug)]
-pub struct FrameworkRecord<'a> {
-    /// Its description (roles, capabilities).
-    pub info: &'a FrameworkInfo,
-    /// Whether it is active.
-    pub active: bool,
-    /// Its suppressed roles and `min_allocatable_resources`.
-    pub options: &'a FrameworkOptions,
-}
-
-/// An agent as the host records it, with what its ledger holds there.
-#[derive(Clone, Debug)]
-pub struct AgentRecord<'a> {
-    /// Its description.
-    pub info: &'a AgentInfo,
-    /// Its maintenance window.
-    pub unavailability: Option<&'a Unavailability>,
-    /// Its total resources.
-    pub total: &'a Resources,
-    /// Whether it is activated.
-    pub activated: bool,
-    /// What frameworks hold on it (offered or allocated), from the host's ledger.
-    pub allocations: Vec<Allocation>,
 }
 
 /// Everything the host records about the cluster, borrowed for a rebuild.
@@ -63,9 +38,9 @@ pub struct Records<'a> {
     /// The whitelist, if any.
     pub whitelist: Option<&'a [RString]>,
     /// Present frameworks, in id order.
-    pub frameworks: Vec<FrameworkRecord<'a>>,
-    /// Present agents.
-    pub agents: Vec<AgentRecord<'a>>,
+    pub frameworks: Vec<&'a FrameworkRecord>,
+    /// Present agents, each with what the host's ledger holds on it (offered or allocated).
+    pub agents: Vec<(&'a AgentRecord, Vec<Allocation>)>,
     /// Whether allocation is paused.
     pub paused: bool,
 }
@@ -99,10 +74,10 @@ pub fn replay(target: &mut dyn Allocator, records: &Records<'_>) -> Result<(), M
     }
     target.update_whitelist(records.whitelist)?;
     for f in &records.frameworks {
-        target.add_framework(f.info, &[], f.active, f.options)?;
+        target.add_framework(&f.info, &[], f.active, &f.options)?;
     }
-    for a in &records.agents {
-        target.add_agent(a.info, a.unavailability, a.total, &a.allocations)?;
+    for (a, allocations) in &records.agents {
+        target.add_agent(&a.info, a.unavailability.as_ref(), &a.total, allocations)?;
         if !a.activated {
             target.deactivate_agent(a.info.id)?;
         }

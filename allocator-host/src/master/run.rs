@@ -1,13 +1,11 @@
 //! One allocation run: the allocator's offers pass the offer guard
-//! ([`allocator_host::guard`]) against the host's records, go into the ledger and out as
+//! ([`crate::guard`]) against the host's records, go into the ledger and out as
 //! [`Event::Offer`]s; inverse offers are checked the same way.
 
 use std::time::Instant;
 
+use crate::guard::{AgentView, FrameworkView, OfferVerdict, check_inverse_offer, check_offer};
 use allocator_api::{AgentId, Allocation};
-use allocator_host::guard::{
-    AgentView, FrameworkView, OfferVerdict, check_inverse_offer, check_offer,
-};
 
 use super::{Event, Master};
 

@@ -12,12 +12,10 @@
 //! A repeat that fails again is the next fault (the next restart, or the fallback past the
 //! restart limit).
 
+use super::fallback::{Records, builtin_drf, rebuild_builtin, replay};
+use crate::hierarchical::HierarchicalAllocator;
+use crate::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER};
 use allocator_api::{Allocator, ModuleError};
-use allocator_host::fallback::{
-    AgentRecord, FrameworkRecord, Records, builtin_drf, rebuild_builtin, replay,
-};
-use allocator_host::hierarchical::HierarchicalAllocator;
-use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER};
 
 use super::Master;
 
@@ -80,7 +78,7 @@ impl Master<'_> {
         }
         loop {
             // Module calls run under the registry's budget and watchdog
-            // (allocator_host::watchdog).
+            // (crate::watchdog).
             let result = f(self.engine.get()).map_err(|mut e| {
                 e.message = self.name_handles(&e.message).into();
                 e
@@ -243,7 +241,7 @@ impl Master<'_> {
     }
 
     /// A fresh built-in allocator holding the host's record of agents, frameworks, weights,
-    /// quotas, whitelist and allocations ([`allocator_host::fallback::rebuild_builtin`]).
+    /// quotas, whitelist and allocations ([`super::fallback::rebuild_builtin`]).
     fn rebuild_builtin(&mut self) -> Result<(), String> {
         let builtin = rebuild_builtin(&self.records())?;
         self.engine = Engine::Builtin(Box::new(builtin));
@@ -261,17 +259,9 @@ impl Master<'_> {
             weights: &self.weights,
             quotas: &self.quotas,
             whitelist: self.whitelist.as_deref(),
-            frameworks: (self.frameworks.iter().flatten().filter(|f| f.present))
-                .map(|f| FrameworkRecord { info: &f.info, active: f.active, options: &f.options })
-                .collect(),
+            frameworks: self.frameworks.iter().flatten().filter(|f| f.present).collect(),
             agents: (self.agents.iter().filter(|a| a.present))
-                .map(|a| AgentRecord {
-                    info: &a.info,
-                    unavailability: a.unavailability.as_ref(),
-                    total: &a.total,
-                    activated: a.activated,
-                    allocations: self.ledger.on_agent(a.info.id),
-                })
+                .map(|a| (a, self.ledger.on_agent(a.info.id)))
                 .collect(),
             paused: self.paused,
         }
@@ -280,7 +270,7 @@ impl Master<'_> {
     /// A module's message with the names the host knows added to the handles it names
     /// (`unknown framework#1` → `unknown framework 'f1' (#1)`).
     fn name_handles(&self, message: &str) -> String {
-        allocator_host::names::name_handles(message, |kind, n| match kind {
+        crate::names::name_handles(message, |kind, n| match kind {
             "framework" => self.framework_names.get(n as usize).cloned(),
             _ => self.agent_ids.iter().find(|(_, id)| id.0 == n).map(|(name, _)| name.clone()),
         })

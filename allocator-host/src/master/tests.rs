@@ -1,7 +1,7 @@
 //! The master core's commands and events, one behaviour per test.
 
+use crate::registry::ModuleRegistry;
 use allocator_api::{Allocation, AllocatorOptions, FrameworkCapabilities, Resources};
-use allocator_host::registry::ModuleRegistry;
 
 use super::{Applied, Command, Entry, Event, FailurePolicy, Master, Origin, Setup, TaskEnd};
 
