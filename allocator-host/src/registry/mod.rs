@@ -65,12 +65,6 @@ impl ModuleRegistry {
         &self.watchdog
     }
 
-    /// Overrides the executable folder used when resolving `name` entries.
-    pub fn with_exe_dir(mut self, dir: Option<PathBuf>) -> ModuleRegistry {
-        self.exe_dir = dir;
-        self
-    }
-
     /// Every loaded module, by name.
     pub fn modules(&self) -> impl Iterator<Item = &LoadedModule> {
         self.modules.values()
