@@ -8,11 +8,12 @@ use clap::Parser;
 use allocator_api::{AllocatorOptions, Quantities};
 
 use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
+use crate::driver::Driver;
 use crate::output::EventStream;
 use crate::scenario::Document;
-use crate::simulation::{FailurePolicy, Setup, Simulation};
 use crate::sorter_scenario::{SorterOverrides, SorterScenario};
 use allocator_host::master::DEFAULT_RESTART_LIMIT;
+use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::{BUILTIN_ALLOCATOR, BUILTIN_SORTER, ModuleRegistry};
 
 /// Exit code: a scenario expectation failed.
@@ -779,7 +780,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
     }
     let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
     let setup = setup(&s.engine, &s.allocator, &scenario.config)?;
-    let mut sim = Simulation::new(registry, setup, &doc.file)?;
+    let mut sim = Driver::new(registry, setup, &doc.file)?;
     sim.set_interrupt(crate::interrupt::install());
     if let Some(subject) = &s.run.explain {
         sim.explain_each_run(subject);
@@ -791,7 +792,6 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             duration: serve.duration,
             heartbeat_interval: serve.heartbeat_interval,
         };
-        sim.start_watchdog();
         sim.set_offer_tracking(
             scenario
                 .events
@@ -817,7 +817,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             eprintln!(
                 "allocator-master: serve stopped by {} at virtual time {:.3} s",
                 crate::interrupt::name(signal),
-                sim.now()
+                sim.master().now()
             );
         }
         out.emit(&sim.summary_event());
@@ -848,7 +848,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
         eprintln!(
             "allocator-master: stopped by {} at virtual time {:.3} s; the summary covers the run so far",
             crate::interrupt::name(signal),
-            sim.now()
+            sim.master().now()
         );
         return Ok(crate::interrupt::exit_code(signal));
     }

@@ -8,9 +8,10 @@ use allocator_api::{AllocatorOptions, FrameworkCapabilities, Resources};
 use serde_json::Value;
 
 use crate::allocator_scenario::Op;
+use crate::driver::Driver;
 use crate::output::EventStream;
-use crate::simulation::{FailurePolicy, Setup, Simulation};
 use allocator_host::master::Command;
+use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::ModuleRegistry;
 
 /// The result of one check.
@@ -96,10 +97,9 @@ fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, ops: &[Op]) -> Run
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut out = EventStream::writer(Box::new(Buf(buf.clone())));
     let mut error = None;
-    match Simulation::new(registry, setup, "conformance") {
+    match Driver::new(registry, setup, "conformance") {
         Err(e) => error = Some(e),
         Ok(mut sim) => {
-            sim.start_watchdog();
             for (i, op) in ops.iter().enumerate() {
                 if let Err(e) = sim.apply(i, op, &mut out) {
                     error = Some(format!("event {i} ({op:?}): {e}"));

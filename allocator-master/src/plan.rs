@@ -2,7 +2,7 @@
 //! (quota, weights, sorters, an agent going into maintenance or away, a framework's
 //! suppression), and the difference from what it will make without it — changing nothing.
 //!
-//! A plan forks the master by replaying: a fresh [`Simulation`] applies the same events the
+//! A plan forks the master by replaying: a fresh [`Driver`] applies the same events the
 //! live one applied (a recording replays to the same offers, SPEC 6.3), so the fork holds the
 //! same allocator state — refuse filters, sorter state, the random sorter's generator — and
 //! then the change. Each fork runs until its next periodic allocation run has been made; the
@@ -12,19 +12,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use allocator_api::Resources;
 use allocator_host::registry::ModuleRegistry;
 use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
-use crate::clients::scenario::offers_by_key_json;
+use crate::clients::scenario::{Offers, offers_by_key_json};
+use crate::driver::Driver;
 use crate::output::EventStream;
 use crate::scenario::Document;
-use crate::simulation::{Setup, Simulation};
 use allocator_host::master::Command;
-
-/// Offers by (framework, role, agent), as `expect_offers` compares them.
-pub type Offers = BTreeMap<(String, String, String), Resources>;
+use allocator_host::master::Setup;
 
 /// What one fork did up to and including its next periodic allocation run.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,24 +113,32 @@ fn fork(
     history: &[Op],
     change: Option<&Command>,
 ) -> Result<(Prediction, f64, f64), String> {
-    let mut sim = Simulation::new(registry, setup.clone(), "<plan>")?;
+    let mut sim = Driver::new(registry, setup.clone(), "<plan>")?;
     let mut out = EventStream::sink();
     for (index, op) in history.iter().enumerate() {
         sim.apply(index, op, &mut out)?;
     }
-    let at = sim.now();
+    let at = sim.master().now();
     sim.set_offer_tracking(true);
     if let Some(change) = change {
         sim.command(change, &mut out)?;
     }
-    let next_run = sim.next_periodic();
-    sim.advance(next_run - sim.now(), &mut out)?;
+    let next_run = sim.master().next_periodic();
+    sim.advance(next_run - sim.master().now(), &mut out)?;
     let offers = sim.take_offers();
     let master = sim.master();
     let mut roles: BTreeSet<&String> = master.role_alloc().keys().collect();
     roles.extend(master.weights().keys());
     let shares = roles.into_iter().map(|r| (r.clone(), master.role_share(r))).collect();
     Ok((Prediction { offers, shares }, at, next_run))
+}
+
+/// Predicts `change` applied to the live master `driver` now, from its journal (which it must
+/// keep: [`Driver::keep_history`]), against not applying it; changes nothing in `driver`.
+pub fn plan_live(driver: &Driver<'_>, change: &Command) -> Result<Plan, String> {
+    let master = driver.master();
+    let history: Vec<Op> = master.journal_entries()?.into_iter().map(Op::from).collect();
+    plan(master.registry(), driver.initial_setup(), &history, change)
 }
 
 /// Predicts `change` applied after `history` (the events the master applied so far, in order),

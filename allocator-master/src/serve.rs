@@ -1,6 +1,6 @@
 //! `allocator-master serve`: the simulated master live, in real time, with an HTTP endpoint.
 //!
-//! One thread (the caller's) owns the [`Simulation`]: the allocator, the host's ledger and the
+//! One thread (the caller's) owns the [`Driver`]: the allocator, the host's ledger and the
 //! simulated frameworks. Like Mesos's allocator process it works from one FIFO queue: the HTTP
 //! server ([`crate::http`]) reads each connection on its own thread, with head and body
 //! timeouts and a 1 MiB body limit, and puts complete requests on the queue; the master thread
@@ -12,8 +12,8 @@
 //!
 //! | request | answer |
 //! |---|---|
-//! | `GET /metrics/snapshot` | flat Mesos-named metrics ([`Simulation::metrics`] plus the queue's) |
-//! | `GET /state` | [`Simulation::state`] |
+//! | `GET /metrics/snapshot` | flat Mesos-named metrics ([`Driver::metrics`] plus the queue's) |
+//! | `GET /state` | [`Driver::state`] |
 //! | `POST /quota` | the `update_quota` event's fields: `role`, [`guarantees`, `limits`] |
 //! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
@@ -29,7 +29,7 @@
 //! every 100 ms) ticks them on the wall clock (heartbeats, resends, failover timeouts).
 //!
 //! A POST is parsed by the scenario parser (the same checks as a scenario event) and applied
-//! as its [`Command`] by [`Simulation::command`]; bad input gets `400 {"error": …}` and changes
+//! as its [`Command`] by [`Driver::command`]; bad input gets `400 {"error": …}` and changes
 //! nothing.
 
 use std::sync::Arc;
@@ -40,9 +40,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::driver::Driver;
 use crate::output::EventStream;
 use crate::scenario::Document;
-use crate::simulation::Simulation;
 use allocator_host::master::Command;
 
 /// How `serve` runs.
@@ -58,10 +58,6 @@ pub struct ServeOptions {
     pub heartbeat_interval: f64,
 }
 
-/// The Mesos version `serve` speaks (`GET /version`, `SUBSCRIBED`): plain dotted integers,
-/// since clients (pymesos) parse every part as a number.
-pub const MESOS_VERSION: &str = "1.12.0";
-
 /// A request read in full by the HTTP server.
 type Incoming = crate::http::Request;
 
@@ -69,7 +65,7 @@ type Incoming = crate::http::Request;
 /// http://ADDR` on stderr once listening. `Err` when the address cannot be bound or a module
 /// fault stops the master (`--on_module_failure stop`).
 pub fn serve(
-    sim: &mut Simulation<'_>,
+    sim: &mut Driver<'_>,
     scenario: &AllocatorScenario,
     out: &mut EventStream,
     options: &ServeOptions,
@@ -121,7 +117,7 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 /// The master loop's state.
 struct Live<'s, 'r> {
-    sim: &'s mut Simulation<'r>,
+    sim: &'s mut Driver<'r>,
     events: &'s [(String, Op)],
     interval: f64,
     speed: f64,
@@ -139,15 +135,15 @@ struct Live<'s, 'r> {
 
 impl<'s, 'r> Live<'s, 'r> {
     fn new(
-        sim: &'s mut Simulation<'r>,
+        sim: &'s mut Driver<'r>,
         scenario: &'s AllocatorScenario,
         options: &ServeOptions,
         queued: Arc<AtomicU64>,
     ) -> Live<'s, 'r> {
         let start = Instant::now();
-        let v0 = sim.now();
+        let v0 = sim.master().now();
         Live {
-            interval: sim.allocation_interval(),
+            interval: sim.master().allocation_interval(),
             events: &scenario.events,
             speed: options.speed,
             start,
@@ -187,10 +183,10 @@ impl<'s, 'r> Live<'s, 'r> {
                 continue;
             }
             let now = Instant::now();
-            if self.deadline.is_some_and(|d| now >= d) || self.sim.interrupted() {
+            if self.deadline.is_some_and(|d| now >= d) || self.sim.master().interrupted() {
                 return Ok(());
             }
-            let mut next = self.sim.next_periodic();
+            let mut next = self.sim.master().next_periodic();
             if self.cursor < self.events.len() {
                 next = next.min(self.hold);
             }
@@ -211,11 +207,11 @@ impl<'s, 'r> Live<'s, 'r> {
     /// Plays the scenario events that are due and advances the virtual clock to now.
     fn catch_up(&mut self, out: &mut EventStream) -> Result<(), String> {
         loop {
-            while self.cursor < self.events.len() && self.sim.now() >= self.hold - 1e-9 {
+            while self.cursor < self.events.len() && self.sim.master().now() >= self.hold - 1e-9 {
                 let (location, op) = &self.events[self.cursor];
                 match op {
-                    Op::Advance(s) => self.hold = self.sim.now() + s,
-                    Op::Tick => self.hold = self.sim.now() + self.interval,
+                    Op::Advance(s) => self.hold = self.sim.master().now() + s,
+                    Op::Tick => self.hold = self.sim.master().now() + self.interval,
                     op => {
                         if let Err(e) = self.sim.apply(self.cursor, op, out) {
                             self.fatal()?;
@@ -231,11 +227,11 @@ impl<'s, 'r> Live<'s, 'r> {
             if playing {
                 target = target.min(self.hold);
             }
-            if target <= self.sim.now() {
+            if target <= self.sim.master().now() {
                 return Ok(());
             }
-            let due = self.sim.next_periodic();
-            if let Err(e) = self.sim.advance(target - self.sim.now(), out) {
+            let due = self.sim.master().next_periodic();
+            if let Err(e) = self.sim.advance(target - self.sim.master().now(), out) {
                 self.fatal()?;
                 log::error!("advancing the clock: {e}");
             }
@@ -246,7 +242,7 @@ impl<'s, 'r> Live<'s, 'r> {
                     late.as_secs_f64() * 1e3,
                 );
             }
-            if !(playing && self.sim.now() >= self.hold - 1e-9) {
+            if !(playing && self.sim.master().now() >= self.hold - 1e-9) {
                 return Ok(());
             }
         }
@@ -254,7 +250,7 @@ impl<'s, 'r> Live<'s, 'r> {
 
     /// `Err` (stop the master) once a module fault under `--on_module_failure stop` happened.
     fn fatal(&self) -> Result<(), String> {
-        match self.sim.stopped() {
+        match self.sim.master().stopped() {
             Some(reason) => Err(reason.to_owned()),
             None => Ok(()),
         }
@@ -303,7 +299,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 return self.fatal();
             }
             ("GET", "/version") => {
-                respond(request, 200, &json!({"version": MESOS_VERSION}));
+                respond(request, 200, &json!({"version": crate::mesos::MESOS_VERSION}));
                 return Ok(());
             }
             _ => {}
@@ -323,7 +319,7 @@ impl<'s, 'r> Live<'s, 'r> {
             ("POST", "/plan", _) => {
                 match body
                     .and_then(|b| crate::plan::parse_change(&b))
-                    .and_then(|c| self.sim.plan(&c))
+                    .and_then(|c| crate::plan::plan_live(self.sim, &c))
                 {
                     Ok(plan) => (200, plan.to_json()),
                     Err(message) => (400, json!({"error": message})),
@@ -337,7 +333,7 @@ impl<'s, 'r> Live<'s, 'r> {
                         (200, json!({"ok": true}))
                     }
                     Err(message) => {
-                        if self.sim.stopped().is_some() {
+                        if self.sim.master().stopped().is_some() {
                             respond(request, 500, &json!({"error": message}));
                             return self.fatal();
                         }
@@ -359,7 +355,7 @@ impl<'s, 'r> Live<'s, 'r> {
 }
 
 /// `GET /explain?role=R` or `?framework=F`: why it got what it got at the last run.
-fn explain(sim: &Simulation<'_>, query: &str) -> (u16, Value) {
+fn explain(sim: &Driver<'_>, query: &str) -> (u16, Value) {
     let mut pairs = query.split('&').filter_map(|p| p.split_once('='));
     match pairs.next() {
         Some(("role", r)) if !r.is_empty() => (200, sim.explain_role(&percent_decode(r))),

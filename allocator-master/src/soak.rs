@@ -10,9 +10,10 @@ use allocator_api::rng::Rng;
 use allocator_api::{AllocatorOptions, FrameworkCapabilities};
 
 use crate::allocator_scenario::Op;
+use crate::driver::Driver;
 use crate::output::EventStream;
-use crate::simulation::{FailurePolicy, Setup, Simulation};
 use allocator_host::master::{Command, TaskSpec};
+use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::ModuleRegistry;
 
 /// Soak parameters.
@@ -112,10 +113,10 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         call_budget_ms: None,
         call_timeout_ms: None,
     };
-    let mut sim = Simulation::new(registry, setup, "soak")?;
+    let mut sim = Driver::new(registry, setup, "soak")?;
     let mut out = EventStream::sink();
     let mut index = 0;
-    let mut apply = |sim: &mut Simulation<'_>, op: Op| -> Result<(), String> {
+    let mut apply = |sim: &mut Driver<'_>, op: Op| -> Result<(), String> {
         index += 1;
         sim.apply(index, &op, &mut out)
     };
@@ -153,11 +154,11 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
             churn += 1;
         }
         apply(&mut sim, Op::Tick)?;
-        if let Err(e) = sim.check_conservation() {
+        if let Err(e) = sim.master().check_conservation() {
             violations.push(format!("run {run}: {e}"));
         }
         let key = |a: &allocator_api::Allocation| (a.framework, a.agent, a.role.to_string());
-        let (mut ours, mut theirs) = (sim.ledger(), sim.allocator_records());
+        let (mut ours, mut theirs) = (sim.master().ledger(), sim.master().allocator_records());
         ours.sort_by_key(key);
         theirs.sort_by_key(key);
         if ours != theirs {
@@ -175,7 +176,7 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         }
     }
     Ok(SoakReport {
-        runs: sim.runs(),
+        runs: sim.master().runs(),
         churn_events: churn,
         violations,
         rss_kib: (rss_start, rss_kib()),

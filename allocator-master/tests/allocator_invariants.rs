@@ -10,10 +10,11 @@ use allocator_api::{
     RVec, Resources, RoleMinAllocatable, Unavailability,
 };
 use allocator_host::ModuleRegistry;
+use allocator_host::master::Setup;
 use allocator_host::master::{Command, TaskSpec};
 use allocator_master::allocator_scenario::Op;
+use allocator_master::driver::Driver;
 use allocator_master::output::EventStream;
-use allocator_master::simulation::{Setup, Simulation};
 use proptest::prelude::*;
 
 const ROLES: [&str; 5] = ["r1", "r2", "a/b", "a", "r1/x"];
@@ -149,14 +150,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn agents(sim: &Simulation<'_>) -> impl Iterator<Item = AgentId> {
-    (0..16u32).map(AgentId).filter(|a| sim.agent_total(*a).is_some())
+fn agents(sim: &Driver<'_>) -> impl Iterator<Item = AgentId> {
+    (0..16u32).map(AgentId).filter(|a| sim.master().agent_total(*a).is_some())
 }
 
 /// Unreserved non-revocable scalars offered or allocated to exactly `role`.
-fn quota_granted(sim: &Simulation<'_>, role: &str) -> Quantities {
+fn quota_granted(sim: &Driver<'_>, role: &str) -> Quantities {
     let mut q = Quantities::new();
-    for a in sim.ledger().iter().filter(|a| a.role.as_str() == role) {
+    for a in sim.master().ledger().iter().filter(|a| a.role.as_str() == role) {
         q.add(
             &a.resources
                 .filter(|r| r.is_unreserved() && !r.is_revocable() && !r.is_shared())
@@ -167,10 +168,10 @@ fn quota_granted(sim: &Simulation<'_>, role: &str) -> Quantities {
 }
 
 /// Scalar reservations to `role` on every present agent.
-fn reservations(sim: &Simulation<'_>, role: &str) -> Quantities {
+fn reservations(sim: &Driver<'_>, role: &str) -> Quantities {
     let mut q = Quantities::new();
     for a in agents(sim) {
-        q.add(&sim.agent_total(a).unwrap().reserved_to(role).scalar_quantities());
+        q.add(&sim.master().agent_total(a).unwrap().reserved_to(role).scalar_quantities());
     }
     q
 }
@@ -203,7 +204,7 @@ impl std::io::Write for SharedBuf {
 /// Runs `ops`, checking the invariants after each; returns the event stream without timings.
 fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
     let registry = ModuleRegistry::new();
-    let mut sim = Simulation::new(&registry, setup(seed), "proptest").unwrap();
+    let mut sim = Driver::new(&registry, setup(seed), "proptest").unwrap();
     let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let mut out = EventStream::writer(Box::new(SharedBuf(buf.clone())));
     let mut limits: BTreeMap<String, Quantities> = BTreeMap::new();
@@ -212,9 +213,10 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         let granted_before: BTreeMap<&str, Quantities> =
             QUOTA_ROLES.iter().map(|r| (*r, quota_granted(&sim, r))).collect();
         let before: BTreeMap<AgentId, Resources> =
-            agents(&sim).map(|a| (a, sim.agent_used(a))).collect();
-        let totals_before: BTreeMap<AgentId, Quantities> =
-            agents(&sim).map(|a| (a, sim.agent_total(a).unwrap().scalar_quantities())).collect();
+            agents(&sim).map(|a| (a, sim.master().agent_used(a))).collect();
+        let totals_before: BTreeMap<AgentId, Quantities> = agents(&sim)
+            .map(|a| (a, sim.master().agent_total(a).unwrap().scalar_quantities()))
+            .collect();
         let result = sim.apply(i, op, &mut out); // a refused event changes nothing
         if let Op::Command(Command::UpdateQuota(role, quota)) = op {
             // Quota on a nested role is refused, never accepted and left unenforced.
@@ -261,9 +263,10 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         // what was free there (its total, as of now, minus what was held before).
         for agent in agents(&sim) {
             let held_before = before.get(&agent).cloned().unwrap_or_default();
-            let used = sim.agent_used(agent);
+            let used = sim.master().agent_used(agent);
             let added = used.clone() - &held_before;
-            let free = sim.agent_total(agent).unwrap().filter(|r| !r.is_shared()) - &held_before;
+            let free =
+                sim.master().agent_total(agent).unwrap().filter(|r| !r.is_shared()) - &held_before;
             prop_assert!(
                 free.contains(&added),
                 "{} offered on {} with only {} free, after {:?}",
@@ -275,13 +278,15 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         }
         // Only a shrinking update_agent can leave an agent over-committed (R14).
         if !matches!(op, Op::Command(Command::UpdateAgent { .. })) {
-            for agent in sim.overcommitted_agents() {
+            for agent in sim.master().overcommitted_agents() {
                 prop_assert!(
-                    before
-                        .get(&agent)
-                        .is_some_and(|b| !sim.agent_total(agent).unwrap().contains(b)),
+                    before.get(&agent).is_some_and(|b| !sim
+                        .master()
+                        .agent_total(agent)
+                        .unwrap()
+                        .contains(b)),
                     "{:?} after {:?}",
-                    sim.check_conservation(),
+                    sim.master().check_conservation(),
                     op
                 );
             }
@@ -316,7 +321,7 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         ) {
             for (a, q) in &totals_before {
                 prop_assert_eq!(
-                    &sim.agent_total(*a).unwrap().scalar_quantities(),
+                    &sim.master().agent_total(*a).unwrap().scalar_quantities(),
                     q,
                     "after {:?}",
                     op
@@ -326,13 +331,13 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         // The per-agent record the guard and the checks use is the ledger, summed.
         for agent in agents(&sim) {
             let mut summed = Resources::new();
-            for a in sim.ledger().iter().filter(|a| a.agent == agent) {
+            for a in sim.master().ledger().iter().filter(|a| a.agent == agent) {
                 summed.add(&a.resources.filter(|r| !r.is_shared()));
             }
-            prop_assert_eq!(&sim.agent_used(agent), &summed, "after {:?}", op);
+            prop_assert_eq!(&sim.master().agent_used(agent), &summed, "after {:?}", op);
         }
         // No role receives another role's reservation.
-        for a in sim.ledger() {
+        for a in sim.master().ledger() {
             for r in a.resources.iter() {
                 prop_assert!(r.is_allocatable_to(&a.role), "{} offered to role {}", r, a.role);
             }
@@ -340,8 +345,8 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         // The allocator's records equal the host's ledger, so offered + allocated + available
         // == total on every agent (the allocator derives available from its records).
         let key = |a: &allocator_api::Allocation| (a.framework, a.agent, a.role.to_string());
-        let mut ours = sim.ledger();
-        let mut theirs = sim.allocator_records();
+        let mut ours = sim.master().ledger();
+        let mut theirs = sim.master().allocator_records();
         ours.sort_by_key(key);
         theirs.sort_by_key(key);
         prop_assert_eq!(ours, theirs, "after {:?}", op);

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use allocator_master::allocator_scenario::AllocatorScenario;
 use allocator_master::plan::history_until;
-use allocator_master::recording::op_to_json;
+use allocator_master::allocator_scenario::print::op_to_json;
 use serde_json::{Value, json};
 use workspace_tests::{master, workspace_root};
 

@@ -4,11 +4,12 @@
 use allocator_api::AllocatorOptions;
 use allocator_host::ModuleRegistry;
 use allocator_host::manifest;
+use allocator_host::master::Setup;
 use allocator_master::allocator_scenario::AllocatorScenario;
+use allocator_master::driver::Driver;
 use allocator_master::import::{ImportOptions, alibaba_gpu_v2023};
 use allocator_master::output::EventStream;
 use allocator_master::scenario::Document;
-use allocator_master::simulation::{Setup, Simulation};
 use workspace_tests::workspace_root;
 
 fn trace_dir() -> std::path::PathBuf {
@@ -52,19 +53,21 @@ fn the_trace_replays_with_every_sorter_without_over_committing_an_agent() {
             call_budget_ms: None,
             call_timeout_ms: None,
         };
-        let mut sim = Simulation::new(&registry, setup, "trace").unwrap();
+        let mut sim = Driver::new(&registry, setup, "trace").unwrap();
         let mut out = EventStream::sink();
         for (i, (location, op)) in scenario.events.iter().enumerate() {
             sim.apply(i, op, &mut out).unwrap_or_else(|e| panic!("{sorter}: {location}: {e}"));
             if i % 25 == 0 {
-                sim.check_conservation().unwrap_or_else(|e| panic!("{sorter}: {location}: {e}"));
+                sim.master()
+                    .check_conservation()
+                    .unwrap_or_else(|e| panic!("{sorter}: {location}: {e}"));
             }
         }
-        sim.check_conservation().unwrap();
+        sim.master().check_conservation().unwrap();
         // Every task that started has finished by the end (the importer advances past the last
         // deletion), and every pod was submitted.
         for fw in ["ls-pods", "be-pods"] {
-            assert_eq!(sim.running_tasks(fw), Some(0), "{sorter}: {fw} still runs tasks");
+            assert_eq!(sim.master().running_tasks(fw), Some(0), "{sorter}: {fw} still runs tasks");
         }
         let summary = sim
             .run(&AllocatorScenario { events: vec![], ..scenario.clone() }, &mut out)

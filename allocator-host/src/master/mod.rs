@@ -179,16 +179,6 @@ impl<'r> Master<'r> {
         })
     }
 
-    /// Applies the setup's call budget and timeout to the registry's watchdog, which every
-    /// module call (allocator and sorters, in every mode) runs under. Either left `None` keeps
-    /// what the registry has.
-    pub fn start_watchdog(&mut self) {
-        let (budget, timeout) = (self.setup.call_budget_ms, self.setup.call_timeout_ms);
-        if budget.is_some() || timeout.is_some() {
-            self.registry.watchdog().set_limits(budget, timeout);
-        }
-    }
-
     /// Stops [`advance`](Self::advance) at its next step once `flag` is non-zero.
     pub fn set_interrupt(&mut self, flag: Arc<AtomicUsize>) {
         self.interrupt = Some(flag);

@@ -455,7 +455,7 @@ impl MesosFrameworks {
             heartbeat_interval_seconds: Some(self.heartbeat.as_secs_f64()),
             master_info: Some(s::MasterInfo {
                 id: self.master_id.clone(),
-                version: Some(crate::serve::MESOS_VERSION.into()),
+                version: Some(crate::mesos::MESOS_VERSION.into()),
                 ..s::MasterInfo::default()
             }),
         });

@@ -80,7 +80,7 @@ impl Operator {
             CallType::GetHealth => Ok(Some(m::Response::health(m::GetHealth { healthy: true }))),
             CallType::GetVersion => Ok(Some(m::Response::version(m::GetVersion {
                 version_info: m::VersionInfo {
-                    version: crate::serve::MESOS_VERSION.into(),
+                    version: crate::mesos::MESOS_VERSION.into(),
                     ..m::VersionInfo::default()
                 },
             }))),
@@ -306,7 +306,7 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
                 },
                 active: true,
                 deactivated: None,
-                version: crate::serve::MESOS_VERSION.into(),
+                version: crate::mesos::MESOS_VERSION.into(),
                 registered_time: None,
                 total_resources: to_mesos(total, None, ResourceFormat::Refined),
                 allocated_resources: to_mesos(

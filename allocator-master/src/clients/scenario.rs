@@ -8,9 +8,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use allocator_api::Resources;
 use serde_json::{Value, json};
 
+use crate::allocator_scenario::print::offers_json;
 use crate::allocator_scenario::{ExpectedOffer, Op};
 use crate::output::EventStream;
 use allocator_host::master::{Event, Master};
+
+/// Offers by (framework, role, agent), as `expect_offers` compares them.
+pub type Offers = BTreeMap<(String, String, String), Resources>;
 
 /// The scenario's expectations: what the master offered since the last `expect_offers` (and
 /// inverse offers since the last `expect_inverse_offers`), and how many held.
@@ -136,7 +140,7 @@ impl Expectations {
     }
 
     /// The offers tracked since the last `expect_offers` (or the last call).
-    pub fn take_offers(&mut self) -> BTreeMap<(String, String, String), Resources> {
+    pub fn take_offers(&mut self) -> Offers {
         std::mem::take(&mut self.pending_offers)
     }
 
@@ -170,15 +174,6 @@ pub(crate) fn offers_by_key_json(offers: &BTreeMap<(String, String, String), Res
         offers
             .iter()
             .map(|((f, r, a), res)| json!({"framework": f, "role": r, "agent": a, "resources": res.to_string()}))
-            .collect(),
-    )
-}
-
-/// An `expect_offers` list as the scenario file writes it.
-pub(crate) fn offers_json(list: &[ExpectedOffer]) -> Value {
-    Value::Array(
-        list.iter()
-            .map(|o| json!({"framework": o.framework, "role": o.role, "agent": o.agent, "resources": o.resources.to_string()}))
             .collect(),
     )
 }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use allocator_api::{Allocation, FrameworkId, Resources};
 
+use crate::observers::stats::{Queues, TraceStats};
 use allocator_host::master::{Command, Event, Master, Origin, Submission, TaskSpec};
 
 #[derive(Debug, Clone)]
@@ -39,19 +40,6 @@ impl SimFramework {
         !self.queue.is_empty()
             || (self.spec.resources.is_some() && self.spec.count.is_none_or(|c| self.launched < c))
     }
-}
-
-/// Trace statistics of the frameworks whose first role is one role.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct TraceStats {
-    /// Tasks submitted.
-    pub submitted: u64,
-    /// Tasks started (each with its wait).
-    pub started: u64,
-    /// Tasks still queued.
-    pub pending: u64,
-    /// Seconds each started task waited.
-    pub waits: Vec<f64>,
 }
 
 /// The simulated frameworks of one master, by framework id.
@@ -196,8 +184,15 @@ impl SimulatedFrameworks {
         Ok(())
     }
 
+    /// Queued tasks and whether it suppressed its offers, for a simulated framework.
+    pub fn queue_state(&self, fw: FrameworkId) -> Option<(usize, bool)> {
+        self.frameworks.get(&fw).map(|s| (s.queue.len(), s.suppressed))
+    }
+}
+
+impl Queues for SimulatedFrameworks {
     /// Whether a task asking for GPUs waits in the queue of a present framework.
-    pub fn gpu_task_waiting(&self, master: &Master<'_>) -> bool {
+    fn gpu_task_waiting(&self, master: &Master<'_>) -> bool {
         self.frameworks.iter().any(|(fw, s)| {
             master.framework_info(*fw).is_some()
                 && s.queue.iter().any(|t| t.resources.scalar("gpus").is_positive())
@@ -205,7 +200,7 @@ impl SimulatedFrameworks {
     }
 
     /// Queued tasks per first role of present frameworks that ever had a task submitted.
-    pub fn waiting_by_role(&self, master: &Master<'_>) -> BTreeMap<String, f64> {
+    fn waiting_by_role(&self, master: &Master<'_>) -> BTreeMap<String, f64> {
         let mut waiting = BTreeMap::new();
         for (fw, sim) in &self.frameworks {
             if let Some(role) = master.framework_info(*fw).and_then(|f| f.roles.first())
@@ -218,12 +213,12 @@ impl SimulatedFrameworks {
     }
 
     /// Whether any framework (present or removed) had a trace task submitted.
-    pub fn any_trace(&self) -> bool {
+    fn any_trace(&self) -> bool {
         self.frameworks.values().any(|s| s.submitted > 0)
     }
 
     /// Trace statistics of the frameworks (present or removed) whose first role is `role`.
-    pub fn trace_stats(&self, role: &str, master: &Master<'_>) -> TraceStats {
+    fn trace_stats(&self, role: &str, master: &Master<'_>) -> TraceStats {
         let mut stats = TraceStats::default();
         for (fw, sim) in &self.frameworks {
             if master.first_role(*fw) != Some(role) {
@@ -235,11 +230,6 @@ impl SimulatedFrameworks {
         }
         stats.started = stats.waits.len() as u64;
         stats
-    }
-
-    /// Queued tasks and whether it suppressed its offers, for a simulated framework.
-    pub fn queue_state(&self, fw: FrameworkId) -> Option<(usize, bool)> {
-        self.frameworks.get(&fw).map(|s| (s.queue.len(), s.suppressed))
     }
 }
 

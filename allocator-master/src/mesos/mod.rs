@@ -15,6 +15,10 @@
 //! * [`master`]: the operator API's `Call` and `Response` for the calls of SPEC 6.2.
 //! * [`recordio`]: RecordIO framing of an event stream (`<length>\n<json>`).
 
+/// The Mesos version `serve` speaks (`GET /version`, `SUBSCRIBED`): plain dotted integers,
+/// since clients (pymesos) parse every part as a number.
+pub const MESOS_VERSION: &str = "1.12.0";
+
 pub mod common;
 pub mod master;
 pub mod recordio;

@@ -9,7 +9,6 @@ use allocator_api::Quantities;
 use allocator_host::metrics::dominant_share;
 use serde_json::{Value, json};
 
-use crate::clients::simulated::SimulatedFrameworks;
 use allocator_host::master::{Engine, Event, Master};
 
 /// Per-role counts and the integral of the dominant share over time.
@@ -49,9 +48,35 @@ fn used_total(master: &Master<'_>) -> Quantities {
     used
 }
 
+/// Trace statistics of the frameworks whose first role is one role.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TraceStats {
+    /// Tasks submitted.
+    pub submitted: u64,
+    /// Tasks started (each with its wait).
+    pub started: u64,
+    /// Tasks still queued.
+    pub pending: u64,
+    /// Seconds each started task waited.
+    pub waits: Vec<f64>,
+}
+
+/// What the statistics read of the simulated frameworks' task queues (the simulated-frameworks
+/// client answers).
+pub trait Queues {
+    /// Whether a task asking for GPUs waits in the queue of a present framework.
+    fn gpu_task_waiting(&self, master: &Master<'_>) -> bool;
+    /// Queued tasks per first role of present frameworks that ever had a task submitted.
+    fn waiting_by_role(&self, master: &Master<'_>) -> BTreeMap<String, f64>;
+    /// Whether any framework (present or removed) had a trace task submitted.
+    fn any_trace(&self) -> bool;
+    /// Trace statistics of the frameworks (present or removed) whose first role is `role`.
+    fn trace_stats(&self, role: &str, master: &Master<'_>) -> TraceStats;
+}
+
 impl Stats {
     /// Takes one event into account.
-    pub fn observe(&mut self, event: &Event, master: &Master<'_>, sims: &SimulatedFrameworks) {
+    pub fn observe(&mut self, event: &Event, master: &Master<'_>, sims: &dyn Queues) {
         match event {
             Event::Clock { from, to } => self.integrate(to - from, master, sims),
             Event::Offer(offer) => {
@@ -70,7 +95,7 @@ impl Stats {
     }
 
     /// Integrates shares and utilisation over `dt` seconds of the state now.
-    fn integrate(&mut self, dt: f64, master: &Master<'_>, sims: &SimulatedFrameworks) {
+    fn integrate(&mut self, dt: f64, master: &Master<'_>, sims: &dyn Queues) {
         if dt <= 0.0 {
             return;
         }
@@ -95,7 +120,7 @@ impl Stats {
     }
 
     /// Records one point of the report's time series (shares and utilisation now).
-    pub fn sample(&mut self, master: &Master<'_>, sims: &SimulatedFrameworks) {
+    pub fn sample(&mut self, master: &Master<'_>, sims: &dyn Queues) {
         let (cluster, excluded) = (master.cluster(), master.excluded());
         let shares: BTreeMap<String, f64> = master
             .role_alloc()
@@ -194,7 +219,7 @@ impl Stats {
     pub fn summary(
         &self,
         master: &Master<'_>,
-        sims: &SimulatedFrameworks,
+        sims: &dyn Queues,
         expectations: ExpectationCount,
     ) -> (String, Value) {
         let metrics = self.metrics(master);
@@ -244,7 +269,7 @@ impl Stats {
     fn role_table(
         &self,
         master: &Master<'_>,
-        sims: &SimulatedFrameworks,
+        sims: &dyn Queues,
         text: &mut String,
     ) -> serde_json::Map<String, Value> {
         let now = master.now();

@@ -6,7 +6,7 @@ use allocator_host::ModuleRegistry;
 use allocator_master::allocator_scenario::AllocatorScenario;
 use allocator_master::output::EventStream;
 use allocator_master::scenario::Document;
-use allocator_master::simulation::{Setup, Simulation};
+use allocator_master::driver::{Setup, Driver};
 use allocator_master::sorter_scenario::SorterScenario;
 use libfuzzer_sys::fuzz_target;
 
@@ -35,6 +35,6 @@ fuzz_target!(|data: &[u8]| {
         call_budget_ms: None,
         call_timeout_ms: None,
     };
-    let Ok(mut sim) = Simulation::new(&registry, setup, "fuzz") else { return };
+    let Ok(mut sim) = Driver::new(&registry, setup, "fuzz") else { return };
     let _ = sim.run(&scenario, &mut EventStream::sink());
 });

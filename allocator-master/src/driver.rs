@@ -1,15 +1,19 @@
-//! The simulated master: the [master core](allocator_host::master) wired to its clients (scenario
-//! events, simulated frameworks) and observers (the event stream, statistics, expectations).
+//! The composition root: a [`Driver`] is the [master core](allocator_host::master) wired to
+//! its clients (scenario events, simulated frameworks, frameworks over the scheduler API) and
+//! observers (the event stream, statistics, expectations, explanations). Every master the
+//! binary runs — a scenario, the default workload, `serve`, a plan's fork, the soak, the
+//! conformance suite — is one.
 //!
-//! [`Simulation::apply`] hands a scenario event to its client, then delivers the master's
-//! events: observers first (each sees every event), then the simulated frameworks answer their
-//! offers, and after an allocation run idle frameworks suppress their offers and the report
-//! takes a sample.
+//! [`Driver::command`] applies a command ([`Master::apply`]) and [`Driver::advance`] moves the
+//! clock ([`Master::advance`]); either then delivers the master's events: observers first
+//! (each sees every event), then the simulated frameworks answer their offers, then the
+//! frameworks connected over the scheduler API; after an allocation run idle simulated
+//! frameworks suppress their offers and the report takes a sample. [`Driver::apply`] takes a
+//! scenario event: a command, a clock event or an expectation.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use allocator_api::{AgentId, Allocation, Resources};
 use allocator_host::registry::ModuleRegistry;
 use serde_json::Value;
 
@@ -21,16 +25,13 @@ use crate::clients::simulated::SimulatedFrameworks;
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
 use crate::recording::Recorder;
-use allocator_host::master::{Applied, Apply, Command, Event, Master};
-
-pub use allocator_host::master::{Engine, FailurePolicy, Setup};
-pub use allocator_host::metrics::dominant_share;
+use allocator_host::master::{Applied, Apply, Command, Event, Master, Setup};
 
 /// A run that could not go on: bad input the parser could not see (an unknown name), a call the
 /// allocator refused, or a module fault. One line, naming the event.
 #[derive(Debug, thiserror::Error)]
 #[error("scenario '{file}': {location}: {message}")]
-pub struct SimulationError {
+pub struct RunError {
     /// The scenario file.
     pub file: String,
     /// The event (`event 4 (remove_agent)`).
@@ -53,7 +54,7 @@ pub struct Outcome {
 }
 
 /// The simulated master. See the [module documentation](self).
-pub struct Simulation<'r> {
+pub struct Driver<'r> {
     master: Master<'r>,
     file: String,
     sims: SimulatedFrameworks,
@@ -119,9 +120,9 @@ impl<'r> Deliverer<'_> {
 }
 
 /// The wiring as the operator API's [`Cluster`]: each command is applied and its events
-/// delivered ([`Simulation::command`]) before the next.
+/// delivered ([`Driver::command`]) before the next.
 pub struct Applying<'a, 'r> {
-    sim: &'a mut Simulation<'r>,
+    sim: &'a mut Driver<'r>,
     out: &'a mut EventStream,
 }
 
@@ -154,7 +155,7 @@ impl SchedulerView for MesosFrameworks {
     }
 }
 
-impl<'r> Simulation<'r> {
+impl<'r> Driver<'r> {
     /// This wiring as a [`Cluster`] whose commands deliver their events to `out`.
     pub fn applying<'a>(&'a mut self, out: &'a mut EventStream) -> Applying<'a, 'r> {
         Applying { sim: self, out }
@@ -165,8 +166,8 @@ impl<'r> Simulation<'r> {
         registry: &'r ModuleRegistry,
         setup: Setup,
         file: &str,
-    ) -> Result<Simulation<'r>, String> {
-        Ok(Simulation {
+    ) -> Result<Driver<'r>, String> {
+        Ok(Driver {
             initial_setup: setup.clone(),
             explain: None,
             last_run: crate::explain::LastRun::default(),
@@ -185,11 +186,10 @@ impl<'r> Simulation<'r> {
         &self.master
     }
 
-    /// Applies the setup's call budget and timeout to the registry's watchdog, which every
-    /// module call (allocator and sorters, in every mode) runs under. Either left `None` keeps
-    /// what the registry has.
-    pub fn start_watchdog(&mut self) {
-        self.master.start_watchdog();
+    /// The set-up the master started with (before any fallback or sorter switch): a fork
+    /// replaying its journal starts from it.
+    pub fn initial_setup(&self) -> &Setup {
+        &self.initial_setup
     }
 
     /// Stops the run at its next step (between events, or between the allocation runs of one
@@ -205,26 +205,21 @@ impl<'r> Simulation<'r> {
         self.progress = Some(counters);
     }
 
-    /// Whether the interrupt flag asks the run to stop.
-    pub fn interrupted(&self) -> bool {
-        self.master.interrupted()
-    }
-
     /// Runs every event of `scenario`, then writes the summary.
     pub fn run(
         &mut self,
         scenario: &AllocatorScenario,
         out: &mut EventStream,
-    ) -> Result<Outcome, SimulationError> {
+    ) -> Result<Outcome, RunError> {
         let total = scenario.events.len();
         self.expectations.set_offer_tracking(
             scenario.events.iter().any(|(_, op)| matches!(op, Op::ExpectOffers(_))),
         );
         for (index, (location, op)) in scenario.events.iter().enumerate() {
-            if self.interrupted() {
+            if self.master.interrupted() {
                 break;
             }
-            self.apply(index, op, out).map_err(|message| SimulationError {
+            self.apply(index, op, out).map_err(|message| RunError {
                 file: self.file.clone(),
                 location: location.clone(),
                 message,
@@ -281,16 +276,8 @@ impl<'r> Simulation<'r> {
         &'a mut self,
         out: &'a mut EventStream,
     ) -> (&'a mut Master<'r>, Deliverer<'a>) {
-        let Simulation {
-            master,
-            sims,
-            mesos,
-            stats,
-            expectations,
-            progress,
-            last_run,
-            explain,
-            ..
+        let Driver {
+            master, sims, mesos, stats, expectations, progress, last_run, explain, ..
         } = self;
         let deliverer = Deliverer {
             sims,
@@ -310,13 +297,6 @@ impl<'r> Simulation<'r> {
     /// events, plans are off (memory stays bounded).
     pub fn keep_history(&mut self) {
         self.master.keep_journal(allocator_host::master::journal::KEEP_LIMIT);
-    }
-
-    /// What `change` would do to the next allocation run, against not applying it
-    /// ([`crate::plan`]); changes nothing here. Needs [`keep_history`](Self::keep_history).
-    pub fn plan(&self, change: &Command) -> Result<crate::plan::Plan, String> {
-        let history: Vec<Op> = self.master.journal_entries()?.into_iter().map(Op::from).collect();
-        crate::plan::plan(self.master.registry(), &self.initial_setup, &history, change)
     }
 
     /// Writes every command applied from now on to `recorder` (`serve --record`); the clock
@@ -420,7 +400,7 @@ impl<'r> Simulation<'r> {
 
     /// The offers made since the last call (or since tracking began), by framework, role and
     /// agent; needs [`set_offer_tracking`](Self::set_offer_tracking).
-    pub fn take_offers(&mut self) -> crate::plan::Offers {
+    pub fn take_offers(&mut self) -> crate::clients::scenario::Offers {
         self.expectations.take_offers()
     }
 
@@ -449,71 +429,5 @@ impl<'r> Simulation<'r> {
             }
         }
         state
-    }
-
-    /// Agents whose allocations exceed their total; see [`Master::overcommitted_agents`].
-    pub fn overcommitted_agents(&self) -> Vec<AgentId> {
-        self.master.overcommitted_agents()
-    }
-
-    /// Checks the host's ledger against every agent's total: nothing over-committed.
-    pub fn check_conservation(&self) -> Result<(), String> {
-        self.master.check_conservation()
-    }
-
-    /// The total of a present agent.
-    pub fn agent_total(&self, agent: AgentId) -> Option<&Resources> {
-        self.master.agent_total(agent)
-    }
-
-    /// What the host's ledger records on `agent` (non-shared resources).
-    pub fn agent_used(&self, agent: AgentId) -> Resources {
-        self.master.agent_used(agent)
-    }
-
-    /// The batch allocation interval, seconds.
-    pub fn allocation_interval(&self) -> f64 {
-        self.master.allocation_interval()
-    }
-
-    /// The virtual time of the next periodic allocation run.
-    pub fn next_periodic(&self) -> f64 {
-        self.master.next_periodic()
-    }
-
-    /// Whether a module fault under `--on_module_failure stop` has stopped the master: every
-    /// later call fails with the reason.
-    pub fn stopped(&self) -> Option<&str> {
-        self.master.stopped()
-    }
-
-    /// The current virtual time.
-    pub fn now(&self) -> f64 {
-        self.master.now()
-    }
-
-    /// The number of allocation runs so far.
-    pub fn runs(&self) -> u64 {
-        self.master.runs()
-    }
-
-    /// Running tasks of a framework.
-    pub fn running_tasks(&self, framework: &str) -> Option<usize> {
-        self.master.running_tasks(framework)
-    }
-
-    /// The unweighted dominant share of a role from the host's ledger.
-    pub fn role_share(&self, role: &str) -> f64 {
-        self.master.role_share(role)
-    }
-
-    /// The allocations the built-in allocator records (empty for modules).
-    pub fn allocator_records(&self) -> Vec<Allocation> {
-        self.master.allocator_records()
-    }
-
-    /// The host ledger as allocations.
-    pub fn ledger(&self) -> Vec<Allocation> {
-        self.master.ledger()
     }
 }

@@ -1,5 +1,7 @@
 //! Allocator scenarios (SPEC 4.1): parse the events, then drive an allocator (built-in or
-//! module) through a [`Simulation`](crate::simulation::Simulation) on a virtual clock.
+//! module) through a [`Driver`](crate::driver::Driver) on a virtual clock.
+
+pub mod print;
 
 use allocator_api::{
     AgentCapabilities, Attribute, FrameworkCapabilities, InverseOfferStatus, Operation,
