@@ -64,6 +64,8 @@ use crate::mirror::boundary_mirror;
 use crate::resources::{Quantities, Resources};
 use crate::sorter::{AgentAllocation, Sorter, SorterConfig};
 
+pub use crate::logging::{HostServices, LogRecord};
+
 /// The version of module ABI 1 (the version strings of [`ModuleLibrary`]). Frozen.
 pub const ABI_VERSION: &str = "1.0.0";
 
@@ -198,34 +200,6 @@ impl ModuleDescriptor {
             ModuleFactory::Allocator(_) => ModuleKind::ALLOCATOR,
         }
     }
-}
-
-/// One log record sent from a module to the host.
-#[repr(C)]
-#[derive(StableAbi)]
-pub struct LogRecord<'a> {
-    /// 1 = error, 2 = warn, 3 = info, 4 = debug, 5 = trace.
-    pub level: u8,
-    /// The record's target (by default the module path inside the module crate).
-    pub target: RStr<'a>,
-    /// The formatted message.
-    pub message: RStr<'a>,
-    /// The source file, if known (empty otherwise).
-    pub file: RStr<'a>,
-    /// The source line, or 0.
-    pub line: u32,
-}
-
-/// What the host offers a module library: its logger.
-#[repr(C)]
-#[derive(StableAbi, Copy, Clone)]
-pub struct HostServices {
-    /// Emits a record through the host's logger.
-    pub log: extern "C" fn(record: &LogRecord<'_>),
-    /// Whether the host's logger wants records of `level` for `target`.
-    pub log_enabled: extern "C" fn(level: u8, target: RStr<'_>) -> bool,
-    /// The most verbose level the host wants at all (0 = off … 5 = trace).
-    pub max_level: u8,
 }
 
 /// The root module of every module library (ABI version 1, frozen).
