@@ -718,14 +718,6 @@ pub enum LoadedLibrary {
 }
 
 impl LoadedLibrary {
-    /// The major version of the library's ABI: 1 or 2.
-    pub fn abi_major(self) -> u32 {
-        match self {
-            LoadedLibrary::V1(_) => 1,
-            LoadedLibrary::V2(_) => 2,
-        }
-    }
-
     /// The library's `init` ([`ModuleLibrary::init`]), to call once right after loading.
     pub fn init(self) -> extern "C" fn(HostServices) -> RResult<(), ModuleError> {
         match self {
