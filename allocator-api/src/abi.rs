@@ -286,98 +286,127 @@ impl RootModule for ModuleLibraryV2Ref {
     const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION_2);
 }
 
-boundary_mirror! {
-    /// The sorter interface as it crosses the boundary (ABI 1, frozen). See [`Sorter`] for each
-    /// method's contract. A loaded ABI 1 sorter keeps the plain trait's defaults for
-    /// [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`] (this interface has neither).
-    trait AbiSorter mirrors Sorter for S, boxed as SorterBox {
-    /// See [`Sorter::add`].
-    fn add(&mut self, client: ClientId => ClientId, path: &str => RStr<'_>)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::remove`].
-    fn remove(&mut self, client: ClientId => ClientId) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::activate`].
-    fn activate(&mut self, client: ClientId => ClientId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::deactivate`].
-    fn deactivate(&mut self, client: ClientId => ClientId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::update_weight`].
-    fn update_weight(&mut self, path: &str => RStr<'_>, weight: f64 => f64)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::allocated`].
-    fn allocated(
-        &mut self,
-        client: ClientId => ClientId,
-        agent: AgentId => AgentId,
-        resources: &Resources => &Resources,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::update`].
-    fn update(
-        &mut self,
-        client: ClientId => ClientId,
-        agent: AgentId => AgentId,
-        old: &Resources => &Resources,
-        new: &Resources => &Resources,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::unallocated`].
-    fn unallocated(
-        &mut self,
-        client: ClientId => ClientId,
-        agent: AgentId => AgentId,
-        resources: &Resources => &Resources,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::allocation`].
-    fn allocation(
-        &self,
-        client: ClientId => ClientId,
-        out: &mut RVec<AgentAllocation> => &mut RVec<AgentAllocation>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::allocation_on`].
-    fn allocation_on(
-        &self,
-        client: ClientId => ClientId,
-        agent: AgentId => AgentId,
-        out: &mut Resources => &mut Resources,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::allocation_scalar_quantities`].
-    fn allocation_scalar_quantities(
-        &self,
-        client: Option<ClientId> => ROption<ClientId>,
-        out: &mut Quantities => &mut Quantities,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::add_agent`].
-    fn add_agent(&mut self, agent: AgentId => AgentId, total: &Quantities => &Quantities)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::remove_agent`].
-    fn remove_agent(&mut self, agent: AgentId => AgentId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::sort`].
-    fn sort(&mut self, out: &mut RVec<ClientId> => &mut RVec<ClientId>)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Sorter::contains`].
-    fn contains(&self, client: ClientId => ClientId) -> bool => RResult<bool, ModuleError>;
-    /// See [`Sorter::count`].
-    fn count(&self) -> usize => RResult<u64, ModuleError>;
-    } last {
-    /// See [`Sorter::dominant_share`].
-    fn dominant_share(&self, client: ClientId => ClientId)
-        -> Option<f64> => RResult<ROption<f64>, ModuleError>;
-    }
-    /// The sorter interface as it crosses the boundary in ABI 2: every method of [`AbiSorter`],
-    /// in the same order, then [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`]. See
-    /// [`Sorter`] for each method's contract.
-    and trait AbiSorterV2, boxed as SorterBoxV2, adds {
-    /// See [`Sorter::sort_prefix`].
-    fn sort_prefix(
-        &mut self,
-        len: usize => u64,
-        out: &mut RVec<ClientId> => &mut RVec<ClientId>,
-    ) -> Result<bool> => RResult<bool, ModuleError>;
-    } last {
-    /// See [`Sorter::keep_scalars_only`].
-    fn keep_scalars_only(&mut self) -> bool => RResult<bool, ModuleError>;
-    }
+/// Writes a sorter interface with `boundary_mirror!` from ABI 1's sorter methods, in their
+/// frozen vtable order: the tokens in the first brackets (the interface's docs and
+/// `trait … mirrors Sorter for …, boxed as …`), the method list, then the tokens in the
+/// second brackets. [`AbiSorter`] is the list alone; ABI 2's sorter interface puts `extends` before
+/// it and its added methods after it, so each method is listed (and linked to its contract)
+/// once.
+macro_rules! abi1_sorter_methods {
+    ([$($before:tt)*] [$($after:tt)*]) => {
+        $crate::mirror::boundary_mirror! {
+            $($before)*
+            {
+            /// See [`Sorter::add`].
+            fn add(&mut self, client: ClientId => ClientId, path: &str => RStr<'_>)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::remove`].
+            fn remove(&mut self, client: ClientId => ClientId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::activate`].
+            fn activate(&mut self, client: ClientId => ClientId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::deactivate`].
+            fn deactivate(&mut self, client: ClientId => ClientId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::update_weight`].
+            fn update_weight(&mut self, path: &str => RStr<'_>, weight: f64 => f64)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::allocated`].
+            fn allocated(
+                &mut self,
+                client: ClientId => ClientId,
+                agent: AgentId => AgentId,
+                resources: &Resources => &Resources,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::update`].
+            fn update(
+                &mut self,
+                client: ClientId => ClientId,
+                agent: AgentId => AgentId,
+                old: &Resources => &Resources,
+                new: &Resources => &Resources,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::unallocated`].
+            fn unallocated(
+                &mut self,
+                client: ClientId => ClientId,
+                agent: AgentId => AgentId,
+                resources: &Resources => &Resources,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::allocation`].
+            fn allocation(
+                &self,
+                client: ClientId => ClientId,
+                out: &mut RVec<AgentAllocation> => &mut RVec<AgentAllocation>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::allocation_on`].
+            fn allocation_on(
+                &self,
+                client: ClientId => ClientId,
+                agent: AgentId => AgentId,
+                out: &mut Resources => &mut Resources,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::allocation_scalar_quantities`].
+            fn allocation_scalar_quantities(
+                &self,
+                client: Option<ClientId> => ROption<ClientId>,
+                out: &mut Quantities => &mut Quantities,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::add_agent`].
+            fn add_agent(&mut self, agent: AgentId => AgentId, total: &Quantities => &Quantities)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::remove_agent`].
+            fn remove_agent(&mut self, agent: AgentId => AgentId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::sort`].
+            fn sort(&mut self, out: &mut RVec<ClientId> => &mut RVec<ClientId>)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Sorter::contains`].
+            fn contains(&self, client: ClientId => ClientId)
+                -> bool => RResult<bool, ModuleError>;
+            /// See [`Sorter::count`].
+            fn count(&self) -> usize => RResult<u64, ModuleError>;
+            } last {
+            /// See [`Sorter::dominant_share`].
+            fn dominant_share(&self, client: ClientId => ClientId)
+                -> Option<f64> => RResult<ROption<f64>, ModuleError>;
+            }
+            $($after)*
+        }
+    };
+}
+
+abi1_sorter_methods! {
+    [
+        /// The sorter interface as it crosses the boundary (ABI 1, frozen). See [`Sorter`] for each
+        /// method's contract. A loaded ABI 1 sorter keeps the plain trait's defaults for
+        /// [`Sorter::sort_prefix`] and [`Sorter::keep_scalars_only`] (this interface has neither).
+        trait AbiSorter mirrors Sorter for S, boxed as SorterBox
+    ]
+    []
+}
+
+abi1_sorter_methods! {
+    [
+        /// The sorter interface as it crosses the boundary in ABI 2: every method of
+        /// [`AbiSorter`], in the same order, then [`Sorter::sort_prefix`] and
+        /// [`Sorter::keep_scalars_only`]. See [`Sorter`] for each method's contract.
+        trait AbiSorterV2 mirrors Sorter for S, boxed as SorterBoxV2, extends
+    ]
+    [
+        adds {
+        /// See [`Sorter::sort_prefix`].
+        fn sort_prefix(
+            &mut self,
+            len: usize => u64,
+            out: &mut RVec<ClientId> => &mut RVec<ClientId>,
+        ) -> Result<bool> => RResult<bool, ModuleError>;
+        } last {
+        /// See [`Sorter::keep_scalars_only`].
+        fn keep_scalars_only(&mut self) -> bool => RResult<bool, ModuleError>;
+        }
+    ]
 }
 
 /// A sorter instance created by an ABI 1 module.
