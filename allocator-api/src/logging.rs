@@ -8,11 +8,42 @@
 
 use std::sync::OnceLock;
 
+use abi_stable::StableAbi;
 use abi_stable::std_types::{RResult, RStr};
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
-use crate::abi::{HostServices, LogRecord};
 use crate::error::ModuleError;
+
+/// One log record sent from a module to the host.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct LogRecord<'a> {
+    /// 1 = error, 2 = warn, 3 = info, 4 = debug, 5 = trace.
+    pub level: u8,
+    /// The record's target (by default the module path inside the module crate).
+    pub target: RStr<'a>,
+    /// The formatted message.
+    pub message: RStr<'a>,
+    /// The source file, if known (empty otherwise).
+    pub file: RStr<'a>,
+    /// The source line, or 0.
+    pub line: u32,
+}
+
+/// What the host offers a module library: its logger.
+///
+/// Part of the boundary since ABI 1 (every root module's `init` takes it), so frozen like ABI
+/// 1's types, as is [`LogRecord`]: a new service goes into a new type of a new ABI.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct HostServices {
+    /// Emits a record through the host's logger.
+    pub log: extern "C" fn(record: &LogRecord<'_>),
+    /// Whether the host's logger wants records of `level` for `target`.
+    pub log_enabled: extern "C" fn(level: u8, target: RStr<'_>) -> bool,
+    /// The most verbose level the host wants at all (0 = off … 5 = trace).
+    pub max_level: u8,
+}
 
 fn level_to_u8(level: Level) -> u8 {
     level as usize as u8

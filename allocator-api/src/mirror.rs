@@ -2,8 +2,8 @@
 //!
 //! Each plain trait ([`Sorter`](crate::Sorter), [`Allocator`](crate::Allocator)) has three
 //! mirrors at the boundary: the `#[sabi_trait]` interface that crosses it, the module-side impl
-//! of that interface for [`Guarded`](crate::abi::Guarded) (every call inside `catch_unwind`), and
-//! the host-side impl of the plain trait for the loaded trait object. `boundary_mirror!`
+//! of that interface for the `Guarded` wrapper (every call inside `catch_unwind`), and the
+//! host-side impl of the plain trait for the loaded trait object. `boundary_mirror!`
 //! writes all three from one list of methods, each given with its plain and its boundary
 //! types; the conversions between the two live here, once:
 //!
@@ -213,31 +213,33 @@ impl Returned for Option<f64> {
 /// interface's (frozen) order, with its doc attributes; the last one goes in its own
 /// `last { … }` block and gets `#[sabi(last_prefix_field)]`.
 ///
-/// An optional second interface (`and trait V2, boxed as B2, adds { … } last { … }`) is a later
-/// ABI's: every method of the first, in the same order, then the added ones (its last prefix
-/// field is the last added method). The first interface stays exactly as it was, so that a
-/// library built before the second existed still loads; the second's plain-trait impl forwards
-/// the added methods, where the first keeps the plain trait's defaults for them.
+/// A later ABI's interface extends an earlier one's list (`trait V2 mirrors Plain for T, boxed
+/// as B2, extends { … } last { … } adds { … } last { … }`): every method of the earlier list,
+/// in the same order, then the added ones (its last prefix field is the last added method).
+/// The earlier interface stays exactly as it was, so that a library built before the later one
+/// existed still loads; the later one's plain-trait impl forwards the added methods, where the
+/// earlier one keeps the plain trait's defaults for them. An ABI file keeps its list in a macro
+/// that hands it to `boundary_mirror!` (ABI 1's `abi1_sorter_methods!`), so that the later
+/// ABI's file reuses it without repeating it.
+///
+/// The expansion names `sabi_trait`, `Guarded` and `guard` (and the argument and return types)
+/// as they are in scope where it is invoked: the module writing an interface imports them.
 macro_rules! boundary_mirror {
     (
         $(#[$trait_attr:meta])*
         trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty
         { $($methods:tt)* } last { $($last:tt)* }
     ) => {
-        boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
+        $crate::mirror::boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
             [$($methods)*] [$($last)*] }
     };
     (
         $(#[$trait_attr:meta])*
-        trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty
-        { $($methods:tt)* } last { $($last:tt)* }
-        $(#[$trait_attr2:meta])*
-        and trait $abi2:ident, boxed as $boxed2:ty,
+        trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty,
+        extends { $($methods:tt)* } last { $($last:tt)* }
         adds { $($added:tt)* } last { $($added_last:tt)* }
     ) => {
-        boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
-            [$($methods)*] [$($last)*] }
-        boundary_mirror! { @one [$(#[$trait_attr2])*] $abi2, $plain, $bound, $boxed2;
+        $crate::mirror::boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
             [$($methods)* $($last)* $($added)*] [$($added_last)*] }
     };
     (
@@ -265,7 +267,7 @@ macro_rules! boundary_mirror {
             fn $lname(& $(mut $($lmutable)?)? self $(, $larg: $laty)*) -> $laret;
         }
 
-        boundary_mirror! { @impls $abi, $plain, $bound, $boxed;
+        $crate::mirror::boundary_mirror! { @impls $abi, $plain, $bound, $boxed;
             $(fn $name(& $(mut $($mutable)?)? self $(, $arg: $pty => $aty)*) -> $pret => $aret;)*
             fn $lname(& $(mut $($lmutable)?)? self $(, $larg: $lpty => $laty)*) -> $lpret => $laret;
         }
