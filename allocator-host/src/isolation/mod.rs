@@ -57,13 +57,14 @@
 //! # Embedding
 //!
 //! A master that embeds this crate and isolates modules must let its executable act as the
-//! worker: call [`worker_main`] first thing in `main` when [`is_worker_invocation`] says so
-//! (or point [`IsolationSettings::worker_exe`] at a binary that does):
+//! worker: call [`worker_main`](crate::worker::worker_main) first thing in `main` when
+//! [`is_worker_invocation`] says so (or point [`IsolationSettings::worker_exe`] at a binary
+//! that does):
 //!
 //! ```no_run
 //! // First thing in `main`:
 //! if allocator_host::isolation::is_worker_invocation() {
-//!     allocator_host::isolation::worker_main(); // never returns
+//!     allocator_host::worker::worker_main(); // never returns
 //! }
 //! // … the master …
 //! ```
@@ -72,10 +73,9 @@
 //! [`ModuleRegistry::create_sorter`]: crate::ModuleRegistry::create_sorter
 //! [`ModuleRegistry::create_builtin_in_worker`]: crate::ModuleRegistry::create_builtin_in_worker
 
-mod calls;
-mod link;
-mod wire;
-mod worker;
+pub(crate) mod calls;
+pub(crate) mod link;
+pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -85,14 +85,13 @@ use allocator_api::abi::{ModuleKind, Parameter};
 use allocator_api::{AllocatorOptions, ModuleError, SorterConfig};
 
 pub use calls::{IsolatedAllocator, IsolatedSorter};
-pub use worker::worker_main;
 
 use crate::watchdog::Watchdog;
 use link::{Link, control, reply_result};
 use wire::{DResult, Dec, Enc, Wire};
 
 /// The first argument that makes the master's executable a module worker (see
-/// [`worker_main`]).
+/// [`worker_main`](crate::worker::worker_main)).
 pub const WORKER_ARG: &str = "__module-worker";
 
 /// The manifest module parameter that chooses a module's isolation (`none` or `process`); it
@@ -146,7 +145,8 @@ pub struct IsolationSettings {
     /// (`--module_memory_limit_mb`); `None`: no limit.
     pub memory_limit_mb: Option<u64>,
     /// The worker executable; `None`: the running executable (which must call
-    /// [`worker_main`], see the [module documentation](self#embedding)).
+    /// [`worker_main`](crate::worker::worker_main), see the
+    /// [module documentation](self#embedding)).
     pub worker_exe: Option<PathBuf>,
 }
 

@@ -1,5 +1,11 @@
-//! The worker's side: load one module's library, then create, call and drop its instances as
-//! the host asks, until the host closes the channel.
+//! A module worker process (see [`crate::isolation`]): it loads one module's library through
+//! the registry, then creates, calls and drops its instances as the host asks, until the host
+//! closes the channel. A master's executable becomes a worker when its first argument is
+//! [`WORKER_ARG`]: its `main` calls [`worker_main`] first thing when
+//! [`is_worker_invocation`] says so.
+//!
+//! This is the layer above both the registry (which decides what runs isolated) and the
+//! isolation link (the host's end of the channel), since a worker is a small host of its own.
 
 use std::io::{BufReader, Read, Write};
 use std::os::fd::FromRawFd;
@@ -9,11 +15,12 @@ use std::path::Path;
 use allocator_api::abi::Parameter;
 use allocator_api::{Allocator, AllocatorOptions, ModuleError, Sorter, SorterConfig};
 
-use super::calls::{Reply, dispatch_allocator, dispatch_sorter};
-use super::link::{MAX_FRAME, SpinRead, control};
-use super::wire::{DResult, Dec, DecodeError, Enc, Wire};
-use super::{ProbeEntry, Probed};
 use crate::hierarchical::HierarchicalAllocator;
+use crate::isolation::calls::{Reply, dispatch_allocator, dispatch_sorter};
+use crate::isolation::link::{MAX_FRAME, SpinRead, control};
+use crate::isolation::wire::{DResult, Dec, DecodeError, Enc, Wire};
+use crate::isolation::{ProbeEntry, Probed};
+pub use crate::isolation::{WORKER_ARG, is_worker_invocation};
 use crate::manifest::{LibraryEntry, Manifest, ManifestSource, ModuleEntry, ParameterEntry};
 use crate::registry::ModuleRegistry;
 
@@ -26,9 +33,7 @@ const EXIT_CHANNEL: i32 = 70;
 
 /// Runs this process as a module worker and exits: the host started it with [`WORKER_ARG`]
 /// and the channel as its standard input. Never returns. See the
-/// [module documentation](super#embedding).
-///
-/// [`WORKER_ARG`]: super::WORKER_ARG
+/// [isolation documentation](crate::isolation#embedding).
 pub fn worker_main() -> ! {
     init_logging();
     end_with_the_master();
@@ -98,7 +103,7 @@ fn serve(stream: UnixStream) -> Result<(), String> {
     let (_, method) = (d.u32().map_err(text)?, d.u8().map_err(text)?);
     if method == control::PROBE {
         reply(&mut out, |e| {
-            let answered = super::answer_probe(&mut d, e, probe);
+            let answered = crate::isolation::answer_probe(&mut d, e, probe);
             if let Err(error) = answered {
                 e.u8(1);
                 e.str(&format!("the worker could not read the request: {error}"));
