@@ -42,6 +42,7 @@ mod ledger;
 mod offer_filters;
 mod prefetch;
 mod quota;
+mod quota_arith;
 mod run;
 mod state;
 #[cfg(test)]
@@ -50,7 +51,7 @@ mod tests;
 use ledger::Ledger;
 use offer_filters::clamp_refuse;
 pub use quota::{QuotaError, check_quota};
-use quota::{is_quota_resource, quota_resources, remaining, saturating_sub};
+use quota_arith::{is_quota_resource, quota_resources, remaining, saturating_sub};
 use run::RunState;
 use state::{framework_path, info_roles, sorter_error};
 

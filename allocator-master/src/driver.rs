@@ -292,9 +292,10 @@ impl<'r> Driver<'r> {
         (master, deliverer)
     }
 
-    /// Keeps every event applied from now on (call it before the first), so that
-    /// [`plan`](Self::plan) can fork the master; past [`allocator_host::master::journal::KEEP_LIMIT`]
-    /// events, plans are off (memory stays bounded).
+    /// Keeps the journal of every command applied from now on (call it before the first), so
+    /// that [`crate::plan::plan_live`] can fork the master; past
+    /// [`allocator_host::master::journal::KEEP_LIMIT`] entries, plans are off (memory stays
+    /// bounded).
     pub fn keep_history(&mut self) {
         self.master.keep_journal(allocator_host::master::journal::KEEP_LIMIT);
     }

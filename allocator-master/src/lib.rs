@@ -7,8 +7,8 @@
 //! * [`scenario`], [`allocator_scenario`], [`sorter_scenario`]: scenario files (SPEC section 4).
 //! * [`clients`]: what drives the core (scenario events, simulated frameworks);
 //!   [`observers`]: what watches it (the event stream, statistics, the summary).
-//! * [`simulation`]: the core wired to its clients and observers; [`workload`]: the embedded
-//!   default workload.
+//! * [`driver`]: the core wired to its clients and observers (every master the binary runs);
+//!   [`workload`]: the embedded default workload.
 //! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves;
 //!   [`recording`]: what a live master applied, as a replayable scenario (SPEC section 6.3);
 //!   [`plan`]: what a change would do to the next allocation run (what-if); [`explain`]: why
@@ -16,14 +16,14 @@
 //! * [`serve`]: the simulated master live over HTTP; [`http`]: its HTTP/1.1 server (keep-alive,
 //!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
 //!   operator APIs, resource conversion and RecordIO.
-//! * [`bench`](mod@bench), [`bench_cli`]: Mesos's benchmarks; [`conformance`]: the conformance suite;
-//!   [`soak`]: the churn soak; [`import`]: the trace importer.
+//! * [`bench`](mod@bench), [`cli::bench`]: Mesos's benchmarks and their subcommand;
+//!   [`conformance`]: the conformance suite; [`soak`]: the churn soak; [`import`]: the trace
+//!   importer.
 //! * [`progress`], [`interrupt`]: signs of life and SIGINT/SIGTERM for long runs.
 #![deny(missing_docs)]
 
 pub mod allocator_scenario;
 pub mod bench;
-pub mod bench_cli;
 pub mod cli;
 pub mod clients;
 pub mod conformance;

@@ -4,8 +4,8 @@
 use std::process::Command;
 
 use allocator_master::allocator_scenario::AllocatorScenario;
-use allocator_master::plan::history_until;
 use allocator_master::allocator_scenario::print::op_to_json;
+use allocator_master::plan::history_until;
 use serde_json::{Value, json};
 use workspace_tests::{master, workspace_root};
 

@@ -859,7 +859,7 @@ fn min_allocatable(info: &s::FrameworkInfo) -> Vec<RoleMinAllocatable> {
                 .quantities
                 .iter()
                 .map(|q| {
-                    let text = crate::mesos::master::QuotaConfig::quantities_text(&q.quantities);
+                    let text = crate::mesos::operator::QuotaConfig::quantities_text(&q.quantities);
                     text.parse().unwrap_or_default()
                 })
                 .collect::<Vec<allocator_api::Quantities>>();

@@ -1,6 +1,6 @@
 //! The v1 operator API of `serve` (`POST /api/v1`, SPEC 6.2): Mesos's operator calls as
 //! queries and commands of the [master core](allocator_host::master), in Mesos's JSON
-//! ([`crate::mesos::master`]).
+//! ([`crate::mesos::operator`]).
 //!
 //! Calls answered: `GET_HEALTH`, `GET_VERSION`, `GET_METRICS`, `GET_FLAGS`, `GET_STATE`,
 //! `GET_AGENTS`, `GET_FRAMEWORKS`, `GET_TASKS`, `GET_ROLES`, `GET_WEIGHTS`, `UPDATE_WEIGHTS`,
@@ -25,7 +25,7 @@ use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resourc
 use serde_json::{Map, Value};
 
 use crate::http::Response;
-use crate::mesos::master::{self as m, Call, CallType, QuotaConfig};
+use crate::mesos::operator::{self as m, Call, CallType, QuotaConfig};
 use crate::mesos::scheduler as s;
 use crate::mesos::{
     AgentId, Attribute, FrameworkId, ResourceFormat, ScalarValue, TaskId, to_mesos,

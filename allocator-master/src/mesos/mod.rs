@@ -12,7 +12,7 @@
 //!   [`allocator_api::resources::Resources`] (SPEC section 3).
 //! * [`scheduler`]: the scheduler API's `Call` and `Event` (SPEC 6.1) and what they carry
 //!   (`FrameworkInfo`, `Offer`, `TaskInfo`, `TaskStatus`, …).
-//! * [`master`]: the operator API's `Call` and `Response` for the calls of SPEC 6.2.
+//! * [`operator`]: the operator API's `Call` and `Response` for the calls of SPEC 6.2.
 //! * [`recordio`]: RecordIO framing of an event stream (`<length>\n<json>`).
 
 /// The Mesos version `serve` speaks (`GET /version`, `SUBSCRIBED`): plain dotted integers,
@@ -20,7 +20,7 @@
 pub const MESOS_VERSION: &str = "1.12.0";
 
 pub mod common;
-pub mod master;
+pub mod operator;
 pub mod recordio;
 pub mod resource;
 pub mod scheduler;

@@ -61,7 +61,7 @@
 //! ancestors (a child's `super::Thing` defined in the parent's own file, a parent's
 //! `pub use child::X`) makes no edge. A *cycle* is a strongly connected component of more than
 //! one node in one of these sibling graphs; it is named by its parent's path and its members,
-//! sorted: `{bench_cli, cli}` for siblings at the crate root, `master::{ledger, state}` deeper,
+//! sorted: `{driver, serve}` for siblings at the crate root, `master::{ledger, state}` deeper,
 //! with a `[src/main.rs] ` prefix for a crate root other than `src/lib.rs`.
 //!
 //! # Limits

@@ -1,4 +1,7 @@
-//! The `allocator-master` command line (SPEC section 1).
+//! The `allocator-master` command line (SPEC section 1); [`mod@bench`]: the `bench`
+//! subcommand.
+
+pub mod bench;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -302,7 +305,7 @@ impl RunFlags {
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum Command {
     /// Run Mesos's benchmarks against the configured (built-in or module) sorters and allocator.
-    Bench(BenchArgs),
+    Bench(bench::BenchArgs),
     /// Convert a cluster trace into a scenario (on stdout).
     Import(ImportArgs),
     /// Check an allocator or sorter (module or built-in) against the conformance suite.
@@ -442,46 +445,6 @@ pub struct ImportArgs {
     pub limit: Option<usize>,
 }
 
-/// `allocator-master bench` arguments.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BenchArgs {
-    /// Which benchmark (Mesos's names): `full-sort` (sorter), `decline-offers`,
-    /// `suppress-offers`, `large-and-small-quota`, `add-and-update-agent`, `memory` (peak
-    /// resident memory of the decline-offers cluster, and its resident memory and median run
-    /// time at runs 1, 10, 100 and `--rounds`),
-    /// `nothing-to-offer` (runs after every framework has filtered every agent), or `all` (the
-    /// matrix recorded in BENCHMARKS.md).
-    #[arg(value_parser = ["full-sort", "decline-offers", "suppress-offers", "large-and-small-quota",
-                          "add-and-update-agent", "memory", "nothing-to-offer", "all"])]
-    pub benchmark: String,
-    /// Agent counts (comma-separated); for large-and-small-quota, the small-role counts.
-    #[arg(long, value_delimiter = ',')]
-    pub agents: Vec<u32>,
-    /// Client counts for full-sort, framework counts otherwise; for large-and-small-quota, the
-    /// large-role counts (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    pub clients: Vec<u32>,
-    /// Allocation runs per configuration (decline-offers: timed runs, 50 by default, reported
-    /// as the medians of the first 5 and the last 5; large-and-small-quota: empty runs, 5 by
-    /// default; memory: runs watched, 1,000 by default).
-    #[arg(long)]
-    pub rounds: Option<u32>,
-    /// decline-offers: also draw ms per run against agents, one line per framework count (and
-    /// subject), with a line through the origin for reference, the same per agent, and (for the
-    /// built-in allocator) ns per agent × framework considered, as SVG.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
-    /// Where modules come from.
-    #[command(flatten)]
-    pub modules: ModuleFlags,
-    /// The allocator and sorters measured beside the built-in ones.
-    #[command(flatten)]
-    pub engine: EngineFlags,
-    /// The call budget and watchdog.
-    #[command(flatten)]
-    pub limits: CallLimitFlags,
-}
-
 /// Parses the process's arguments and runs; returns the exit code.
 pub fn main() -> ExitCode {
     init_logging();
@@ -566,7 +529,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
             let limits = bench.limits.clone().or(&args.allocator.limits);
             let registry = load_modules(&bench.modules.clone().or(&args.modules), &limits)?;
             let engine = bench.engine.clone().or(&args.engine);
-            crate::bench_cli::run(&engine, bench, &registry)
+            bench::run(&engine, bench, &registry)
         }
         Command::Serve(serve) => {
             refuse_outer_flags(args, "serve", Applies::RUN)?;

@@ -4,15 +4,56 @@
 //! --role_sorter drf --framework_sorter drf` benchmarks the DRF module loaded from its `.so`).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use allocator_api::{Allocator, AllocatorOptions, Sorter};
 
+use super::{CallLimitFlags, EngineFlags, ModuleFlags};
 use crate::bench;
-use crate::cli::{BenchArgs, EngineFlags};
 use allocator_host::registry::{
     BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER, ModuleRegistry,
 };
+
+/// `allocator-master bench` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Which benchmark (Mesos's names): `full-sort` (sorter), `decline-offers`,
+    /// `suppress-offers`, `large-and-small-quota`, `add-and-update-agent`, `memory` (peak
+    /// resident memory of the decline-offers cluster, and its resident memory and median run
+    /// time at runs 1, 10, 100 and `--rounds`),
+    /// `nothing-to-offer` (runs after every framework has filtered every agent), or `all` (the
+    /// matrix recorded in BENCHMARKS.md).
+    #[arg(value_parser = ["full-sort", "decline-offers", "suppress-offers", "large-and-small-quota",
+                          "add-and-update-agent", "memory", "nothing-to-offer", "all"])]
+    pub benchmark: String,
+    /// Agent counts (comma-separated); for large-and-small-quota, the small-role counts.
+    #[arg(long, value_delimiter = ',')]
+    pub agents: Vec<u32>,
+    /// Client counts for full-sort, framework counts otherwise; for large-and-small-quota, the
+    /// large-role counts (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub clients: Vec<u32>,
+    /// Allocation runs per configuration (decline-offers: timed runs, 50 by default, reported
+    /// as the medians of the first 5 and the last 5; large-and-small-quota: empty runs, 5 by
+    /// default; memory: runs watched, 1,000 by default).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// decline-offers: also draw ms per run against agents, one line per framework count (and
+    /// subject), with a line through the origin for reference, the same per agent, and (for the
+    /// built-in allocator) ns per agent × framework considered, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
+    /// The allocator and sorters measured beside the built-in ones.
+    #[command(flatten)]
+    pub engine: EngineFlags,
+    /// The call budget and watchdog.
+    #[command(flatten)]
+    pub limits: CallLimitFlags,
+}
 
 /// One configuration being measured.
 struct Subject<'r> {
