@@ -1,637 +1,347 @@
-//! Embedding an allocator in a live master: an actor that owns one allocator (built-in or
-//! module) on its own thread, as Mesos's `MesosAllocator` wraps its allocator process.
+//! A master on the wall clock, for a program that embeds this crate: [`MasterActor`] owns a
+//! [`Master`] on a thread of its own, as Mesos's master process owns its allocator.
 //!
-//! * [`AllocatorActor::spawn`] starts the thread and returns the actor and a receiver of
-//!   [`OfferBatch`]es.
-//! * [`AllocatorHandle`] is cloneable and `Send`; every method mirrors the [`Allocator`]
-//!   interface, puts the call on the actor's queue and returns at once. Calls are processed in
-//!   FIFO order (so each caller's calls keep their order).
-//! * The actor runs an allocation every `allocation_interval` of real time over all agents, and
-//!   after the calls that trigger one in Mesos (adding an agent or an active framework,
-//!   activating or reviving a framework, updating an agent or its maintenance). Triggers that
-//!   arrive while earlier calls are still queued are batched into one run over the union of
-//!   their agents (MESOS-6904).
-//! * [`AllocatorHandle::query`] runs a closure on the actor thread and waits for its answer (for
-//!   inverse-offer statuses, say); it waits behind the calls queued before it and the runs they
-//!   triggered.
-//! * [`AllocatorActor::shutdown`] processes every call queued before it (no acknowledged call is
-//!   lost), delivers the offers they produce, and joins the thread. Dropping every handle and
-//!   the actor has the same effect.
+//! The embedder gets everything the `allocator-master` binary gets, because it is the same
+//! core: the allocator and sorters named by [`Setup`] (built-in or modules, isolated or not),
+//! the offer guard, fault containment (fallback to the built-in, restart, stop), the ledger,
+//! the journal.
 //!
-//! Calls that the allocator refuses are logged and counted in the metrics; they cannot be
-//! reported to the caller, who has already moved on (use `query` when an answer is needed).
+//! * [`MasterActor::spawn`] creates the master from a [`ModuleRegistry`] and a [`Setup`] on
+//!   its thread and returns the actor and a receiver of the master's [`Event`]s (offers,
+//!   inverse offers, allocation runs, task ends, …), sent as they happen.
+//! * [`MasterHandle`] is cloneable and `Send`. [`MasterHandle::apply`] puts a [`Command`] on
+//!   the actor's queue and waits for its result, [`MasterHandle::submit`] does not wait (a
+//!   refusal is logged and counted); [`MasterHandle::query`] runs a closure on the master and
+//!   returns its answer; [`MasterHandle::metrics`] is the metric snapshot. Everything is
+//!   processed in FIFO order, so each caller's commands keep their order.
+//! * The virtual clock follows the wall clock (times [`ActorOptions::speed`]): before each
+//!   command the master catches up with it, and the thread wakes when the next periodic
+//!   allocation run or task end is due. A framework answers an offer with
+//!   [`Command::AnswerOffer`].
+//! * [`MasterActor::shutdown`] processes every message queued before it (no acknowledged
+//!   command is lost), delivers the events they produce and joins the thread. Dropping every
+//!   handle and the actor has the same effect. Under `FailurePolicy::Stop` a module fault
+//!   stops the master; the actor's thread then ends and `shutdown` returns the reason.
 //!
-//! A complete example, compiled and run by the test suite, is
-//! `allocator-host/tests/embedding_example.rs`.
+//! `examples/embed-master` is a complete embedder, and `allocator-host/tests/actor.rs` the
+//! behaviour in tests.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::metrics::{self, RoleLedger};
-use allocator_api::{
-    AgentId, AgentInfo, Allocation, Allocator, FrameworkId, FrameworkInfo, FrameworkOptions,
-    InverseOfferStatus, OfferBatch, Quota, RString, Resources, RoleWeight, Unavailability,
-};
+use crate::master::metrics::{MetricMap, push_sample, write_master_metrics};
+use crate::master::{Applied, Command, Event, Master, Setup};
+use crate::registry::ModuleRegistry;
 
-type Call = Box<dyn FnOnce(&mut dyn Allocator) -> allocator_api::Result<()> + Send>;
-type Query = Box<dyn FnOnce(&mut dyn Allocator) + Send>;
-/// What an accepted call changes in the per-role metrics' ledger.
-type Record = Box<dyn FnOnce(&mut RoleLedger) + Send>;
-
-enum Trigger {
-    None,
-    Agent(AgentId),
-    All,
+/// How the actor runs its master.
+#[derive(Clone, Debug)]
+pub struct ActorOptions {
+    /// Virtual seconds per wall-clock second (1: the master's clock is the wall clock).
+    pub speed: f64,
+    /// Keep the journal of applied commands in memory, up to this many entries (see
+    /// [`Master::keep_journal`]); `None`: no journal.
+    pub journal: Option<usize>,
 }
+
+impl Default for ActorOptions {
+    fn default() -> ActorOptions {
+        ActorOptions { speed: 1.0, journal: None }
+    }
+}
+
+/// Why the actor could not answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ActorError {
+    /// The master refused the command (the message says what and why); nothing changed.
+    #[error("{0}")]
+    Refused(String),
+    /// The master's thread has ended (shut down, stopped by a module fault, or a query's
+    /// closure panicked): the command or query was not carried out.
+    #[error("the master has stopped")]
+    Stopped,
+}
+
+type Query = Box<dyn for<'m, 'r> FnOnce(&'m Master<'r>) + Send>;
+type Reply = Sender<Result<Applied, String>>;
 
 enum Message {
-    Call {
-        what: &'static str,
-        call: Call,
-        record: Option<Record>,
-        trigger: Trigger,
-        agents: AgentChange,
-        sent: Instant,
-    },
+    Apply(Box<Command>, Option<Reply>),
     Query(Query),
-    Pause,
-    Resume,
-    Shutdown(Sender<()>),
+    Metrics(Sender<MetricMap>),
+    Shutdown,
 }
 
-enum AgentChange {
-    None,
-    Added(AgentId),
-    Removed(AgentId),
+/// A [`Master`] on its own thread. See the [module documentation](self).
+pub struct MasterActor {
+    handle: MasterHandle,
+    thread: Option<JoinHandle<Result<(), String>>>,
 }
 
-/// Counters and timings, named as Mesos names its allocator metrics.
-#[derive(Default)]
-pub struct Metrics {
-    sent: AtomicU64,
-    processed: AtomicU64,
-    runs: AtomicU64,
-    refused: AtomicU64,
-    timings: Mutex<Timings>,
-    ledger: Mutex<RoleLedger>,
-}
-
-#[derive(Default)]
-struct Timings {
-    run_ms: Vec<f64>,
-    latency_ms: Vec<f64>,
-}
-
-impl Metrics {
-    /// A snapshot as flat Mesos-style metric names (`allocator/mesos/allocation_runs`, …).
-    /// Timings cover the last 1,000 runs. Per-role figures (`roles/<role>/shares/dominant`,
-    /// `quota/roles/<role>/resources/<name>/…`, `resources/<name>/…`) come from the actor's
-    /// record of the offers it delivered and the calls the allocator accepted (see
-    /// [`RoleLedger`]); refuse filters live inside the allocator and are not counted here.
-    pub fn snapshot(&self) -> Vec<(String, f64)> {
-        let t = self.timings.lock().expect("metrics lock");
-        let queued =
-            self.sent.load(Ordering::SeqCst).saturating_sub(self.processed.load(Ordering::SeqCst));
-        let mut out = vec![
-            ("allocator/mesos/event_queue_dispatches".to_owned(), queued as f64),
-            ("allocator/mesos/allocation_runs".to_owned(), self.runs.load(Ordering::SeqCst) as f64),
-            (
-                "allocator/mesos/refused_calls".to_owned(),
-                self.refused.load(Ordering::SeqCst) as f64,
-            ),
-        ];
-        let mut m = metrics::MetricMap::new();
-        metrics::write_timing(&mut m, "allocator/mesos/allocation_run_ms", &t.run_ms);
-        metrics::write_timing(&mut m, "allocator/mesos/allocation_run_latency_ms", &t.latency_ms);
-        self.ledger.lock().expect("ledger lock").write_metrics(&mut m);
-        out.extend(m.into_iter().filter_map(|(k, v)| v.as_f64().map(|x| (k, x))));
-        out
-    }
-
-    /// The number of allocation runs so far.
-    pub fn allocation_runs(&self) -> u64 {
-        self.runs.load(Ordering::SeqCst)
-    }
-}
-
-/// The names of the frameworks and agents the handle was given, by handle, so that the actor
-/// can name them when it logs a module's refusal (module messages name handles).
-#[derive(Default)]
-struct Names {
-    frameworks: HashMap<u32, String>,
-    agents: HashMap<u32, String>,
-}
-
-impl Names {
-    fn annotate(names: &Mutex<Names>, e: &allocator_api::ModuleError) -> String {
-        let Ok(names) = names.lock() else { return e.to_string() };
-        crate::names::name_handles(&e.to_string(), |kind, n| {
-            let map = if kind == "framework" { &names.frameworks } else { &names.agents };
-            map.get(&n).cloned()
-        })
-    }
-}
-
-/// A cloneable, thread-safe handle whose methods mirror [`Allocator`] and return at once.
+/// A cloneable, `Send` handle to a [`MasterActor`]'s master.
 #[derive(Clone)]
-pub struct AllocatorHandle {
+pub struct MasterHandle {
     tx: Sender<Message>,
-    metrics: Arc<Metrics>,
-    names: Arc<Mutex<Names>>,
 }
 
-/// The actor: owns the allocator thread.
-pub struct AllocatorActor {
-    handle: AllocatorHandle,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl AllocatorActor {
-    /// Starts the actor thread around `allocator`, running periodically every `interval`.
-    /// Offers (and inverse offers) of every run arrive on the returned receiver.
+impl MasterActor {
+    /// Starts the master thread: it creates the master named by `setup` from `registry` (which
+    /// it keeps for the master's life) and runs it on the wall clock. `Err` when the master
+    /// cannot be created (an unknown module, a module's factory refusing its options) or the
+    /// thread cannot start.
     pub fn spawn(
-        allocator: Box<dyn Allocator>,
-        interval: Duration,
-    ) -> (AllocatorActor, Receiver<OfferBatch>) {
+        registry: ModuleRegistry,
+        setup: Setup,
+        options: ActorOptions,
+    ) -> Result<(MasterActor, Receiver<Event>), String> {
+        if !(options.speed.is_finite() && options.speed > 0.0) {
+            return Err(format!("the speed must be a positive number, not {}", options.speed));
+        }
         let (tx, rx) = mpsc::channel();
-        let (offers_tx, offers_rx) = mpsc::channel();
-        let metrics = Arc::new(Metrics::default());
-        let names = Arc::new(Mutex::new(Names::default()));
-        let (m, n) = (metrics.clone(), names.clone());
+        let (events_tx, events_rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let thread = std::thread::Builder::new()
-            .name("allocator".into())
-            .spawn(move || run(allocator, interval, rx, offers_tx, m, n))
-            .expect("spawn the allocator thread");
-        (
-            AllocatorActor { handle: AllocatorHandle { tx, metrics, names }, thread: Some(thread) },
-            offers_rx,
-        )
+            .name("master".into())
+            .spawn(move || {
+                let mut master = match Master::new(&registry, setup) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.clone()));
+                        return Err(e);
+                    }
+                };
+                if let Some(limit) = options.journal {
+                    master.keep_journal(limit);
+                }
+                let _ = ready_tx.send(Ok(()));
+                Live::new(master, events_tx, options.speed).run(&rx)
+            })
+            .map_err(|e| format!("cannot start the master thread: {e}"))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                return Err(e);
+            }
+            Err(_) => return Err("the master thread ended while starting".into()),
+        }
+        let actor = MasterActor { handle: MasterHandle { tx }, thread: Some(thread) };
+        Ok((actor, events_rx))
     }
 
-    /// A handle for callers (clone it freely).
-    pub fn handle(&self) -> AllocatorHandle {
+    /// A handle to the master; clone it into every thread that talks to it.
+    pub fn handle(&self) -> MasterHandle {
         self.handle.clone()
     }
 
-    /// Processes every call queued before this one, then stops and joins the thread.
-    pub fn shutdown(mut self) {
-        self.stop();
+    /// Processes every message queued before this call, delivers the events they produce and
+    /// joins the master thread. `Err` with the reason when a module fault stopped the master
+    /// (`FailurePolicy::Stop`) or its thread panicked.
+    pub fn shutdown(mut self) -> Result<(), String> {
+        self.stop()
     }
 
-    fn stop(&mut self) {
-        let (ack_tx, ack_rx) = mpsc::channel();
-        if self.handle.tx.send(Message::Shutdown(ack_tx)).is_ok() {
-            let _ = ack_rx.recv();
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+    fn stop(&mut self) -> Result<(), String> {
+        let _ = self.handle.tx.send(Message::Shutdown);
+        match self.thread.take().map(JoinHandle::join) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(reason))) => Err(reason),
+            Some(Err(_)) => Err("the master thread panicked".into()),
         }
     }
 }
 
-impl Drop for AllocatorActor {
+impl Drop for MasterActor {
     fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// The actor's loop: FIFO calls, batched triggers, periodic runs, shutdown.
-fn run(
-    mut allocator: Box<dyn Allocator>,
-    interval: Duration,
-    rx: Receiver<Message>,
-    offers: Sender<OfferBatch>,
-    metrics: Arc<Metrics>,
-    names: Arc<Mutex<Names>>,
-) {
-    let start = Instant::now();
-    let mut next_periodic = start + interval;
-    let mut agents: BTreeSet<AgentId> = BTreeSet::new();
-    let mut pending: Option<(BTreeSet<AgentId>, Instant)> = None;
-    let mut paused = false;
-    let mut batch = OfferBatch::default();
-    let mut shutdown: Option<Sender<()>> = None;
-    let mut allocate = |allocator: &mut Box<dyn Allocator>,
-                        candidates: Vec<AgentId>,
-                        periodic: bool,
-                        since: Instant| {
-        let _ = allocator.set_time(start.elapsed().as_secs_f64());
-        batch.clear();
-        let began = Instant::now();
-        if let Err(e) = allocator.allocate(&candidates, periodic, &mut batch) {
-            log::error!("allocation run failed: {}", Names::annotate(&names, &e));
-        }
-        let run_ms = began.elapsed().as_secs_f64() * 1e3;
-        metrics.runs.fetch_add(1, Ordering::SeqCst);
-        {
-            let mut t = metrics.timings.lock().expect("metrics lock");
-            metrics::push_sample(&mut t.run_ms, run_ms);
-            metrics::push_sample(
-                &mut t.latency_ms,
-                began.duration_since(since).as_secs_f64() * 1e3,
-            );
-        }
-        if !batch.offers.is_empty() {
-            let mut ledger = metrics.ledger.lock().expect("ledger lock");
-            for o in batch.offers.iter() {
-                ledger.allocate(o.framework, o.agent, &o.role, &o.resources);
-            }
-        }
-        if !batch.offers.is_empty() || !batch.inverse_offers.is_empty() {
-            let _ = offers.send(std::mem::take(&mut batch));
-        }
-    };
-    loop {
-        let timeout = next_periodic.saturating_duration_since(Instant::now());
-        let first = match rx.recv_timeout(timeout) {
-            Ok(m) => Some(m),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        // Take the message and everything already queued behind it, in order: triggers among
-        // them are merged into one run.
-        let mut next = first;
-        while let Some(message) = next.take() {
-            metrics.processed.fetch_add(1, Ordering::SeqCst);
-            match message {
-                Message::Call { what, call, record, trigger, agents: change, sent } => {
-                    let _ = allocator.set_time(start.elapsed().as_secs_f64());
-                    match call(allocator.as_mut()) {
-                        Ok(()) => {
-                            if let Some(record) = record {
-                                record(&mut metrics.ledger.lock().expect("ledger lock"));
-                            }
-                            match change {
-                                AgentChange::Added(a) => {
-                                    agents.insert(a);
-                                }
-                                AgentChange::Removed(a) => {
-                                    agents.remove(&a);
-                                }
-                                AgentChange::None => {}
-                            }
-                            let targets: Vec<AgentId> = match trigger {
-                                Trigger::None => Vec::new(),
-                                Trigger::Agent(a) => vec![a],
-                                Trigger::All => agents.iter().copied().collect(),
-                            };
-                            if !matches!(trigger, Trigger::None) {
-                                let p = pending.get_or_insert_with(|| (BTreeSet::new(), sent));
-                                p.0.extend(targets);
-                            }
-                        }
-                        Err(e) => {
-                            metrics.refused.fetch_add(1, Ordering::SeqCst);
-                            log::warn!("allocator refused {what}: {}", Names::annotate(&names, &e));
-                        }
-                    }
-                }
-                Message::Query(q) => {
-                    // A query sees the runs triggered before it: flush them first.
-                    if let Some((targets, since)) = pending.take()
-                        && !paused
-                        && !targets.is_empty()
-                    {
-                        allocate(&mut allocator, targets.into_iter().collect(), false, since);
-                    }
-                    q(allocator.as_mut())
-                }
-                Message::Pause => paused = true,
-                Message::Resume => paused = false,
-                Message::Shutdown(ack) => shutdown = Some(ack),
-            }
-            if shutdown.is_some() {
-                break;
-            }
-            next = rx.try_recv().ok();
-        }
-        if let Some((targets, since)) = pending.take()
-            && !paused
-            && !targets.is_empty()
-        {
-            allocate(&mut allocator, targets.into_iter().collect(), false, since);
-        }
-        if let Some(ack) = shutdown.take() {
-            let _ = ack.send(());
-            break;
-        }
-        if Instant::now() >= next_periodic {
-            if !paused {
-                allocate(&mut allocator, agents.iter().copied().collect(), true, next_periodic);
-            }
-            while next_periodic <= Instant::now() {
-                next_periodic += interval;
-            }
+        if let Err(reason) = self.stop() {
+            log::error!("master stopped: {reason}");
         }
     }
 }
 
-impl AllocatorHandle {
-    fn send(&self, what: &'static str, trigger: Trigger, agents: AgentChange, call: Call) {
-        self.send_recorded(what, trigger, agents, call, None);
-    }
-
-    fn remember_framework(&self, info: &FrameworkInfo) {
-        if let Ok(mut names) = self.names.lock() {
-            names.frameworks.insert(info.id.0, info.name.to_string());
-        }
-    }
-
-    fn remember_agent(&self, info: &AgentInfo) {
-        if let Ok(mut names) = self.names.lock() {
-            names.agents.insert(info.id.0, info.name.to_string());
-        }
-    }
-
-    /// Like `send`, with what the call changes in the metrics' ledger once accepted.
-    fn send_recorded(
-        &self,
-        what: &'static str,
-        trigger: Trigger,
-        agents: AgentChange,
-        call: Call,
-        record: Option<Record>,
-    ) {
-        self.metrics.sent.fetch_add(1, Ordering::SeqCst);
-        let message = Message::Call { what, call, record, trigger, agents, sent: Instant::now() };
-        if self.tx.send(message).is_err() {
-            log::warn!("{what} after the allocator actor stopped: ignored");
-        }
-    }
-
-    /// The actor's metrics.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    /// Runs `f` on the actor thread after every call queued before it and returns its answer
-    /// (`None` when the actor has stopped).
-    pub fn query<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut dyn Allocator) -> T + Send + 'static,
-    ) -> Option<T> {
-        let (tx, rx) = mpsc::channel();
-        self.metrics.sent.fetch_add(1, Ordering::SeqCst);
+impl MasterHandle {
+    /// Applies `command` ([`Master::apply`]) once the messages queued before it are processed,
+    /// and waits for its result.
+    pub fn apply(&self, command: Command) -> Result<Applied, ActorError> {
+        let (reply, answer) = mpsc::channel();
         self.tx
-            .send(Message::Query(Box::new(move |a| {
-                let _ = tx.send(f(a));
-            })))
-            .ok()?;
-        rx.recv().ok()
+            .send(Message::Apply(Box::new(command), Some(reply)))
+            .map_err(|_| ActorError::Stopped)?;
+        match answer.recv() {
+            Ok(result) => result.map_err(ActorError::Refused),
+            Err(_) => Err(ActorError::Stopped),
+        }
     }
 
-    /// See [`Allocator::add_framework`]; an active framework triggers a run over all agents.
-    pub fn add_framework(
-        &self,
-        info: FrameworkInfo,
-        used: Vec<Allocation>,
-        active: bool,
-        options: FrameworkOptions,
-    ) {
-        let trigger = if active { Trigger::All } else { Trigger::None };
-        let held = used.clone();
-        self.remember_framework(&info);
-        self.send_recorded(
-            "add_framework",
-            trigger,
-            AgentChange::None,
-            Box::new(move |a| a.add_framework(&info, &used, active, &options)),
-            Some(Box::new(move |l: &mut RoleLedger| {
-                for u in &held {
-                    l.allocate(u.framework, u.agent, &u.role, &u.resources);
+    /// Queues `command` and returns at once. A refusal is logged (a warning naming the
+    /// command) and counted in the `master/commands_refused` metric; use [`apply`](Self::apply)
+    /// when the caller needs the answer. `Err` only when the master has stopped.
+    pub fn submit(&self, command: Command) -> Result<(), ActorError> {
+        self.tx.send(Message::Apply(Box::new(command), None)).map_err(|_| ActorError::Stopped)
+    }
+
+    /// Runs `f` on the master once the messages queued before it are processed, and returns
+    /// its answer. `f` sees the master between commands, never in the middle of one.
+    pub fn query<T, F>(&self, f: F) -> Result<T, ActorError>
+    where
+        T: Send + 'static,
+        F: for<'m, 'r> FnOnce(&'m Master<'r>) -> T + Send + 'static,
+    {
+        let (reply, answer) = mpsc::channel();
+        let query: Query = Box::new(move |master| {
+            let _ = reply.send(f(master));
+        });
+        self.tx.send(Message::Query(query)).map_err(|_| ActorError::Stopped)?;
+        answer.recv().map_err(|_| ActorError::Stopped)
+    }
+
+    /// The master's metrics, as `/metrics/snapshot` serves them ([`crate::master::metrics`]), plus
+    /// `master/commands_applied` and `master/commands_refused`.
+    pub fn metrics(&self) -> Result<MetricMap, ActorError> {
+        let (reply, answer) = mpsc::channel();
+        self.tx.send(Message::Metrics(reply)).map_err(|_| ActorError::Stopped)?;
+        answer.recv().map_err(|_| ActorError::Stopped)
+    }
+}
+
+/// The master thread's state: the master, the wall clock it follows, and where its events go.
+struct Live<'r> {
+    master: Master<'r>,
+    events: Sender<Event>,
+    start: Instant,
+    v0: f64,
+    speed: f64,
+    run_ms: Vec<f64>,
+    applied: u64,
+    refused: u64,
+}
+
+impl<'r> Live<'r> {
+    fn new(master: Master<'r>, events: Sender<Event>, speed: f64) -> Live<'r> {
+        let v0 = master.now();
+        Live {
+            master,
+            events,
+            start: Instant::now(),
+            v0,
+            speed,
+            run_ms: Vec::new(),
+            applied: 0,
+            refused: 0,
+        }
+    }
+
+    /// The wall-clock instant of virtual time `v`.
+    fn wall_at(&self, v: f64) -> Instant {
+        self.start + Duration::from_secs_f64(((v - self.v0) / self.speed).clamp(0.0, 1e9))
+    }
+
+    fn run(mut self, rx: &Receiver<Message>) -> Result<(), String> {
+        loop {
+            self.catch_up();
+            self.fatal()?;
+            let wake = self.wall_at(self.master.next_due());
+            let message = match rx.recv_timeout(wake.saturating_duration_since(Instant::now())) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            };
+            match message {
+                Message::Apply(command, reply) => {
+                    self.catch_up();
+                    self.fatal()?;
+                    let result = self.master.apply(&command);
+                    self.deliver();
+                    match &result {
+                        Ok(_) => self.applied += 1,
+                        Err(e) => {
+                            self.refused += 1;
+                            if reply.is_none() {
+                                log::warn!("master refused {}: {e}", command_name(&command));
+                            }
+                        }
+                    }
+                    if let Some(reply) = reply {
+                        let _ = reply.send(result);
+                    }
                 }
-            })),
-        );
-    }
-
-    /// See [`Allocator::remove_framework`].
-    pub fn remove_framework(&self, framework: FrameworkId) {
-        self.send_recorded(
-            "remove_framework",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.remove_framework(framework)),
-            Some(Box::new(move |l: &mut RoleLedger| l.remove_framework(framework))),
-        );
-    }
-
-    /// See [`Allocator::activate_framework`]; triggers a run over all agents.
-    pub fn activate_framework(&self, framework: FrameworkId) {
-        self.send(
-            "activate_framework",
-            Trigger::All,
-            AgentChange::None,
-            Box::new(move |a| a.activate_framework(framework)),
-        );
-    }
-
-    /// See [`Allocator::deactivate_framework`].
-    pub fn deactivate_framework(&self, framework: FrameworkId) {
-        self.send(
-            "deactivate_framework",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.deactivate_framework(framework)),
-        );
-    }
-
-    /// See [`Allocator::update_framework`].
-    pub fn update_framework(&self, info: FrameworkInfo, options: FrameworkOptions) {
-        self.remember_framework(&info);
-        self.send(
-            "update_framework",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.update_framework(&info, &options)),
-        );
-    }
-
-    /// See [`Allocator::add_agent`]; triggers a run on that agent.
-    pub fn add_agent(
-        &self,
-        info: AgentInfo,
-        unavailability: Option<Unavailability>,
-        total: Resources,
-        used: Vec<Allocation>,
-    ) {
-        let id = info.id;
-        let (t, held) = (total.clone(), used.clone());
-        self.remember_agent(&info);
-        self.send_recorded(
-            "add_agent",
-            Trigger::Agent(id),
-            AgentChange::Added(id),
-            Box::new(move |a| a.add_agent(&info, unavailability.as_ref(), &total, &used)),
-            Some(Box::new(move |l: &mut RoleLedger| {
-                l.set_agent(id, &t);
-                for u in &held {
-                    l.allocate(u.framework, u.agent, &u.role, &u.resources);
+                Message::Query(query) => {
+                    let master = &self.master;
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| query(master))).is_err() {
+                        log::error!("a query's closure panicked; the master goes on");
+                    }
                 }
-            })),
-        );
-    }
-
-    /// See [`Allocator::remove_agent`].
-    pub fn remove_agent(&self, agent: AgentId) {
-        self.send_recorded(
-            "remove_agent",
-            Trigger::None,
-            AgentChange::Removed(agent),
-            Box::new(move |a| a.remove_agent(agent)),
-            Some(Box::new(move |l: &mut RoleLedger| l.remove_agent(agent))),
-        );
-    }
-
-    /// See [`Allocator::update_agent`]; triggers a run on that agent.
-    pub fn update_agent(&self, info: AgentInfo, total: Option<Resources>) {
-        self.remember_agent(&info);
-        let id = info.id;
-        let new_total = total.clone();
-        self.send_recorded(
-            "update_agent",
-            Trigger::Agent(id),
-            AgentChange::None,
-            Box::new(move |a| a.update_agent(&info, total.as_ref())),
-            Some(Box::new(move |l: &mut RoleLedger| {
-                if let Some(t) = &new_total {
-                    l.set_agent(id, t);
+                Message::Metrics(reply) => {
+                    let _ = reply.send(self.metrics());
                 }
-            })),
-        );
+                Message::Shutdown => return self.fatal(),
+            }
+        }
     }
 
-    /// See [`Allocator::activate_agent`].
-    pub fn activate_agent(&self, agent: AgentId) {
-        self.send(
-            "activate_agent",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.activate_agent(agent)),
-        );
+    /// Advances the virtual clock to the wall clock's time, delivering what happens on the way.
+    fn catch_up(&mut self) {
+        let target = self.v0 + self.start.elapsed().as_secs_f64() * self.speed;
+        let seconds = target - self.master.now();
+        if seconds <= 0.0 {
+            return;
+        }
+        let Live { master, events, run_ms, .. } = self;
+        let result = master.advance(seconds, &mut |m| {
+            send_events(m, events, run_ms);
+            Ok(())
+        });
+        if let Err(e) = result {
+            log::error!("advancing the clock: {e}");
+        }
+        self.deliver();
     }
 
-    /// See [`Allocator::deactivate_agent`].
-    pub fn deactivate_agent(&self, agent: AgentId) {
-        self.send(
-            "deactivate_agent",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.deactivate_agent(agent)),
-        );
+    /// Sends the events waiting in the master's outbox.
+    fn deliver(&mut self) {
+        send_events(&mut self.master, &self.events, &mut self.run_ms);
     }
 
-    /// See [`Allocator::update_whitelist`].
-    pub fn update_whitelist(&self, hostnames: Option<Vec<RString>>) {
-        self.send(
-            "update_whitelist",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.update_whitelist(hostnames.as_deref())),
-        );
+    /// `Err` (the thread ends) once a module fault under `FailurePolicy::Stop` stopped the
+    /// master.
+    fn fatal(&self) -> Result<(), String> {
+        match self.master.stopped() {
+            Some(reason) => Err(reason.to_owned()),
+            None => Ok(()),
+        }
     }
 
-    /// See [`Allocator::update_unavailability`]; triggers a run on that agent.
-    pub fn update_unavailability(&self, agent: AgentId, unavailability: Option<Unavailability>) {
-        self.send(
-            "update_unavailability",
-            Trigger::Agent(agent),
-            AgentChange::None,
-            Box::new(move |a| a.update_unavailability(agent, unavailability.as_ref())),
-        );
+    fn metrics(&self) -> MetricMap {
+        let mut m = MetricMap::new();
+        write_master_metrics(&mut m, &self.master, [], &self.run_ms);
+        m.insert("master/commands_applied".into(), serde_json::json!(self.applied));
+        m.insert("master/commands_refused".into(), serde_json::json!(self.refused));
+        m
     }
+}
 
-    /// See [`Allocator::update_inverse_offer`].
-    pub fn update_inverse_offer(
-        &self,
-        agent: AgentId,
-        framework: FrameworkId,
-        status: Option<InverseOfferStatus>,
-        refuse_seconds: Option<f64>,
-    ) {
-        self.send(
-            "update_inverse_offer",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.update_inverse_offer(agent, framework, status, refuse_seconds)),
-        );
+/// Sends the master's waiting events to the embedder (whose receiver may be gone: then they
+/// are dropped), noting allocation run times for the metrics.
+fn send_events(master: &mut Master<'_>, events: &Sender<Event>, run_ms: &mut Vec<f64>) {
+    for event in master.take_events() {
+        if let Event::AllocationRun { micros, .. } = event {
+            push_sample(run_ms, micros as f64 / 1e3);
+        }
+        let _ = events.send(event);
     }
+}
 
-    /// See [`Allocator::recover_resources`] (never triggers a run, as in Mesos).
-    pub fn recover_resources(
-        &self,
-        framework: FrameworkId,
-        agent: AgentId,
-        role: String,
-        resources: Resources,
-        refuse_seconds: Option<f64>,
-    ) {
-        let (r, given_back) = (role.clone(), resources.clone());
-        self.send_recorded(
-            "recover_resources",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| {
-                a.recover_resources(framework, agent, &role, &resources, refuse_seconds)
-            }),
-            Some(Box::new(move |l: &mut RoleLedger| l.release(framework, agent, &r, &given_back))),
-        );
+/// A command's name for a log line (its variant, in the scenario's snake case).
+fn command_name(command: &Command) -> String {
+    let debug = format!("{command:?}");
+    let variant = debug.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("command");
+    let mut name = String::new();
+    for (i, c) in variant.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_lowercase());
     }
-
-    /// See [`Allocator::suppress_offers`].
-    pub fn suppress_offers(&self, framework: FrameworkId, roles: Vec<RString>) {
-        self.send(
-            "suppress_offers",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.suppress_offers(framework, &roles)),
-        );
-    }
-
-    /// See [`Allocator::revive_offers`]; triggers a run over all agents.
-    pub fn revive_offers(&self, framework: FrameworkId, roles: Vec<RString>) {
-        self.send(
-            "revive_offers",
-            Trigger::All,
-            AgentChange::None,
-            Box::new(move |a| a.revive_offers(framework, &roles)),
-        );
-    }
-
-    /// See [`Allocator::update_quota`].
-    pub fn update_quota(&self, role: String, quota: Quota) {
-        let (r, q) = (role.clone(), quota.clone());
-        self.send_recorded(
-            "update_quota",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.update_quota(&role, &quota)),
-            Some(Box::new(move |l: &mut RoleLedger| l.set_quota(&r, &q))),
-        );
-    }
-
-    /// See [`Allocator::update_weights`].
-    pub fn update_weights(&self, weights: Vec<RoleWeight>) {
-        self.send(
-            "update_weights",
-            Trigger::None,
-            AgentChange::None,
-            Box::new(move |a| a.update_weights(&weights)),
-        );
-    }
-
-    /// Stops allocation runs (periodic and triggered) until [`resume`](Self::resume).
-    pub fn pause(&self) {
-        self.metrics.sent.fetch_add(1, Ordering::SeqCst);
-        let _ = self.tx.send(Message::Pause);
-    }
-
-    /// Resumes allocation runs.
-    pub fn resume(&self) {
-        self.metrics.sent.fetch_add(1, Ordering::SeqCst);
-        let _ = self.tx.send(Message::Resume);
-    }
+    name
 }

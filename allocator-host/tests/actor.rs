@@ -1,284 +1,210 @@
-//! The embedding actor (issue 12): FIFO per caller from many threads, batching of triggered
-//! runs, real-time periodic runs, queries, and shutdown under load. No sleeps: every wait is
-//! on a channel or a bounded receive.
+//! The embedding actor: a master on its own thread on the wall clock. Commands from many
+//! threads keep each caller's order, offers come out as events and are answered with
+//! commands, periodic runs follow the wall clock, shutdown processes what was queued, and a
+//! refused command or a panicking query leaves the master running. No sleeps: every wait is on
+//! a channel with a bound.
 
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
 
-use allocator_api::{
-    AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions,
-    FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, OfferBatch, RString, RVec,
-    Resources, Result, Sorter, SorterConfig, Unavailability,
-};
-use allocator_host::actor::AllocatorActor;
-use allocator_host::hierarchical::HierarchicalAllocator;
+use allocator_api::{Allocation, FrameworkCapabilities, Resources};
+use allocator_host::ModuleRegistry;
+use allocator_host::actor::{ActorError, ActorOptions, MasterActor};
+use allocator_host::master::{Applied, Command, Event, Setup};
 
-const GATE: u32 = 999_999;
+/// Long enough that a healthy test never waits this long for an event.
+const PATIENCE: Duration = Duration::from_secs(20);
 
-/// Records calls; blocks in `add_framework(GATE)` until the gate opens; offers every known
-/// agent whole to the first framework in every run.
-struct Recorder {
-    log: Arc<Mutex<Vec<u32>>>,
-    gate: Option<Receiver<()>>,
-    agents: Vec<(AgentId, Resources)>,
-    first: Option<FrameworkId>,
+fn res(text: &str) -> Resources {
+    text.parse().expect("valid resources")
 }
 
-impl Allocator for Recorder {
-    fn add_framework(
-        &mut self,
-        f: &FrameworkInfo,
-        _: &[Allocation],
-        _: bool,
-        _: &FrameworkOptions,
-    ) -> Result<()> {
-        if f.id.0 == GATE {
-            if let Some(g) = self.gate.take() {
-                let _ = g.recv();
-            }
-            return Ok(());
-        }
-        self.first.get_or_insert(f.id);
-        self.log.lock().unwrap().push(f.id.0);
-        Ok(())
-    }
-    fn remove_framework(&mut self, _: FrameworkId) -> Result<()> {
-        Ok(())
-    }
-    fn add_agent(
-        &mut self,
-        a: &AgentInfo,
-        _: Option<&Unavailability>,
-        total: &Resources,
-        _: &[Allocation],
-    ) -> Result<()> {
-        self.agents.push((a.id, total.clone()));
-        Ok(())
-    }
-    fn remove_agent(&mut self, _: AgentId) -> Result<()> {
-        Ok(())
-    }
-    fn recover_resources(
-        &mut self,
-        _: FrameworkId,
-        _: AgentId,
-        _: &str,
-        _: &Resources,
-        _: Option<f64>,
-    ) -> Result<()> {
-        Ok(())
-    }
-    fn allocate(&mut self, agents: &[AgentId], _: bool, out: &mut OfferBatch) -> Result<()> {
-        let Some(fw) = self.first else { return Ok(()) };
-        for (id, total) in self.agents.iter().filter(|a| agents.contains(&a.0)) {
-            out.offers.push(Allocation {
-                framework: fw,
-                agent: *id,
-                role: "r".into(),
-                resources: total.clone(),
-            });
-        }
-        Ok(())
+fn agent(name: &str, resources: &str) -> Command {
+    Command::AddAgent {
+        agent: name.into(),
+        resources: res(resources),
+        hostname: None,
+        capabilities: None,
+        attributes: vec![],
+        used: vec![],
+        unavailability: None,
     }
 }
 
-fn recorder(gate: Option<Receiver<()>>) -> (Box<dyn Allocator>, Arc<Mutex<Vec<u32>>>) {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    (Box::new(Recorder { log: log.clone(), gate, agents: vec![], first: None }), log)
-}
-
-fn framework(id: u32) -> FrameworkInfo {
-    FrameworkInfo {
-        id: FrameworkId(id),
-        name: format!("f{id}").as_str().into(),
-        roles: vec![RString::from("r")].into(),
+fn framework(name: &str, role: &str, active: bool) -> Command {
+    Command::AddFramework {
+        framework: name.into(),
+        roles: vec![role.into()],
         capabilities: FrameworkCapabilities::MULTI_ROLE,
+        active,
+        used: vec![],
+        suppressed_roles: vec![],
+        min_allocatable: vec![],
+        tasks: None,
     }
 }
 
-fn agent(id: u32) -> AgentInfo {
-    AgentInfo {
-        id: AgentId(id),
-        name: format!("a{id}").as_str().into(),
-        hostname: format!("a{id}").as_str().into(),
-        attributes: RVec::new(),
-        capabilities: AgentCapabilities::all(),
+/// The built-in allocator with an interval of `interval` seconds.
+fn spawn(interval: f64) -> (MasterActor, Receiver<Event>) {
+    let mut setup = Setup::default();
+    setup.options.allocation_interval = interval;
+    MasterActor::spawn(ModuleRegistry::new(), setup, ActorOptions::default())
+        .expect("the built-in master starts")
+}
+
+/// The next offer among the events, skipping the rest.
+fn next_offer(events: &Receiver<Event>) -> Allocation {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left).expect("an offer before the deadline") {
+            Event::Offer(offer) => return offer,
+            _ => continue,
+        }
     }
 }
 
-const HOUR: Duration = Duration::from_secs(3600);
-
-/// From `threads` threads at once, each adds `per_thread` inactive frameworks with ids
-/// `thread * 1000 + i`, in order; returns when every thread is done sending.
-fn add_frameworks_concurrently(actor: &AllocatorActor, threads: u32, per_thread: u32) {
-    let senders: Vec<_> = (0..threads)
+#[test]
+fn commands_from_many_threads_keep_each_callers_order_and_none_is_lost() {
+    let (actor, _events) = spawn(3600.0);
+    let senders: Vec<_> = (0..4)
         .map(|t| {
             let h = actor.handle();
             std::thread::spawn(move || {
-                for i in 0..per_thread {
-                    h.add_framework(
-                        framework(t * 1000 + i),
-                        vec![],
-                        false,
-                        FrameworkOptions::default(),
-                    );
+                for i in 0..200 {
+                    h.submit(framework(&format!("f{t}-{i:03}"), "r", false)).unwrap();
                 }
             })
         })
         .collect();
-    for t in senders {
-        t.join().unwrap();
+    for s in senders {
+        s.join().unwrap();
     }
-}
-
-#[test]
-fn calls_from_many_threads_keep_each_callers_order_and_none_is_lost() {
-    let (alloc, log) = recorder(None);
-    let (actor, _offers) = AllocatorActor::spawn(alloc, HOUR);
-    add_frameworks_concurrently(&actor, 8, 250);
-    actor.handle().query(|_| ()).unwrap(); // everything queued before it is processed
-    let log = log.lock().unwrap().clone();
-    assert_eq!(log.len(), 2000);
-    for t in 0..8 {
-        let mine: Vec<u32> = log.iter().copied().filter(|id| id / 1000 == t).collect();
-        assert_eq!(
-            mine,
-            (0..250).map(|i| t * 1000 + i).collect::<Vec<_>>(),
-            "thread {t}'s calls out of order"
-        );
-    }
-    actor.shutdown();
-}
-
-#[test]
-fn a_burst_of_triggers_gives_one_run_over_the_union_of_agents() {
-    let (gate_tx, gate_rx): (Sender<()>, Receiver<()>) = mpsc::channel();
-    let (alloc, _log) = recorder(Some(gate_rx));
-    let (actor, offers) = AllocatorActor::spawn(alloc, HOUR);
-    let h = actor.handle();
-    // The actor blocks inside this call until the gate opens; everything after queues up.
-    h.add_framework(framework(GATE), vec![], false, FrameworkOptions::default());
-    h.add_framework(framework(1), vec![], true, FrameworkOptions::default());
-    for a in 0..50 {
-        h.add_agent(agent(a), None, "cpus:1;mem:64".parse().unwrap(), vec![]);
-    }
-    for _ in 0..500 {
-        h.revive_offers(FrameworkId(1), vec![]);
-    }
-    gate_tx.send(()).unwrap();
-    h.query(|_| ()).unwrap();
-    assert_eq!(h.metrics().allocation_runs(), 1, "551 triggers, one run");
-    let batch = offers.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(batch.offers.len(), 50, "the run covered every triggering agent");
-    actor.shutdown();
-}
-
-#[test]
-fn periodic_runs_happen_in_real_time() {
-    let (alloc, _log) = recorder(None);
-    let (actor, offers) = AllocatorActor::spawn(alloc, Duration::from_millis(20));
-    let h = actor.handle();
-    h.add_framework(framework(1), vec![], false, FrameworkOptions::default());
-    h.add_agent(agent(0), None, "cpus:1;mem:64".parse().unwrap(), vec![]);
-    for _ in 0..4 {
-        let batch = offers.recv_timeout(Duration::from_secs(10)).expect("a run within 10 s");
-        assert_eq!(batch.offers.len(), 1);
-    }
-    assert!(h.metrics().allocation_runs() >= 4);
-    let snapshot = h.metrics().snapshot();
-    let runs = snapshot.iter().find(|(k, _)| k == "allocator/mesos/allocation_runs").unwrap().1;
-    assert!(runs >= 4.0);
-    assert!(snapshot.iter().any(|(k, _)| k == "allocator/mesos/allocation_run_ms/p99"));
-    assert!(snapshot.iter().any(|(k, _)| k == "allocator/mesos/allocation_run_latency_ms/p50"));
-    actor.shutdown();
-}
-
-#[test]
-fn shutdown_under_load_processes_every_queued_call() {
-    let (alloc, log) = recorder(None);
-    let (actor, _offers) = AllocatorActor::spawn(alloc, HOUR);
-    add_frameworks_concurrently(&actor, 4, 500);
-    actor.shutdown();
-    assert_eq!(log.lock().unwrap().len(), 2000, "no acknowledged call lost at shutdown");
-}
-
-#[test]
-fn the_builtin_allocator_offers_through_the_actor_and_answers_queries() {
-    let drf = || -> allocator_host::hierarchical::SorterFactory {
-        Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
-    };
-    let builtin = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
-    let (actor, offers) = AllocatorActor::spawn(Box::new(builtin), HOUR);
-    let h = actor.handle();
-    h.add_framework(framework(1), vec![], true, FrameworkOptions::default());
-    h.add_agent(agent(0), None, "cpus:2;mem:1024".parse().unwrap(), vec![]);
-    let batch = offers.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(batch.offers[0].framework, FrameworkId(1));
-    assert_eq!(batch.offers[0].resources, "cpus:2;mem:1024".parse::<Resources>().unwrap());
-    h.update_unavailability(
-        AgentId(0),
-        Some(Unavailability { start: 60.0, duration: None.into() }),
-    );
-    let inverse = offers.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(inverse.inverse_offers.len(), 1);
-    h.update_inverse_offer(
-        AgentId(0),
-        FrameworkId(1),
-        Some(allocator_api::InverseOfferStatus::ACCEPT),
-        None,
-    );
-    let statuses = h
-        .query(|a| {
-            let mut out = RVec::new();
-            a.inverse_offer_statuses(&mut out).unwrap();
-            out.len()
-        })
+    // Handles are added in the order the master applied their commands.
+    let applied: Vec<String> = actor
+        .handle()
+        .query(|m| m.framework_ids().map(|id| m.framework_name(id).to_owned()).collect())
         .unwrap();
-    assert_eq!(statuses, 1);
-    actor.shutdown();
-}
-
-/// The value of one metric in a snapshot.
-fn metric(actor: &AllocatorActor, name: &str) -> Option<f64> {
-    actor.handle().metrics().snapshot().into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    assert_eq!(applied.len(), 800);
+    for t in 0..4 {
+        let mine: Vec<&String> =
+            applied.iter().filter(|n| n.starts_with(&format!("f{t}-"))).collect();
+        let mut sorted = mine.clone();
+        sorted.sort();
+        assert_eq!(mine, sorted, "thread {t}'s commands were applied out of order");
+    }
+    actor.shutdown().unwrap();
 }
 
 #[test]
-fn metrics_report_role_shares_and_quota_from_offers_and_releases() {
-    let drf = || -> allocator_host::hierarchical::SorterFactory {
-        Box::new(|c: &SorterConfig| Ok(Box::new(drf_sorter::create(c)) as Box<dyn Sorter>))
-    };
-    let builtin = HierarchicalAllocator::new(&AllocatorOptions::default(), drf(), drf()).unwrap();
-    let (actor, offers) = AllocatorActor::spawn(Box::new(builtin), HOUR);
+fn an_offer_comes_out_as_an_event_and_its_answer_launches_a_task() {
+    let (actor, events) = spawn(3600.0);
     let h = actor.handle();
-    let quota = allocator_api::Quota {
-        guarantees: "cpus:1".parse().unwrap(),
-        limits: "cpus:8".parse().unwrap(),
+    assert!(matches!(h.apply(framework("f1", "web", true)), Ok(Applied::Framework(_))));
+    assert!(matches!(h.apply(agent("a1", "cpus:4;mem:1024")), Ok(Applied::Agent(_))));
+    let offer = next_offer(&events);
+    assert_eq!(offer.role.as_str(), "web");
+    assert_eq!(offer.resources, res("cpus:4;mem:1024"));
+    let answer = Command::AnswerOffer {
+        offer: offer.clone(),
+        tasks: vec![(res("cpus:1;mem:256"), None)],
+        refuse_seconds: 5.0,
     };
-    h.update_quota("r".into(), quota);
-    h.add_agent(agent(0), None, "cpus:2;mem:1024".parse().unwrap(), vec![]);
-    h.add_agent(agent(1), None, "cpus:2;mem:1024".parse().unwrap(), vec![]);
-    h.add_framework(framework(1), vec![], true, FrameworkOptions::default());
-    let batch = offers.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(batch.offers.len(), 2, "{batch:?}");
-    // A query waits behind the calls and runs before it: the snapshot now includes them.
-    h.query(|_| ()).unwrap();
-    assert_eq!(metric(&actor, "allocator/mesos/roles/r/shares/dominant"), Some(1.0));
-    let cpus = "allocator/mesos/quota/roles/r/resources/cpus";
-    assert_eq!(metric(&actor, &format!("{cpus}/guarantee")), Some(1.0));
-    assert_eq!(metric(&actor, &format!("{cpus}/limit")), Some(8.0));
-    assert_eq!(metric(&actor, &format!("{cpus}/offered_or_allocated")), Some(4.0));
-    let o = &batch.offers[0];
-    h.recover_resources(
-        o.framework,
-        o.agent,
-        o.role.to_string(),
-        o.resources.clone(),
-        Some(3600.0),
-    );
-    h.query(|_| ()).unwrap();
-    assert_eq!(metric(&actor, "allocator/mesos/roles/r/shares/dominant"), Some(0.5));
-    assert_eq!(metric(&actor, "allocator/mesos/resources/cpus/total"), Some(4.0));
-    actor.shutdown();
+    let Ok(Applied::Launched(tasks)) = h.apply(answer) else { panic!("the task launches") };
+    assert_eq!(tasks.len(), 1);
+    let running = h.query(|m| m.running_tasks("f1")).unwrap();
+    assert_eq!(running, Some(1));
+    actor.shutdown().unwrap();
+}
+
+#[test]
+fn periodic_runs_follow_the_wall_clock() {
+    let (actor, events) = spawn(0.02);
+    let started = Instant::now();
+    let mut periodic = 0;
+    while periodic < 5 {
+        let left = PATIENCE.saturating_sub(started.elapsed());
+        if let Event::AllocationRun { periodic: true, .. } =
+            events.recv_timeout(left).expect("periodic runs before the deadline")
+        {
+            periodic += 1;
+        }
+    }
+    let now = actor.handle().query(|m| m.now()).unwrap();
+    assert!(now >= 0.1, "five runs at 0.02 s take at least 0.1 s of virtual time, not {now}");
+    actor.shutdown().unwrap();
+}
+
+#[test]
+fn shutdown_processes_every_command_queued_before_it() {
+    let (actor, events) = spawn(3600.0);
+    let h = actor.handle();
+    h.submit(framework("f1", "r", true)).unwrap();
+    for i in 0..300 {
+        h.submit(agent(&format!("a{i:03}"), "cpus:1")).unwrap();
+    }
+    actor.shutdown().unwrap();
+    let offered: Vec<Allocation> = events
+        .try_iter()
+        .filter_map(|e| match e {
+            Event::Offer(o) => Some(o),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offered.len(), 300, "every agent added before the shutdown was offered");
+    assert_eq!(h.apply(agent("late", "cpus:1")), Err(ActorError::Stopped));
+}
+
+#[test]
+fn a_refused_command_is_an_error_that_names_what_and_changes_nothing() {
+    let (actor, _events) = spawn(3600.0);
+    let h = actor.handle();
+    let Err(ActorError::Refused(message)) = h.apply(Command::RemoveAgent("ghost".into())) else {
+        panic!("removing an unknown agent is refused")
+    };
+    assert!(message.contains("ghost"), "{message}");
+    h.submit(Command::RemoveAgent("ghost".into())).unwrap();
+    let metrics = h.metrics().unwrap();
+    assert_eq!(metrics["master/commands_refused"], serde_json::json!(2));
+    assert_eq!(metrics["master/commands_applied"], serde_json::json!(0));
+    assert_eq!(h.query(|m| m.all_agents().len()).unwrap(), 0);
+    actor.shutdown().unwrap();
+}
+
+#[test]
+fn a_panicking_query_leaves_the_master_running() {
+    let (actor, _events) = spawn(3600.0);
+    let h = actor.handle();
+    let panicked = h.query(|_| -> u32 { panic!("the embedder's bug") });
+    assert_eq!(panicked, Err(ActorError::Stopped));
+    assert!(matches!(h.apply(agent("a1", "cpus:1")), Ok(Applied::Agent(_))));
+    actor.shutdown().unwrap();
+}
+
+#[test]
+fn metrics_report_role_shares_from_the_masters_ledger() {
+    let (actor, events) = spawn(3600.0);
+    let h = actor.handle();
+    h.apply(framework("f1", "web", true)).unwrap();
+    h.apply(agent("a1", "cpus:4;mem:1024")).unwrap();
+    h.apply(agent("a2", "cpus:4;mem:1024")).unwrap();
+    next_offer(&events);
+    next_offer(&events);
+    let m = h.metrics().unwrap();
+    assert_eq!(m["allocator/mesos/roles/web/shares/dominant"], serde_json::json!(1.0));
+    assert_eq!(m["allocator/mesos/resources/cpus/total"], serde_json::json!(8.0));
+    let runs = h.query(|m| m.runs()).unwrap();
+    assert_eq!(m["allocator/mesos/allocation_runs"], serde_json::json!(runs));
+    assert_eq!(m["allocator/mesos/allocation_run_ms/count"], serde_json::json!(runs));
+    actor.shutdown().unwrap();
+}
+
+#[test]
+fn a_master_that_cannot_be_created_is_an_error_from_spawn() {
+    let setup = Setup::new("no-such-allocator", "drf", "drf");
+    let Err(message) = MasterActor::spawn(ModuleRegistry::new(), setup, ActorOptions::default())
+    else {
+        panic!("an unknown allocator is refused")
+    };
+    assert!(message.contains("no-such-allocator"), "{message}");
 }

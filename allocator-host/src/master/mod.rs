@@ -20,7 +20,7 @@
 //! and the offer guard), [`agents`], [`frameworks`], [`operator`] (quota, weights, whitelist,
 //! maintenance, pause, sorters), [`tasks`] (answering offers, the task timeline, the clock),
 //! [`workload`] (what simulated frameworks are given), [`state`] (the `GET /state` view),
-//! [`events`].
+//! [`events`], [`metrics`] (every metric name of the allocation side).
 
 pub mod agents;
 pub mod command;
@@ -30,6 +30,7 @@ pub mod fallback;
 pub mod frameworks;
 pub mod journal;
 pub mod ledger;
+pub mod metrics;
 pub mod operator;
 pub mod records;
 pub mod run;
@@ -79,6 +80,40 @@ pub struct Setup {
     /// A module call still running after this long is taken as hung: the master stops with
     /// the reason (exit code 2), since a blocked call cannot be interrupted. `None`: no limit.
     pub call_timeout_ms: Option<f64>,
+}
+
+impl Setup {
+    /// The allocator and sorters named (built-in or module names, as the `--allocator`,
+    /// `--role_sorter` and `--framework_sorter` flags name them), with default allocator
+    /// options, fallback on a module failure ([`FailurePolicy::Fallback`]) and no call budget
+    /// or timeout. Set the fields to change the rest.
+    pub fn new(allocator: &str, role_sorter: &str, framework_sorter: &str) -> Setup {
+        let options = AllocatorOptions {
+            role_sorter: role_sorter.into(),
+            framework_sorter: framework_sorter.into(),
+            ..AllocatorOptions::default()
+        };
+        Setup {
+            allocator: allocator.to_owned(),
+            role_sorter: role_sorter.to_owned(),
+            framework_sorter: framework_sorter.to_owned(),
+            options,
+            on_module_failure: FailurePolicy::Fallback,
+            call_budget_ms: None,
+            call_timeout_ms: None,
+        }
+    }
+}
+
+impl Default for Setup {
+    /// The built-in allocator with the built-in DRF sorters.
+    fn default() -> Setup {
+        Setup::new(
+            BUILTIN_ALLOCATOR,
+            crate::registry::BUILTIN_SORTER,
+            crate::registry::BUILTIN_SORTER,
+        )
+    }
 }
 
 /// Two instants closer than this are the same instant.
@@ -390,7 +425,7 @@ impl<'r> Master<'r> {
         self.ledger
             .role_alloc()
             .get(role)
-            .map_or(0.0, |q| crate::metrics::dominant_share(q, &self.cluster, &self.excluded))
+            .map_or(0.0, |q| metrics::dominant_share(q, &self.cluster, &self.excluded))
     }
 
     /// Agents whose allocations (the ledger's, kept per agent) exceed their total. Only a

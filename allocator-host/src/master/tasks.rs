@@ -134,6 +134,13 @@ impl Master<'_> {
         Ok(())
     }
 
+    /// The virtual time of the next thing the clock brings: a task's end or the next periodic
+    /// allocation run, whichever is first. A master on the wall clock wakes then.
+    pub fn next_due(&self) -> f64 {
+        let finish = self.finishes.keys().next().map(|(t, _)| *t as f64 / 1e6);
+        finish.map_or(self.next_periodic, |f| f.min(self.next_periodic))
+    }
+
     /// Running tasks of a framework, in launch order.
     pub fn tasks_of(&self, fw: FrameworkId) -> impl Iterator<Item = (u64, &Task)> + '_ {
         self.tasks.range((fw, 0)..=(fw, u64::MAX)).map(|((_, id), t)| (*id, t))

@@ -10,7 +10,7 @@ use allocator_api::Resources;
 #[derive(Clone, Debug, PartialEq)]
 pub struct TaskSpec {
     /// Resources of one task (`None` for trace-driven frameworks, whose tasks come from
-    /// [`Command::SubmitTask`]).
+    /// [`Command::SubmitTask`](super::Command::SubmitTask)).
     pub resources: Option<Resources>,
     /// How many tasks to launch (`None`: unbounded).
     pub count: Option<u64>,
@@ -22,7 +22,7 @@ pub struct TaskSpec {
     pub refuse_seconds: f64,
 }
 
-/// A task submitted to a simulated framework's queue ([`Command::SubmitTask`]).
+/// A task submitted to a simulated framework's queue ([`Command::SubmitTask`](super::Command::SubmitTask)).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Submission {
     /// What the task needs.

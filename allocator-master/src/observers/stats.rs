@@ -9,7 +9,7 @@ use allocator_api::Quantities;
 use allocator_host::metrics::dominant_share;
 use serde_json::{Value, json};
 
-use allocator_host::master::{Engine, Event, Master};
+use allocator_host::master::{Event, Master};
 
 /// Per-role counts and the integral of the dominant share over time.
 #[derive(Debug, Default, Clone)]
@@ -187,31 +187,12 @@ impl Stats {
     ///   `/offered_or_allocated` (the role and its subroles) for every role with a quota.
     pub fn metrics(&self, master: &Master<'_>) -> serde_json::Map<String, Value> {
         let mut m = serde_json::Map::new();
-        m.insert("allocator/mesos/allocation_runs".into(), json!(master.runs()));
-        allocator_host::metrics::write_timing(
+        allocator_host::metrics::write_master_metrics(
             &mut m,
-            "allocator/mesos/allocation_run_ms",
+            master,
+            self.roles.keys(),
             &self.run_ms(),
         );
-        m.insert("allocator/guard/dropped_offers".into(), json!(master.dropped_offers()));
-        m.insert("allocator/module_fallbacks".into(), json!(master.fallbacks()));
-        m.insert("allocator/module_restarts".into(), json!(master.restarts()));
-        m.insert("allocator/module_calls_over_budget".into(), json!(master.calls_over_budget()));
-        let mut roles: BTreeSet<&String> = self.roles.keys().collect();
-        roles.extend(master.role_alloc().keys());
-        allocator_host::metrics::write_role_metrics(
-            &mut m,
-            master.cluster(),
-            master.role_alloc(),
-            roles,
-            master.quotas(),
-            master.excluded(),
-        );
-        if let Engine::Builtin(alloc) = master.engine() {
-            for (role, n) in alloc.active_offer_filters() {
-                m.insert(format!("allocator/mesos/offer_filters/roles/{role}/active"), json!(n));
-            }
-        }
         m
     }
 
