@@ -1,11 +1,27 @@
-//! Refuse filters (Mesos rules R5/R6), all in one place: the compact records (32 bytes: the
-//! framework, the role's interned id, the expiry, and a pointer to one shared copy of what was
-//! refused, so that the same resources refused on many agents, or by many frameworks, are
-//! stored once), kept per agent in one list sorted by framework (the run reads the agent's
-//! list, contiguous, instead of probing a map per framework), the check an
-//! offer passes in the run, expiry, and the refuse-seconds rule; and the [`Blocked`] records
-//! that let a run skip, in constant time, a role every candidate framework of which is blocked
-//! on an agent.
+//! Refuse filters (Mesos rules R5/R6), all in one place: the records and their layout, the
+//! check an offer passes in the run, expiry, and the refuse-seconds rule; and the [`Blocked`]
+//! records that let a run skip, in constant time, a role every candidate framework of which is
+//! blocked on an agent.
+//!
+//! # Layout
+//!
+//! * A filter is an [`OfferFilter`], a 32-byte record with no allocation of its own: the
+//!   framework, the role (a small [`RoleId`] from the allocator's table of role names,
+//!   [`RoleNames`]), the expiry, the first periodic run it also blocks, and a shared pointer to
+//!   what was refused.
+//! * [`RefusedResources`] keeps one copy of each distinct refused value, so the same resources
+//!   refused on many agents, or by many frameworks, are stored once. A value's copy is found by
+//!   a fingerprint of shape and amounts (equal values have equal fingerprints; the text is never
+//!   hashed), after a look at the copy shared last. Copies no filter refers to are dropped when
+//!   filters expire and whenever the table has doubled since the last prune.
+//! * Each agent keeps every filter made on it in one contiguous list sorted by framework id
+//!   ([`AgentFilters`]): the run finds a framework's filters there by binary search, with no
+//!   hash probe and no allocation per (framework, agent). Beside the list, a 256-bit map of the
+//!   frameworks with a filter there (by id modulo 256) answers the run's usual question, "has
+//!   this framework none here?", without reading the list.
+//! * A framework keeps only a count of its filters, so removing, deactivating, reviving or
+//!   updating a framework with none scans no agent; and expiry scans nothing before the
+//!   earliest time any filter can expire.
 
 use std::hash::Hasher;
 use std::sync::Arc;
