@@ -27,6 +27,7 @@ pub mod hierarchical;
 pub mod isolation;
 pub mod manifest;
 pub mod master;
+mod methods;
 pub mod names;
 pub mod registry;
 pub mod watchdog;

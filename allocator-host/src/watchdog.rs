@@ -357,19 +357,20 @@ impl Drop for WatchedSorter {
     }
 }
 
-/// Forwards each listed method to `self.inner` under the watchdog.
+/// Forwards each listed method ([`crate::methods`]) to `self.inner` under the watchdog's
+/// `$run`.
 macro_rules! watched {
     ($run:ident;) => {};
-    ($run:ident; $name:ident(&mut self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
-        fn $name(&mut self $(, $arg: $ty)*) -> $ret {
-            let inner = &mut self.inner;
-            self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
+    ($run:ident; $id:literal out fn $name:ident(& $(mut $($m:lifetime)?)? self $(, $arg:ident: $ty:ty)* ; $out:ident: $oty:ty) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(& $(mut $($m)?)? self $(, $arg: $ty)*, $out: &mut $oty) -> $ret {
+            let inner = & $(mut $($m)?)? self.inner;
+            self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg,)* $out))
         }
         watched! { $run; $($rest)* }
     };
-    ($run:ident; $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
-        fn $name(&self $(, $arg: $ty)*) -> $ret {
-            let inner = &self.inner;
+    ($run:ident; $id:literal $mode:ident fn $name:ident(& $(mut $($m:lifetime)?)? self $(, $arg:ident: $ty:ty)*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(& $(mut $($m)?)? self $(, $arg: $ty)*) -> $ret {
+            let inner = & $(mut $($m)?)? self.inner;
             self.watchdog.$run(&self.slot, &stringify!($name), || inner.$name($($arg),*))
         }
         watched! { $run; $($rest)* }
@@ -377,59 +378,9 @@ macro_rules! watched {
 }
 
 impl Sorter for WatchedSorter {
-    watched! { run_coarse;
-        add(&mut self, client: ClientId, path: &str) -> Result<()>;
-        remove(&mut self, client: ClientId) -> Result<()>;
-        activate(&mut self, client: ClientId) -> Result<()>;
-        deactivate(&mut self, client: ClientId) -> Result<()>;
-        update_weight(&mut self, path: &str, weight: f64) -> Result<()>;
-        allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
-        update(&mut self, client: ClientId, agent: AgentId, old: &Resources, new: &Resources) -> Result<()>;
-        unallocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
-        allocation(&self, client: ClientId, out: &mut RVec<AgentAllocation>) -> Result<()>;
-        allocation_on(&self, client: ClientId, agent: AgentId, out: &mut Resources) -> Result<()>;
-        allocation_scalar_quantities(&self, client: Option<ClientId>, out: &mut Quantities) -> Result<()>;
-        add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
-        remove_agent(&mut self, agent: AgentId) -> Result<()>;
-        sort(&mut self, out: &mut RVec<ClientId>) -> Result<()>;
-        sort_prefix(&mut self, len: usize, out: &mut RVec<ClientId>) -> Result<bool>;
-        keep_scalars_only(&mut self) -> bool;
-        contains(&self, client: ClientId) -> bool;
-        count(&self) -> usize;
-        dominant_share(&self, client: ClientId) -> Option<f64>;
-    }
+    crate::methods::sorter_methods!(watched! { run_coarse; });
 }
 
 impl Allocator for WatchedAllocator {
-    watched! { run;
-        set_time(&mut self, now: f64) -> Result<()>;
-        recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()>;
-        add_framework(&mut self, info: &FrameworkInfo, used: &[Allocation], active: bool, options: &FrameworkOptions) -> Result<()>;
-        remove_framework(&mut self, framework: FrameworkId) -> Result<()>;
-        activate_framework(&mut self, framework: FrameworkId) -> Result<()>;
-        deactivate_framework(&mut self, framework: FrameworkId) -> Result<()>;
-        update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()>;
-        add_agent(&mut self, info: &AgentInfo, unavailability: Option<&Unavailability>, total: &Resources, used: &[Allocation]) -> Result<()>;
-        remove_agent(&mut self, agent: AgentId) -> Result<()>;
-        update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()>;
-        add_resource_provider(&mut self, agent: AgentId, total: &Resources, used: &[Allocation]) -> Result<()>;
-        activate_agent(&mut self, agent: AgentId) -> Result<()>;
-        deactivate_agent(&mut self, agent: AgentId) -> Result<()>;
-        update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()>;
-        request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()>;
-        update_allocation(&mut self, framework: FrameworkId, agent: AgentId, role: &str, operations: &[Operation]) -> Result<()>;
-        update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()>;
-        update_unavailability(&mut self, agent: AgentId, unavailability: Option<&Unavailability>) -> Result<()>;
-        update_inverse_offer(&mut self, agent: AgentId, framework: FrameworkId, status: Option<InverseOfferStatus>, refuse_seconds: Option<f64>) -> Result<()>;
-        inverse_offer_statuses(&self, out: &mut RVec<InverseOfferStatusEntry>) -> Result<()>;
-        transition_offered_to_allocated(&mut self, agent: AgentId, resources: &Resources) -> Result<()>;
-        recover_resources(&mut self, framework: FrameworkId, agent: AgentId, role: &str, resources: &Resources, refuse_seconds: Option<f64>) -> Result<()>;
-        suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
-        revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
-        update_quota(&mut self, role: &str, quota: &Quota) -> Result<()>;
-        update_weights(&mut self, weights: &[RoleWeight]) -> Result<()>;
-        pause(&mut self) -> Result<()>;
-        resume(&mut self) -> Result<()>;
-        allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()>;
-    }
+    crate::methods::allocator_methods!(watched! { run; });
 }

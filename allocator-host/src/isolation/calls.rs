@@ -1,5 +1,5 @@
-//! The calls of [`Allocator`] and [`Sorter`] over the channel, written once: from one list of
-//! methods (each with its number on the wire), `isolated!` writes the host's proxy (the plain
+//! The calls of [`Allocator`] and [`Sorter`] over the channel, written once: from the one list
+//! of methods ([`crate::methods`], each with its number on the wire), `isolated!` writes the host's proxy (the plain
 //! trait implemented by sending the call) and the worker's dispatch (a request decoded, the
 //! module called, the reply encoded).
 //!
@@ -403,60 +403,12 @@ impl Drop for IsolatedSorter {
     }
 }
 
-isolated! {
+crate::methods::allocator_methods!(isolated! {
     impl Allocator for IsolatedAllocator;
     dispatch dispatch_allocator;
-    1 call fn set_time(&mut self, now: f64) -> Result<()>;
-    2 call fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()>;
-    3 call fn add_framework(&mut self, info: &FrameworkInfo, used: &[Allocation], active: bool, options: &FrameworkOptions) -> Result<()>;
-    4 call fn remove_framework(&mut self, framework: FrameworkId) -> Result<()>;
-    5 call fn activate_framework(&mut self, framework: FrameworkId) -> Result<()>;
-    6 call fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()>;
-    7 call fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()>;
-    8 call fn add_agent(&mut self, info: &AgentInfo, unavailability: Option<&Unavailability>, total: &Resources, used: &[Allocation]) -> Result<()>;
-    9 call fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
-    10 call fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()>;
-    11 call fn add_resource_provider(&mut self, agent: AgentId, total: &Resources, used: &[Allocation]) -> Result<()>;
-    12 call fn activate_agent(&mut self, agent: AgentId) -> Result<()>;
-    13 call fn deactivate_agent(&mut self, agent: AgentId) -> Result<()>;
-    14 call fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()>;
-    15 call fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()>;
-    16 call fn update_allocation(&mut self, framework: FrameworkId, agent: AgentId, role: &str, operations: &[Operation]) -> Result<()>;
-    17 call fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()>;
-    18 call fn update_unavailability(&mut self, agent: AgentId, unavailability: Option<&Unavailability>) -> Result<()>;
-    19 call fn update_inverse_offer(&mut self, agent: AgentId, framework: FrameworkId, status: Option<InverseOfferStatus>, refuse_seconds: Option<f64>) -> Result<()>;
-    20 out fn inverse_offer_statuses(&self; out: RVec<InverseOfferStatusEntry>) -> Result<()>;
-    21 call fn transition_offered_to_allocated(&mut self, agent: AgentId, resources: &Resources) -> Result<()>;
-    22 call fn recover_resources(&mut self, framework: FrameworkId, agent: AgentId, role: &str, resources: &Resources, refuse_seconds: Option<f64>) -> Result<()>;
-    23 call fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
-    24 call fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()>;
-    25 call fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()>;
-    26 call fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()>;
-    27 call fn pause(&mut self) -> Result<()>;
-    28 call fn resume(&mut self) -> Result<()>;
-    29 out fn allocate(&mut self, agents: &[AgentId], periodic: bool; out: OfferBatch) -> Result<()>;
-}
+});
 
-isolated! {
+crate::methods::sorter_methods!(isolated! {
     impl Sorter for IsolatedSorter;
     dispatch dispatch_sorter;
-    1 post fn add(&mut self, client: ClientId, path: &str) -> Result<()>;
-    2 post fn remove(&mut self, client: ClientId) -> Result<()>;
-    3 post fn activate(&mut self, client: ClientId) -> Result<()>;
-    4 post fn deactivate(&mut self, client: ClientId) -> Result<()>;
-    5 post fn update_weight(&mut self, path: &str, weight: f64) -> Result<()>;
-    6 post fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
-    7 post fn update(&mut self, client: ClientId, agent: AgentId, old: &Resources, new: &Resources) -> Result<()>;
-    8 post fn unallocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()>;
-    9 out fn allocation(&self, client: ClientId; out: RVec<AgentAllocation>) -> Result<()>;
-    10 out fn allocation_on(&self, client: ClientId, agent: AgentId; out: Resources) -> Result<()>;
-    11 out fn allocation_scalar_quantities(&self, client: Option<ClientId>; out: Quantities) -> Result<()>;
-    12 post fn add_agent(&mut self, agent: AgentId, total: &Quantities) -> Result<()>;
-    13 post fn remove_agent(&mut self, agent: AgentId) -> Result<()>;
-    14 out fn sort(&mut self; out: RVec<ClientId>) -> Result<()>;
-    15 call fn contains(&self, client: ClientId) -> bool;
-    16 call fn count(&self) -> usize;
-    17 call fn dominant_share(&self, client: ClientId) -> Option<f64>;
-    18 out fn sort_prefix(&mut self, len: usize; out: RVec<ClientId>) -> Result<bool>;
-    19 call fn keep_scalars_only(&mut self) -> bool;
-}
+});
