@@ -4,6 +4,7 @@
 //! refused command or a panicking query leaves the master running. No sleeps: every wait is on
 //! a channel with a bound.
 
+use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -53,7 +54,7 @@ fn spawn(interval: f64) -> (MasterActor, Receiver<Event>) {
 }
 
 /// The next offer among the events, skipping the rest.
-fn next_offer(events: &Receiver<Event>) -> Allocation {
+fn next_offer(events: &Receiver<Event>) -> Arc<Allocation> {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -144,7 +145,7 @@ fn shutdown_processes_every_command_queued_before_it() {
         h.submit(agent(&format!("a{i:03}"), "cpus:1")).unwrap();
     }
     actor.shutdown().unwrap();
-    let offered: Vec<Allocation> = events
+    let offered: Vec<Arc<Allocation>> = events
         .try_iter()
         .filter_map(|e| match e {
             Event::Offer(o) => Some(o),

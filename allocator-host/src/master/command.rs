@@ -9,6 +9,8 @@
 //! a task), which name it by its handle; the journal keeps such an answer as the
 //! `recover_resources` it amounts to.
 
+use std::sync::Arc;
+
 use allocator_api::{
     AgentCapabilities, AgentId, Allocation, Attribute, FrameworkCapabilities, FrameworkId,
     InverseOfferStatus, Operation, Quota, RString, Resources, RoleMinAllocatable, RoleQuota,
@@ -133,7 +135,7 @@ pub enum Command {
     /// and declines the rest with a refuse filter of `refuse_seconds`. Nothing changes when
     /// a task does not fit. Journaled as the `recover_resources` of the declined part.
     AnswerOffer {
-        offer: Allocation,
+        offer: Arc<Allocation>,
         tasks: Vec<(Resources, Option<f64>)>,
         refuse_seconds: f64,
     },

@@ -5,6 +5,8 @@
 //! [`Master::advance`](super::Master::advance), after each step) and hands them to observers
 //! first, then to clients, which may answer with further commands.
 
+use std::sync::Arc;
+
 use allocator_api::{AgentId, Allocation, FrameworkId, Resources, Unavailability};
 
 use super::workload::{Submission, TaskSpec};
@@ -36,8 +38,9 @@ pub enum Event {
         /// The time now.
         to: f64,
     },
-    /// An offer that passed the offer guard and is now in the ledger as offered.
-    Offer(Allocation),
+    /// An offer that passed the offer guard and is now in the ledger as offered. Shared, so
+    /// that a client's answer ([`super::Command::AnswerOffer`]) carries it without a copy.
+    Offer(Arc<Allocation>),
     /// An inverse offer that passed the guard: the framework is asked to give back what it
     /// holds on the agent for its maintenance window.
     InverseOffer {

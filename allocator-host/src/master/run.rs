@@ -2,6 +2,7 @@
 //! ([`crate::guard`]) against the host's records, go into the ledger and out as
 //! [`Event::Offer`]s; inverse offers are checked the same way.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::guard::{AgentView, FrameworkView, OfferVerdict, check_inverse_offer, check_offer};
@@ -28,7 +29,7 @@ impl Master<'_> {
             let Some(offer) = self.guard_offer(original, &mut to_recover) else { continue };
             self.ledger.add(offer.framework, offer.agent, &offer.role, &offer.resources);
             offers += 1;
-            self.outbox.push(Event::Offer(offer));
+            self.outbox.push(Event::Offer(Arc::new(offer)));
         }
         for dropped in to_recover {
             // Best effort: the allocator believes it offered these.

@@ -1,5 +1,7 @@
 //! The master core's commands and events, one behaviour per test.
 
+use std::sync::Arc;
+
 use crate::registry::ModuleRegistry;
 use allocator_api::{Allocation, AllocatorOptions, FrameworkCapabilities, Resources};
 
@@ -46,7 +48,7 @@ fn framework(name: &str, role: &str) -> Command {
     }
 }
 
-fn answer(offer: &Allocation, tasks: &[(&str, Option<f64>)], refuse_seconds: f64) -> Command {
+fn answer(offer: &Arc<Allocation>, tasks: &[(&str, Option<f64>)], refuse_seconds: f64) -> Command {
     Command::AnswerOffer {
         offer: offer.clone(),
         tasks: tasks.iter().map(|(r, d)| (res(r), *d)).collect(),
@@ -63,7 +65,7 @@ fn launched(applied: Applied) -> Vec<u64> {
 
 /// A master with one agent `a1` (`cpus:4;mem:1024`) and one framework `f1` in role `r`, and
 /// the offer it got; with `journal`, the master keeps its journal from the start.
-fn offered_with(registry: &ModuleRegistry, journal: bool) -> (Master<'_>, Allocation) {
+fn offered_with(registry: &ModuleRegistry, journal: bool) -> (Master<'_>, Arc<Allocation>) {
     let mut m = Master::new(registry, setup()).expect("built-in allocator");
     if journal {
         m.keep_journal(100);
@@ -78,7 +80,7 @@ fn offered_with(registry: &ModuleRegistry, journal: bool) -> (Master<'_>, Alloca
     (m, offer)
 }
 
-fn offered(registry: &ModuleRegistry) -> (Master<'_>, Allocation) {
+fn offered(registry: &ModuleRegistry) -> (Master<'_>, Arc<Allocation>) {
     offered_with(registry, false)
 }
 
@@ -96,7 +98,7 @@ fn an_active_framework_added_gets_an_offer_recorded_in_the_ledger() {
     let registry = ModuleRegistry::new();
     let (m, offer) = offered(&registry);
     assert_eq!(offer.resources, res("cpus:4;mem:1024"));
-    assert_eq!(m.ledger(), vec![offer]);
+    assert_eq!(m.ledger(), vec![(*offer).clone()]);
 }
 
 #[test]
@@ -105,7 +107,7 @@ fn a_task_that_does_not_fit_its_offer_is_refused_and_changes_nothing() {
     let (mut m, offer) = offered(&registry);
     let err = m.apply(&answer(&offer, &[("cpus:5", None)], 5.0)).unwrap_err();
     assert!(err.contains("do not fit"), "{err}");
-    assert_eq!(m.ledger(), vec![offer]);
+    assert_eq!(m.ledger(), vec![(*offer).clone()]);
     assert!(m.take_events().is_empty());
 }
 

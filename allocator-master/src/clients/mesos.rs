@@ -33,6 +33,7 @@
 mod accept;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use allocator_api::{
@@ -115,7 +116,7 @@ pub struct MesosFrameworks {
     frameworks: BTreeMap<String, Connected>,
     by_master: BTreeMap<ApiFrameworkId, String>,
     /// Outstanding offers: offer id → (framework id, the master's offer).
-    offers: BTreeMap<String, (String, Allocation)>,
+    offers: BTreeMap<String, (String, Arc<Allocation>)>,
     /// Outstanding inverse offers: id → (framework id, agent).
     inverse: BTreeMap<String, (String, ApiAgentId)>,
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
@@ -886,7 +887,7 @@ fn wall_seconds() -> f64 {
 /// refuse filter of `refuse_seconds`. Returns the launched tasks' master ids, in order.
 fn answer(
     master: &mut Master<'_>,
-    offer: &Allocation,
+    offer: &Arc<Allocation>,
     tasks: &[(Resources, Option<f64>)],
     refuse_seconds: f64,
 ) -> Result<Vec<u64>, String> {

@@ -117,7 +117,7 @@ impl SimulatedFrameworks {
     }
 
     /// A simulated framework answers an offer: launch what fits, decline the rest.
-    fn answer(&mut self, offer: &Allocation, master: &mut Master<'_>) -> Result<(), String> {
+    fn answer(&mut self, offer: &Arc<Allocation>, master: &mut Master<'_>) -> Result<(), String> {
         let Some(sim) = self.frameworks.get_mut(&offer.framework) else { return Ok(()) };
         let attrs =
             master.agent_info(offer.agent).map(|a| a.attributes.to_vec()).unwrap_or_default();

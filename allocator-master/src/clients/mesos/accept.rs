@@ -8,6 +8,8 @@
 //! carried out is dropped with a warning, as Mesos drops it; a task that cannot be placed gets
 //! `TASK_ERROR`. What is left of each offer goes back with the call's filter.
 
+use std::sync::Arc;
+
 use allocator_api::{Allocation, Operation as ApiOperation, OperationKind, Resources};
 
 use super::{MesosFrameworks, answer};
@@ -20,7 +22,7 @@ use allocator_host::master::{Command, Master};
 /// The offers of one `ACCEPT` as its operations use them up.
 struct Offered {
     /// The offers, their resources converted by the operations so far.
-    offers: Vec<Allocation>,
+    offers: Vec<Arc<Allocation>>,
     /// What is left of each.
     remaining: Vec<Resources>,
     /// Tasks placed on each: resources and duration, and the task.
@@ -29,7 +31,7 @@ struct Offered {
 }
 
 impl MesosFrameworks {
-    pub(super) fn take_offer(&mut self, fw: &str, offer: &str) -> Option<Allocation> {
+    pub(super) fn take_offer(&mut self, fw: &str, offer: &str) -> Option<Arc<Allocation>> {
         match self.offers.get(offer) {
             Some((owner, _)) if owner == fw => self.offers.remove(offer).map(|(_, a)| a),
             _ => None,
@@ -50,7 +52,7 @@ impl MesosFrameworks {
             .offer_ids
             .iter()
             .all(|o| self.offers.get(&o.value).is_some_and(|(owner, _)| owner == fw));
-        let offers: Vec<Allocation> =
+        let offers: Vec<Arc<Allocation>> =
             accept.offer_ids.iter().filter_map(|o| self.take_offer(fw, &o.value)).collect();
         if !known || offers.is_empty() {
             for a in &offers {
@@ -228,7 +230,7 @@ impl MesosFrameworks {
         })?;
         let apply = |r: &Resources| -> Resources { r.clone() - &consumed + &converted };
         offered.remaining[i] = apply(&offered.remaining[i]);
-        offered.offers[i].resources = apply(&offered.offers[i].resources);
+        Arc::make_mut(&mut offered.offers[i]).resources = apply(&offered.offers[i].resources);
         Ok(Ok(()))
     }
 
