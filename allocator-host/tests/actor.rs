@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use allocator_api::{Allocation, FrameworkCapabilities, Resources};
+use allocator_api::{Allocation, Resources};
 use allocator_host::ModuleRegistry;
 use allocator_host::actor::{ActorError, ActorOptions, MasterActor};
 use allocator_host::master::{Applied, Command, Event, Setup};
@@ -21,28 +21,15 @@ fn res(text: &str) -> Resources {
 }
 
 fn agent(name: &str, resources: &str) -> Command {
-    Command::AddAgent {
-        agent: name.into(),
-        resources: res(resources),
-        hostname: None,
-        capabilities: None,
-        attributes: vec![],
-        used: vec![],
-        unavailability: None,
-    }
+    Command::add_agent(name, res(resources))
 }
 
 fn framework(name: &str, role: &str, active: bool) -> Command {
-    Command::AddFramework {
-        framework: name.into(),
-        roles: vec![role.into()],
-        capabilities: FrameworkCapabilities::MULTI_ROLE,
-        active,
-        used: vec![],
-        suppressed_roles: vec![],
-        min_allocatable: vec![],
-        tasks: None,
+    let mut command = Command::add_framework(name, &[role]);
+    if let Command::AddFramework { active: a, .. } = &mut command {
+        *a = active;
     }
+    command
 }
 
 /// The built-in allocator with an interval of `interval` seconds.

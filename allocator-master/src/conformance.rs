@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use allocator_api::{AllocatorOptions, FrameworkCapabilities, Resources};
+use allocator_api::{AllocatorOptions, Resources};
 use serde_json::Value;
 
 use crate::allocator_scenario::Op;
@@ -60,16 +60,7 @@ fn agent(name: &str, resources: &str) -> Op {
 }
 
 fn framework(name: &str, role: &str) -> Op {
-    Op::Command(Command::AddFramework {
-        framework: name.into(),
-        roles: vec![role.into()],
-        capabilities: FrameworkCapabilities::MULTI_ROLE,
-        active: true,
-        used: vec![],
-        suppressed_roles: vec![],
-        min_allocatable: vec![],
-        tasks: None,
-    })
+    Op::Command(Command::add_framework(name, &[role]))
 }
 
 fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Op {

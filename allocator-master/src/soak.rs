@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use allocator_api::FrameworkCapabilities;
 use allocator_api::rng::Rng;
-use allocator_api::{AllocatorOptions, FrameworkCapabilities};
 
 use crate::allocator_scenario::Op;
 use crate::driver::Driver;
@@ -104,15 +104,8 @@ fn framework_op(i: usize, rng: &mut Rng) -> Op {
 pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakReport, String> {
     let started = Instant::now();
     let mut rng = Rng::new(options.seed);
-    let setup = Setup {
-        allocator: "hierarchical".into(),
-        role_sorter: "drf".into(),
-        framework_sorter: "drf".into(),
-        options: AllocatorOptions { seed: options.seed, ..Default::default() },
-        on_module_failure: FailurePolicy::Stop,
-        call_budget_ms: None,
-        call_timeout_ms: None,
-    };
+    let mut setup = Setup { on_module_failure: FailurePolicy::Stop, ..Setup::default() };
+    setup.options.seed = options.seed;
     let mut sim = Driver::new(registry, setup, "soak")?;
     let mut out = EventStream::sink();
     let mut index = 0;

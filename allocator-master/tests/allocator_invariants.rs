@@ -177,16 +177,9 @@ fn reservations(sim: &Driver<'_>, role: &str) -> Quantities {
 }
 
 fn setup(seed: u64) -> Setup {
-    let options = allocator_api::AllocatorOptions { seed, ..Default::default() };
-    Setup {
-        allocator: "hierarchical".into(),
-        role_sorter: "drf".into(),
-        framework_sorter: "drf".into(),
-        options,
-        on_module_failure: Default::default(),
-        call_budget_ms: None,
-        call_timeout_ms: None,
-    }
+    let mut setup = Setup::default();
+    setup.options.seed = seed;
+    setup
 }
 
 struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);

@@ -1,7 +1,6 @@
 //! Explanations (`--explain`, `GET /explain`): why a role or framework got what it got at the
 //! last allocation run, one reason code each with its numbers.
 
-use allocator_api::AllocatorOptions;
 use allocator_host::registry::ModuleRegistry;
 use serde_json::{Value, json};
 
@@ -14,15 +13,7 @@ use allocator_master::scenario::Document;
 /// Runs `events` (scenario JSON) and explains `subject`; the reasons by code.
 fn explain(events: Value, subject: &str) -> Vec<Value> {
     let registry = ModuleRegistry::new();
-    let setup = Setup {
-        allocator: "hierarchical".into(),
-        role_sorter: "drf".into(),
-        framework_sorter: "drf".into(),
-        options: AllocatorOptions::default(),
-        on_module_failure: FailurePolicy::Stop,
-        call_budget_ms: None,
-        call_timeout_ms: None,
-    };
+    let setup = Setup { on_module_failure: FailurePolicy::Stop, ..Setup::default() };
     let root = json!({"events": events}).as_object().unwrap().clone();
     let scenario = AllocatorScenario::parse(&Document { file: "t".into(), root }).unwrap();
     let mut sim = Driver::new(&registry, setup, "t").unwrap();

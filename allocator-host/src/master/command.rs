@@ -154,6 +154,38 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// An agent with `resources` and nothing else: no hostname (its name is used), the
+    /// default capabilities, no attributes, nothing used, available. Set the other fields of
+    /// [`Command::AddAgent`] to say more.
+    pub fn add_agent(name: &str, resources: Resources) -> Command {
+        Command::AddAgent {
+            agent: name.to_owned(),
+            resources,
+            hostname: None,
+            capabilities: None,
+            attributes: vec![],
+            used: vec![],
+            unavailability: None,
+        }
+    }
+
+    /// An active framework in `roles` with the `MULTI_ROLE` capability, holding nothing, not
+    /// simulated. Set the other fields of [`Command::AddFramework`] to say more.
+    pub fn add_framework(name: &str, roles: &[&str]) -> Command {
+        Command::AddFramework {
+            framework: name.to_owned(),
+            roles: roles.iter().map(|r| (*r).to_owned()).collect(),
+            capabilities: FrameworkCapabilities::MULTI_ROLE,
+            active: true,
+            used: vec![],
+            suppressed_roles: vec![],
+            min_allocatable: vec![],
+            tasks: None,
+        }
+    }
+}
+
 /// Who applies a command, which decides whether the journal keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {

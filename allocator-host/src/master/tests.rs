@@ -3,20 +3,12 @@
 use std::sync::Arc;
 
 use crate::registry::ModuleRegistry;
-use allocator_api::{Allocation, AllocatorOptions, FrameworkCapabilities, Resources};
+use allocator_api::{Allocation, Resources};
 
 use super::{Applied, Command, Entry, Event, FailurePolicy, Master, Origin, Setup, TaskEnd};
 
 fn setup() -> Setup {
-    Setup {
-        allocator: "hierarchical".into(),
-        role_sorter: "drf".into(),
-        framework_sorter: "drf".into(),
-        options: AllocatorOptions::default(),
-        on_module_failure: FailurePolicy::Stop,
-        call_budget_ms: None,
-        call_timeout_ms: None,
-    }
+    Setup { on_module_failure: FailurePolicy::Stop, ..Setup::default() }
 }
 
 fn res(text: &str) -> Resources {
@@ -24,28 +16,11 @@ fn res(text: &str) -> Resources {
 }
 
 fn agent(name: &str, resources: &str) -> Command {
-    Command::AddAgent {
-        agent: name.into(),
-        resources: res(resources),
-        hostname: None,
-        capabilities: None,
-        attributes: vec![],
-        used: vec![],
-        unavailability: None,
-    }
+    Command::add_agent(name, res(resources))
 }
 
 fn framework(name: &str, role: &str) -> Command {
-    Command::AddFramework {
-        framework: name.into(),
-        roles: vec![role.into()],
-        capabilities: FrameworkCapabilities::MULTI_ROLE,
-        active: true,
-        used: vec![],
-        suppressed_roles: vec![],
-        min_allocatable: vec![],
-        tasks: None,
-    }
+    Command::add_framework(name, &[role])
 }
 
 fn answer(offer: &Arc<Allocation>, tasks: &[(&str, Option<f64>)], refuse_seconds: f64) -> Command {

@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use allocator_api::FrameworkCapabilities;
 use allocator_host::ModuleRegistry;
 use allocator_host::actor::{ActorOptions, MasterActor};
 use allocator_host::master::{Command, Event, FailurePolicy, Setup};
@@ -79,29 +78,12 @@ fn run(args: Vec<String>) -> Result<(), String> {
     let master = actor.handle();
     for f in 0..number("frameworks", "3")? as usize {
         master
-            .apply(Command::AddFramework {
-                framework: format!("f{f}"),
-                roles: vec![format!("r{f}")],
-                capabilities: FrameworkCapabilities::MULTI_ROLE,
-                active: true,
-                used: vec![],
-                suppressed_roles: vec![],
-                min_allocatable: vec![],
-                tasks: None,
-            })
+            .apply(Command::add_framework(&format!("f{f}"), &[&format!("r{f}")]))
             .map_err(|e| e.to_string())?;
     }
     for a in 0..number("agents", "4")? as usize {
-        let command = Command::AddAgent {
-            agent: format!("a{a}"),
-            resources: "cpus:8;mem:16384".parse().map_err(|e| format!("{e}"))?,
-            hostname: None,
-            capabilities: None,
-            attributes: vec![],
-            used: vec![],
-            unavailability: None,
-        };
-        master.apply(command).map_err(|e| e.to_string())?;
+        let resources = "cpus:8;mem:16384".parse().map_err(|e| format!("{e}"))?;
+        master.apply(Command::add_agent(&format!("a{a}"), resources)).map_err(|e| e.to_string())?;
     }
     // The frameworks: answer every offer as it comes, until the time is up.
     let (mut offers, mut tasks) = (0u64, 0u64);
