@@ -1,7 +1,7 @@
 //! Role names: the one place their rules live.
 //!
 //! Mesos's rules (`roles::validate`): a role is `*` (the default role) or one or more segments
-//! separated by `/`; no segment is empty, `.` or `..`; a role never starts with `-`; and no
+//! separated by `/`; no segment is empty, `.`, `..` or `*`; no segment starts with `-`; and no
 //! character is whitespace or a control character (NUL included). Every place that accepts a
 //! role (resource text, scenarios, quota, weights, framework roles, sorter clients) calls
 //! [`validate`].
@@ -14,6 +14,14 @@ pub struct RoleError {
     pub role: String,
     /// The rule it breaks.
     pub reason: &'static str,
+}
+
+impl RoleError {
+    /// The refusal as Mesos's master words it to a framework: `Role '<role>' is invalid:
+    /// <rule>` (control characters in the name escaped).
+    pub fn mesos_message(&self) -> String {
+        format!("Role '{}' is invalid: {}", self.role.escape_debug(), self.reason)
+    }
 }
 
 /// Checks `role` against Mesos's role-name rules (see the [module documentation](self)).
@@ -47,6 +55,7 @@ pub fn validate(role: &str) -> Result<(), RoleError> {
             "" => return fail("a role path cannot have an empty segment ('/' only separates)"),
             "." | ".." => return fail("a role path cannot have a '.' or '..' segment"),
             "*" => return fail("'*' cannot be a segment of a nested role"),
+            s if s.starts_with('-') => return fail("a role path segment cannot start with '-'"),
             _ => {}
         }
     }
@@ -69,6 +78,23 @@ mod tests {
         for bad in ["", "/a", "a/", "a//b", ".", "..", "a/./b", "a/..", "../etc"] {
             assert!(validate(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_segment_starting_with_a_dash_is_refused() {
+        for bad in ["-x", "a/-b", "a/b/-"] {
+            assert!(validate(bad).is_err(), "{bad}");
+        }
+        assert!(validate("a-b/c-").is_ok());
+    }
+
+    #[test]
+    fn the_mesos_message_names_the_role_and_escapes_control_characters() {
+        let e = validate("a\nb").unwrap_err();
+        assert_eq!(
+            e.mesos_message(),
+            "Role 'a\\nb' is invalid: a role name cannot contain control characters"
+        );
     }
 
     #[test]

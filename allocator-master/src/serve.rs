@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
+use crate::auth::{Action, Auth, Caller, Realm};
 use crate::driver::Driver;
 use crate::output::EventStream;
 use crate::scenario::Document;
@@ -56,6 +57,8 @@ pub struct ServeOptions {
     pub duration: Option<f64>,
     /// Wall-clock seconds between `HEARTBEAT` events on scheduler streams.
     pub heartbeat_interval: f64,
+    /// Authentication and authorization ([`crate::auth`]).
+    pub auth: Auth,
 }
 
 /// A request read in full by the HTTP server.
@@ -131,13 +134,14 @@ struct Live<'s, 'r> {
     queued: Arc<AtomicU64>,
     latency_ms: Vec<f64>,
     operator: crate::clients::operator::Operator,
+    auth: &'s Auth,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
     fn new(
         sim: &'s mut Driver<'r>,
         scenario: &'s AllocatorScenario,
-        options: &ServeOptions,
+        options: &'s ServeOptions,
         queued: Arc<AtomicU64>,
     ) -> Live<'s, 'r> {
         let start = Instant::now();
@@ -154,6 +158,7 @@ impl<'s, 'r> Live<'s, 'r> {
             queued,
             latency_ms: Vec::new(),
             operator: Default::default(),
+            auth: &options.auth,
             sim,
         }
     }
@@ -273,9 +278,36 @@ impl<'s, 'r> Live<'s, 'r> {
     /// Answers one request. `Err` stops the master.
     fn answer(&mut self, incoming: Incoming, out: &mut EventStream) -> Result<(), String> {
         let request = incoming;
+        if let Err(refusal) = check_media_types(&request) {
+            request.respond_with(refusal);
+            return Ok(());
+        }
+        let principal = match realm(&request.method, &request.path) {
+            None => None,
+            Some(realm) => match self.auth.authenticate(realm, request.header("Authorization")) {
+                Ok(principal) => principal,
+                Err(denied) => {
+                    log::warn!(
+                        "{} {}: {} (authentication)",
+                        request.method,
+                        request.path,
+                        denied.status
+                    );
+                    request.respond_with(*denied);
+                    return Ok(());
+                }
+            },
+        };
+        let caller = Caller { auth: self.auth, principal: principal.as_deref() };
+        if let Err(denied) = authorize_endpoint(caller, &request) {
+            request.respond_with(*denied);
+            return Ok(());
+        }
         match (request.method.as_str(), request.path.as_str()) {
             ("POST", "/api/v1/scheduler") => {
-                if let Err(e) = self.sim.with_mesos(out, |m, master| m.call(request, master)) {
+                if let Err(e) =
+                    self.sim.with_mesos(out, |m, master| m.call(request, caller, master))
+                {
                     self.fatal()?;
                     log::error!("scheduler API: {e}");
                 }
@@ -290,8 +322,12 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             ("POST", "/api/v1") => {
                 let metrics = self.metrics();
-                let answer =
-                    self.operator.answer(&mut self.sim.applying(out), metrics, &request.body);
+                let answer = self.operator.answer(
+                    &mut self.sim.applying(out),
+                    metrics,
+                    &request.body,
+                    caller,
+                );
                 if answer.status >= 400 {
                     log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
                 }
@@ -352,6 +388,98 @@ impl<'s, 'r> Live<'s, 'r> {
         respond(request, status, &answer);
         Ok(())
     }
+}
+
+/// The realm whose authentication a request needs; `None`: never authenticated
+/// (`GET /version`, `/health`, unknown paths).
+fn realm(method: &str, path: &str) -> Option<Realm> {
+    match (method, path) {
+        (_, "/api/v1/scheduler") => Some(Realm::Frameworks),
+        (_, "/api/v1" | "/quota" | "/weights" | "/sorters" | "/plan") => Some(Realm::ReadWrite),
+        (_, "/state" | "/metrics/snapshot" | "/explain") => Some(Realm::ReadOnly),
+        _ => None,
+    }
+}
+
+/// The ACL checks of `serve`'s own endpoints (the scheduler and operator APIs check theirs
+/// per call). The body is read as the endpoint reads it; a body that does not parse is left
+/// to the endpoint's own `400`.
+fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crate::auth::Denied> {
+    let body = || serde_json::from_str::<Value>(&request.body).unwrap_or(Value::Null);
+    match (request.method.as_str(), request.path.as_str()) {
+        ("POST", "/quota") => {
+            let body = body();
+            let role = body.get("role").and_then(Value::as_str).unwrap_or_default();
+            caller.may(Action::UpdateQuotas, &[role])
+        }
+        ("POST", "/weights") => {
+            let body = body();
+            let roles: Vec<&str> = body
+                .get("weights")
+                .and_then(Value::as_object)
+                .map(|w| w.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            if roles.is_empty() {
+                caller.may(Action::UpdateWeights, &[])
+            } else {
+                caller.may(Action::UpdateWeights, &roles)
+            }
+        }
+        ("POST", "/sorters") => {
+            let body = body();
+            let names: Vec<&str> = ["role_sorter", "framework_sorter"]
+                .into_iter()
+                .filter_map(|k| body.get(k).and_then(Value::as_str))
+                .collect();
+            caller.may(Action::UpdateSorters, &names)
+        }
+        ("POST", "/plan") => caller.may(Action::Plan, &[]),
+        ("GET", "/state") => caller.may(Action::ViewFrameworks, &[]),
+        ("GET", "/metrics/snapshot") => caller.may(Action::GetEndpoints, &["/metrics/snapshot"]),
+        ("GET", "/explain") => {
+            let role = request.query.split('&').find_map(|p| p.strip_prefix("role="));
+            match role {
+                Some(role) => caller.may(Action::ViewRoles, &[&percent_decode(role)]),
+                None => caller.may(Action::ViewFrameworks, &[]),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Mesos's answers to a body or an `Accept` this master does not speak: `415` for a
+/// protobuf (or other non-JSON) body, `406` when JSON is not acceptable. Only the v1 APIs
+/// check them, as in Mesos.
+fn check_media_types(request: &Incoming) -> Result<(), crate::http::Response> {
+    if !matches!(request.path.as_str(), "/api/v1/scheduler" | "/api/v1") {
+        return Ok(());
+    }
+    let json = "application/json";
+    if request.method == "POST" {
+        let content_type = request.header("Content-Type").unwrap_or(json);
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        if !media.eq_ignore_ascii_case(json) {
+            return Err(crate::http::Response::text(
+                415,
+                &format!("Expecting 'Content-Type' of {json}"),
+            ));
+        }
+    }
+    if let Some(accept) = request.header("Accept") {
+        let allows_json = accept.split(',').any(|range| {
+            let media = range.split(';').next().unwrap_or_default().trim();
+            ["application/json", "application/*", "*/*"]
+                .iter()
+                .any(|m| media.eq_ignore_ascii_case(m))
+        });
+        if !allows_json {
+            return Err(crate::http::Response::text(
+                406,
+                &format!("Expecting 'Accept' to allow '{json}'"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `GET /explain?role=R` or `?framework=F`: why it got what it got at the last run.

@@ -113,6 +113,33 @@ def check_finish():
     run(S(), framework("finish"))
 
 
+def check_finish_with_credentials():
+    """`check_finish` with HTTP Basic credentials `ARGS[0]:ARGS[1]` (pymesos's `principal` and
+    `secret`), against a master that authenticates frameworks."""
+    seen.update(updates=[], running_in_state=None)
+
+    class S(Scheduler):
+        launched = False
+
+        def resourceOffers(self, driver, offers):
+            for o in offers:
+                if self.launched:
+                    driver.declineOffer(o["id"])
+                    continue
+                self.launched = True
+                t = task(o, "t-1")
+                t["command"] = {"value": "sleep 1"}
+                driver.launchTasks(o["id"], [t])
+
+        def statusUpdate(self, driver, update):
+            seen["updates"].append(update["state"])
+            if update["state"] == "TASK_FINISHED":
+                done()
+
+    run(S(), framework("finish", principal=sys.argv[3]), principal=sys.argv[3],
+        secret=sys.argv[4])
+
+
 def check_decline():
     """Offers declined with a one-hour filter are not offered again; `ARGS[0]` seconds later
     the framework has seen only the first round."""

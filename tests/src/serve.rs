@@ -64,6 +64,64 @@ impl Serve {
         (status, payload.to_owned())
     }
 
+    /// One request with extra `headers` (each `Name: value`) and `body`, sent as is (no
+    /// `Content-Type` unless given); the status, the response headers and the body.
+    pub fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, String) {
+        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).expect("a timeout");
+        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .expect("send the request");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("read the answer");
+        let (head, payload) = answer.split_once("\r\n\r\n").expect("headers and body");
+        let (status, headers) = parse_head(head);
+        (status, headers, payload.to_owned())
+    }
+
+    /// Sends a request whose answer is a stream (a scheduler `SUBSCRIBE`) and reads only the
+    /// answer's head: the status, the headers and the open connection (the stream's chunks
+    /// follow on it).
+    pub fn open_stream(
+        &self,
+        path: &str,
+        headers: &[&str],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, BufReader<TcpStream>) {
+        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("a timeout");
+        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nHost: {}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .expect("send the request");
+        let mut reader = BufReader::new(s);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).expect("read the head") == 0 || line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let (status, headers) = parse_head(head.trim_end());
+        (status, headers, reader)
+    }
+
     /// Stops it with SIGTERM, as an operator does, and waits for it to end.
     pub fn stop(mut self) -> ExitStatus {
         let pid = self.child.id().to_string();
@@ -83,6 +141,26 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The status and headers of an answer's head.
+fn parse_head(head: &str) -> (u16, Vec<(String, String)>) {
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("a status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    (status, headers)
+}
+
+/// The value of header `name` (case-insensitive) among `headers`.
+pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
 /// One offer of an event stream: (time in microseconds, framework, role, agent, resources).

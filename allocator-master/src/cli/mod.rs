@@ -374,6 +374,9 @@ pub struct ServeArgs {
         value_name = "SECS"
     )]
     pub heartbeat_interval: f64,
+    /// Authentication and authorization.
+    #[command(flatten)]
+    pub auth: AuthFlags,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -386,6 +389,59 @@ pub struct ServeArgs {
     /// The scenario that supplies the cluster, and the event stream.
     #[command(flatten)]
     pub run: RunFlags,
+}
+
+/// `serve`'s authentication and authorization flags, as Mesos's master names them (see
+/// [`crate::auth`]).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct AuthFlags {
+    /// Principals and their secrets: Mesos's JSON (`{"credentials": [{"principal": …,
+    /// "secret": …}]}`) or `principal secret` lines.
+    #[arg(long, value_name = "FILE")]
+    pub credentials: Option<PathBuf>,
+    /// Require HTTP Basic authentication on the scheduler API.
+    #[arg(long = "authenticate_http_frameworks", alias = "authenticate-http-frameworks", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true", value_name = "BOOL")]
+    pub authenticate_http_frameworks: bool,
+    /// Require HTTP Basic authentication on the endpoints that change state (the operator
+    /// API, POST /quota, /weights, /sorters, /plan).
+    #[arg(long = "authenticate_http_readwrite", alias = "authenticate-http-readwrite", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true", value_name = "BOOL")]
+    pub authenticate_http_readwrite: bool,
+    /// Require HTTP Basic authentication on the endpoints that read state (GET /state,
+    /// /metrics/snapshot, /explain).
+    #[arg(long = "authenticate_http_readonly", alias = "authenticate-http-readonly", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true", value_name = "BOOL")]
+    pub authenticate_http_readonly: bool,
+    /// Access control lists in Mesos's JSON: a file, or the JSON itself.
+    #[arg(long, value_name = "FILE_OR_JSON")]
+    pub acls: Option<String>,
+}
+
+impl AuthFlags {
+    /// The checked [`crate::auth::Auth`] these flags describe.
+    pub fn resolve(&self) -> Result<crate::auth::Auth, String> {
+        let credentials =
+            self.credentials.as_deref().map(crate::auth::Credentials::load).transpose()?;
+        let acls = match self.acls.as_deref() {
+            None => crate::auth::Acls::default(),
+            Some(json) if json.trim_start().starts_with('{') => {
+                crate::auth::Acls::parse(json).map_err(|e| format!("--acls: {e}"))?
+            }
+            Some(path) => crate::auth::Acls::load(std::path::Path::new(
+                path.strip_prefix("file://").unwrap_or(path),
+            ))?,
+        };
+        let auth = crate::auth::Auth {
+            credentials,
+            frameworks: self.authenticate_http_frameworks,
+            readwrite: self.authenticate_http_readwrite,
+            readonly: self.authenticate_http_readonly,
+            acls,
+        };
+        auth.check()?;
+        Ok(auth)
+    }
 }
 
 /// `allocator-master soak` arguments (the built-in allocator with its DRF sorters).
@@ -754,6 +810,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             speed: serve.speed,
             duration: serve.duration,
             heartbeat_interval: serve.heartbeat_interval,
+            auth: serve.auth.resolve()?,
         };
         sim.set_offer_tracking(
             scenario

@@ -41,6 +41,7 @@ use allocator_api::{
     InverseOfferStatus, Resources, RoleMinAllocatable,
 };
 
+use crate::auth::{Action, Caller, Realm};
 use crate::http::{Request, Response, Stream};
 use crate::mesos::scheduler::{
     self as s, Call, CallType, FrameworkCapabilityType, TaskState, TaskStatus, TaskStatusReason,
@@ -78,7 +79,10 @@ struct TaskRecord {
 struct Connected {
     id: ApiFrameworkId,
     info: s::FrameworkInfo,
+    /// Who it is: the principal it authenticated as, else the one its `FrameworkInfo` names.
+    principal: Option<String>,
     stream: Option<Stream>,
+    /// Its current `Mesos-Stream-Id`: random, fresh with each subscription.
     stream_id: String,
     /// When its stream ended (wall clock), while it is disconnected.
     disconnected: Option<Instant>,
@@ -184,7 +188,12 @@ impl MesosFrameworks {
 
     /// Answers one `POST /api/v1/scheduler` request: `SUBSCRIBE` with a stream, other calls
     /// with `202`, bad calls with `400`/`403` and a one-line reason, changing nothing.
-    pub fn call(&mut self, request: Request, master: &mut Master<'_>) -> Result<(), String> {
+    pub fn call(
+        &mut self,
+        request: Request,
+        caller: Caller<'_>,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
         let call = match Call::parse(&request.body).and_then(|c| c.validate().map(|()| c)) {
             Ok(call) => call,
             Err(reason) => {
@@ -193,10 +202,14 @@ impl MesosFrameworks {
             }
         };
         if call.kind == CallType::Subscribe {
-            return self.subscribe(request, call, master);
+            return self.subscribe(request, call, caller, master);
         }
         let fw = call.framework_id.as_ref().map(|f| f.value.clone()).unwrap_or_default();
         if let Err((status, reason)) = self.check_caller(&fw, request.header("Mesos-Stream-Id")) {
+            request.respond_with(Response::text(status, &reason));
+            return Ok(());
+        }
+        if let Err((status, reason)) = self.check_principal(&fw, &call, caller) {
             request.respond_with(Response::text(status, &reason));
             return Ok(());
         }
@@ -229,6 +242,36 @@ impl MesosFrameworks {
             )),
             Some(_) => Ok(()),
         }
+    }
+
+    /// With `--authenticate_http_frameworks`, a call must come from the framework's own
+    /// principal; an `UPDATE_FRAMEWORK` keeps its principal, uses valid roles only, and needs
+    /// `register_frameworks` for them.
+    fn check_principal(&self, fw: &str, call: &Call, caller: Caller<'_>) -> Result<(), Refusal> {
+        let f = &self.frameworks[fw];
+        if caller.auth.required(Realm::Frameworks) && caller.principal != f.principal.as_deref() {
+            return Err((
+                403,
+                format!(
+                    "Authenticated principal '{}' does not match the principal of framework {fw}",
+                    caller.principal.unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(u) = &call.update_framework {
+            let info = &u.framework_info;
+            if info.principal.is_some() && info.principal != f.principal {
+                return Err((403, "Changing framework's principal is not allowed".into()));
+            }
+            let roles = info.effective_roles();
+            validate_roles(&roles).map_err(|reason| (400, reason))?;
+            let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+            caller
+                .auth
+                .authorize(Action::RegisterFrameworks, f.principal.as_deref(), &roles)
+                .map_err(|denied| (403, String::from_utf8_lossy(&denied.body).into_owned()))?;
+        }
+        Ok(())
     }
 
     /// Checks that need the framework: roles it is subscribed in, acknowledgement uuids.
@@ -348,6 +391,7 @@ impl MesosFrameworks {
         &mut self,
         request: Request,
         call: Call,
+        caller: Caller<'_>,
         master: &mut Master<'_>,
     ) -> Result<(), String> {
         let sub = call.subscribe.expect("validated");
@@ -355,6 +399,37 @@ impl MesosFrameworks {
         let roles = info.effective_roles();
         if roles.is_empty() {
             request.respond_with(Response::text(400, "A framework needs at least one role"));
+            return Ok(());
+        }
+        if let Err(reason) = validate_roles(&roles) {
+            request.respond_with(Response::text(400, &reason));
+            return Ok(());
+        }
+        let principal = match (caller.principal, info.principal.as_deref()) {
+            (Some(authenticated), Some(named)) if authenticated != named => {
+                let reason = format!(
+                    "Authenticated principal '{authenticated}' does not match principal '{named}' set in `FrameworkInfo`"
+                );
+                request.respond_with(Response::text(400, &reason));
+                return Ok(());
+            }
+            (authenticated, named) => authenticated.or(named).map(str::to_owned),
+        };
+        let role_names: Vec<&str> = roles.iter().map(String::as_str).collect();
+        if let Err(denied) =
+            caller.auth.authorize(Action::RegisterFrameworks, principal.as_deref(), &role_names)
+        {
+            request.respond_with(*denied);
+            return Ok(());
+        }
+        if let Some(id) = info.id.as_ref()
+            && let Some(f) = self.frameworks.get(&id.value)
+            && f.principal != principal
+        {
+            // A failover keeps the framework's principal: nobody takes over another's framework.
+            log::warn!("framework {} refused a failover by another principal", id.value);
+            request
+                .respond_with(Response::text(403, "Changing framework's principal is not allowed"));
             return Ok(());
         }
         if let Some(id) = info.id.as_ref().filter(|i| self.removed.contains(&i.value)) {
@@ -371,7 +446,13 @@ impl MesosFrameworks {
         }
         let capabilities = capabilities(&info);
         let min_allocatable = min_allocatable(&info);
-        let stream_id = self.fresh_id("stream-");
+        let stream_id = match random_uuid() {
+            Ok(id) => id,
+            Err(e) => {
+                request.respond_with(Response::text(503, &format!("no random stream id: {e}")));
+                return Ok(());
+            }
+        };
         let known =
             info.id.as_ref().map(|i| i.value.clone()).filter(|i| self.frameworks.contains_key(i));
         let name = match known {
@@ -404,6 +485,7 @@ impl MesosFrameworks {
                     old.close();
                 }
                 f.info = s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info };
+                f.principal = principal;
                 name
             }
             None => {
@@ -433,6 +515,7 @@ impl MesosFrameworks {
                     Connected {
                         id,
                         info: s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info },
+                        principal,
                         stream: None,
                         stream_id: String::new(),
                         disconnected: Some(Instant::now()),
@@ -881,6 +964,26 @@ fn wall_seconds() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A random version-4 UUID in its text form (`Mesos-Stream-Id`s): 122 random bits from the
+/// operating system, so that nobody who can read `GET /state` can guess a framework's stream.
+fn random_uuid() -> Result<String, getrandom::Error> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b)?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]))
+}
+
+/// Mesos's role rules ([`allocator_api::roles::validate`]) for every role a framework names;
+/// `Err` is the reason, in Mesos's words.
+fn validate_roles(roles: &[String]) -> Result<(), String> {
+    for role in roles {
+        allocator_api::roles::validate(role).map_err(|e| e.mesos_message())?;
+    }
+    Ok(())
 }
 
 /// A framework's answer to `offer`: `tasks` launched on parts of it, the rest declined with a

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resources};
 use serde_json::{Map, Value};
 
+use crate::auth::{Action, Caller, Denied};
 use crate::http::Response;
 use crate::mesos::operator::{self as m, Call, CallType, QuotaConfig};
 use crate::mesos::scheduler as s;
@@ -64,6 +65,58 @@ pub struct Operator {
     down: BTreeMap<String, Down>,
 }
 
+/// The ACL check of one call (see [`crate::auth`]): changes by their action and objects (roles,
+/// machines), reads of frameworks and roles as a whole.
+fn authorize(call: &Call, caller: Caller<'_>) -> Result<(), Denied> {
+    let machines = |list: &[crate::mesos::MachineId]| -> Vec<String> {
+        list.iter().filter_map(|m| m.hostname.clone().or_else(|| m.ip.clone())).collect()
+    };
+    let strs = |v: &[String]| -> Vec<String> { v.to_vec() };
+    let (action, objects): (Action, Vec<String>) = match call.kind {
+        CallType::GetState | CallType::GetFrameworks | CallType::GetTasks => {
+            (Action::ViewFrameworks, vec![])
+        }
+        CallType::GetRoles | CallType::GetWeights | CallType::GetQuota => {
+            (Action::ViewRoles, vec![])
+        }
+        CallType::GetMetrics => (Action::GetEndpoints, vec!["/metrics/snapshot".into()]),
+        CallType::GetFlags => (Action::GetEndpoints, vec!["/flags".into()]),
+        CallType::UpdateWeights => {
+            let w =
+                call.update_weights.as_ref().map(|u| u.weight_infos.as_slice()).unwrap_or_default();
+            (Action::UpdateWeights, w.iter().filter_map(|i| i.role.clone()).collect())
+        }
+        CallType::UpdateQuota => {
+            let q =
+                call.update_quota.as_ref().map(|u| u.quota_configs.as_slice()).unwrap_or_default();
+            (Action::UpdateQuotas, q.iter().map(|c| c.role.clone()).collect())
+        }
+        CallType::UpdateMaintenanceSchedule => {
+            let windows = call
+                .update_maintenance_schedule
+                .as_ref()
+                .map(|u| u.schedule.windows.as_slice())
+                .unwrap_or_default();
+            let all: Vec<String> = windows.iter().flat_map(|w| machines(&w.machine_ids)).collect();
+            (Action::UpdateMaintenanceSchedules, strs(&all))
+        }
+        CallType::StartMaintenance => {
+            let m =
+                call.start_maintenance.as_ref().map(|m| m.machines.as_slice()).unwrap_or_default();
+            (Action::StartMaintenances, machines(m))
+        }
+        CallType::StopMaintenance => {
+            let m =
+                call.stop_maintenance.as_ref().map(|m| m.machines.as_slice()).unwrap_or_default();
+            (Action::StopMaintenances, machines(m))
+        }
+        CallType::MarkAgentGone => (Action::MarkAgentsGone, vec![]),
+        _ => return Ok(()),
+    };
+    let objects: Vec<&str> = objects.iter().map(String::as_str).collect();
+    caller.may(action, &objects)
+}
+
 impl Operator {
     /// Answers one `POST /api/v1` body. `metrics` are `GET /metrics/snapshot`'s.
     pub fn answer(
@@ -71,11 +124,15 @@ impl Operator {
         sim: &mut dyn Cluster<'_>,
         metrics: Map<String, Value>,
         body: &str,
+        caller: Caller<'_>,
     ) -> Response {
         let call = match Call::parse(body).and_then(|c| c.validate().map(|()| c)) {
             Ok(call) => call,
             Err(reason) => return Response::text(400, &reason),
         };
+        if let Err(denied) = authorize(&call, caller) {
+            return *denied;
+        }
         let answer = match call.kind {
             CallType::GetHealth => Ok(Some(m::Response::health(m::GetHealth { healthy: true }))),
             CallType::GetVersion => Ok(Some(m::Response::version(m::GetVersion {
