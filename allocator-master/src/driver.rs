@@ -140,6 +140,15 @@ impl<'r> Cluster<'r> for Applying<'_, 'r> {
     fn scheduler(&self) -> Option<&dyn SchedulerView> {
         self.sim.mesos.as_ref().map(|m| m as &dyn SchedulerView)
     }
+
+    fn teardown(&mut self, framework: &str) -> Result<(), String> {
+        if self.sim.mesos.as_ref().is_some_and(|m| m.knows(framework)) {
+            let name = framework.to_owned();
+            self.sim.with_mesos(self.out, |m, master| m.teardown(&name, master)).map(drop)
+        } else {
+            self.sim.command(&Command::RemoveFramework(framework.to_owned()), self.out).map(drop)
+        }
+    }
 }
 
 impl SchedulerView for MesosFrameworks {
@@ -152,6 +161,10 @@ impl SchedulerView for MesosFrameworks {
 
     fn task_name(&self, fw: allocator_api::FrameworkId, task: u64) -> Option<&str> {
         MesosFrameworks::task_name(self, fw, task)
+    }
+
+    fn principal(&self, framework: &str) -> Option<&str> {
+        MesosFrameworks::principal(self, framework)
     }
 }
 

@@ -13,7 +13,8 @@
 //!   [`recording`]: what a live master applied, as a replayable scenario (SPEC section 6.3);
 //!   [`plan`]: what a change would do to the next allocation run (what-if); [`explain`]: why
 //!   a role or framework got what it got.
-//! * [`serve`]: the simulated master live over HTTP, with [`auth`]entication and authorization; [`http`]: its HTTP/1.1 server (keep-alive,
+//! * [`serve`]: the simulated master live over HTTP, with [`auth`] (authentication and
+//!   authorization); [`http`]: its HTTP/1.1 server (keep-alive,
 //!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
 //!   operator APIs, resource conversion and RecordIO.
 //! * [`bench`](mod@bench), [`cli::bench`]: Mesos's benchmarks and their subcommand;

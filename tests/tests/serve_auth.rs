@@ -263,3 +263,27 @@ fn a_pymesos_framework_with_credentials_runs_a_task_when_frameworks_authenticate
     let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(seen["updates"], json!(["TASK_STARTING", "TASK_RUNNING", "TASK_FINISHED"]));
 }
+
+#[test]
+fn an_operator_teardown_needs_teardown_frameworks_for_the_frameworks_principal() {
+    let creds = credentials("teardown");
+    let acls = r#"{"teardown_frameworks": [
+        {"principals": {"values": ["ops"]}, "framework_principals": {"type": "ANY"}},
+        {"principals": {"type": "ANY"}, "framework_principals": {"type": "NONE"}}]}"#;
+    let serve = start(&["--credentials", &creds, "--authenticate_http_readwrite", "--acls", acls]);
+    let body = subscribe_body(&["r1"], None, Some("dev"));
+    let (_, _, mut stream) = serve.open_stream("/api/v1/scheduler", &[JSON], &body);
+    let id = first_event(&mut stream)["subscribed"]["framework_id"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let teardown =
+        json!({"type": "TEARDOWN", "teardown": {"framework_id": {"value": id}}}).to_string();
+    let as_dev = basic("dev", "dev-secret");
+    assert_eq!(serve.request_with("POST", "/api/v1", &[JSON, &as_dev], &teardown).0, 403);
+    let as_ops = basic("ops", "ops-secret");
+    assert_eq!(serve.request_with("POST", "/api/v1", &[JSON, &as_ops], &teardown).0, 200);
+    let state: Value = serde_json::from_str(&serve.request("GET", "/state", "").1).unwrap();
+    assert_eq!(state["frameworks"].as_array().map(Vec::len), Some(0), "{state}");
+    assert_eq!(serve.request_with("POST", "/api/v1", &[JSON, &as_ops], &teardown).0, 400);
+}

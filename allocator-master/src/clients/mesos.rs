@@ -342,7 +342,7 @@ impl MesosFrameworks {
                 self.reconcile(fw, &call.reconcile.expect("validated").tasks);
                 Ok(())
             }
-            CallType::Teardown => self.remove(fw, master),
+            CallType::Teardown => self.teardown(fw, master),
             CallType::UpdateFramework => {
                 self.update_framework(fw, call.update_framework.expect("validated"), master)
             }
@@ -731,7 +731,20 @@ impl MesosFrameworks {
     }
 
     /// Removes a framework (`TEARDOWN`, or its failover timeout passed).
-    fn remove(&mut self, fw: &str, master: &mut Master<'_>) -> Result<(), String> {
+    /// Whether `fw` is a framework of this client (subscribed, or disconnected within its
+    /// failover timeout).
+    pub fn knows(&self, fw: &str) -> bool {
+        self.frameworks.contains_key(fw)
+    }
+
+    /// The principal of framework `fw`, if it has one.
+    pub fn principal(&self, fw: &str) -> Option<&str> {
+        self.frameworks.get(fw)?.principal.as_deref()
+    }
+
+    /// Removes framework `fw` (`TEARDOWN`, by itself or by an operator): its stream ends, its
+    /// offers go back, and it cannot subscribe again.
+    pub fn teardown(&mut self, fw: &str, master: &mut Master<'_>) -> Result<(), String> {
         let Some(f) = self.frameworks.remove(fw) else { return Ok(()) };
         self.offers.retain(|_, (owner, _)| owner != fw);
         self.inverse.retain(|_, (owner, _)| owner != fw);
@@ -894,7 +907,7 @@ impl MesosFrameworks {
             if let Some(since) = f.disconnected {
                 let timeout = Duration::from_secs_f64(f.info.failover_timeout().clamp(0.0, 1e9));
                 if now.duration_since(since) >= timeout {
-                    self.remove(&fw, master)?;
+                    self.teardown(&fw, master)?;
                 }
                 continue;
             }

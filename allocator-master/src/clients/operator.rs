@@ -5,7 +5,8 @@
 //! Calls answered: `GET_HEALTH`, `GET_VERSION`, `GET_METRICS`, `GET_FLAGS`, `GET_STATE`,
 //! `GET_AGENTS`, `GET_FRAMEWORKS`, `GET_TASKS`, `GET_ROLES`, `GET_WEIGHTS`, `UPDATE_WEIGHTS`,
 //! `GET_QUOTA`, `UPDATE_QUOTA`, `GET_MAINTENANCE_SCHEDULE`, `UPDATE_MAINTENANCE_SCHEDULE`,
-//! `START_MAINTENANCE`, `STOP_MAINTENANCE`, `MARK_AGENT_GONE`; any other type is refused with
+//! `START_MAINTENANCE`, `STOP_MAINTENANCE`, `MARK_AGENT_GONE`, `TEARDOWN`; any other type is
+//! refused with
 //! `501`. Changes are [`Command`]s applied through an [`Apply`] handle (the wiring's, which
 //! delivers each command's events before the next), so the master's clients and observers
 //! see them as they see a scenario's.
@@ -40,6 +41,8 @@ pub trait SchedulerView {
     fn framework_info(&self, id: allocator_api::FrameworkId) -> Option<&s::FrameworkInfo>;
     /// The framework's name for one of its tasks (by the master's task id).
     fn task_name(&self, fw: allocator_api::FrameworkId, task: u64) -> Option<&str>;
+    /// The principal of a connected framework (by its framework id), if it has one.
+    fn principal(&self, framework: &str) -> Option<&str>;
 }
 
 /// The master as the operator API sees it: commands to apply, and the frameworks connected
@@ -47,6 +50,9 @@ pub trait SchedulerView {
 pub trait Cluster<'r>: Apply<'r> {
     /// The frameworks connected over the scheduler API, when the master has them.
     fn scheduler(&self) -> Option<&dyn SchedulerView>;
+    /// Removes a framework, as `TEARDOWN` does: one connected over the scheduler API through
+    /// its client (its stream ends, it cannot come back), any other by `remove_framework`.
+    fn teardown(&mut self, framework: &str) -> Result<(), String>;
 }
 
 /// An agent taken down by `START_MAINTENANCE`, to bring back on `STOP_MAINTENANCE`.
@@ -67,7 +73,11 @@ pub struct Operator {
 
 /// The ACL check of one call (see [`crate::auth`]): changes by their action and objects (roles,
 /// machines), reads of frameworks and roles as a whole.
-fn authorize(call: &Call, caller: Caller<'_>) -> Result<(), Denied> {
+fn authorize(
+    call: &Call,
+    caller: Caller<'_>,
+    scheduler: Option<&dyn SchedulerView>,
+) -> Result<(), Denied> {
     let machines = |list: &[crate::mesos::MachineId]| -> Vec<String> {
         list.iter().filter_map(|m| m.hostname.clone().or_else(|| m.ip.clone())).collect()
     };
@@ -111,6 +121,12 @@ fn authorize(call: &Call, caller: Caller<'_>) -> Result<(), Denied> {
             (Action::StopMaintenances, machines(m))
         }
         CallType::MarkAgentGone => (Action::MarkAgentsGone, vec![]),
+        CallType::Teardown => {
+            // The object is the framework's principal (`ANY` when it has none), as in Mesos.
+            let id = call.teardown.as_ref().map(|t| t.framework_id.value.as_str()).unwrap_or("");
+            let principal = scheduler.and_then(|s| s.principal(id)).map(str::to_owned);
+            (Action::TeardownFrameworks, principal.into_iter().collect())
+        }
         _ => return Ok(()),
     };
     let objects: Vec<&str> = objects.iter().map(String::as_str).collect();
@@ -130,7 +146,7 @@ impl Operator {
             Ok(call) => call,
             Err(reason) => return Response::text(400, &reason),
         };
-        if let Err(denied) = authorize(&call, caller) {
+        if let Err(denied) = authorize(&call, caller, sim.scheduler()) {
             return *denied;
         }
         let answer = match call.kind {
@@ -191,6 +207,13 @@ impl Operator {
             CallType::StopMaintenance => {
                 let machines = call.stop_maintenance.expect("validated").machines;
                 self.stop_maintenance(sim, &machines).map(|()| None)
+            }
+            CallType::Teardown => {
+                let id = call.teardown.expect("validated").framework_id.value;
+                if sim.master().framework_id(&id).is_err() {
+                    return Response::text(400, "No framework found with specified ID");
+                }
+                sim.teardown(&id).map(|()| None)
             }
             CallType::MarkAgentGone => {
                 let agent = call.mark_agent_gone.expect("validated").agent_id.value;
