@@ -7,7 +7,7 @@
 //! ([`crate::allocator_scenario::print`]).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
@@ -16,24 +16,28 @@ use crate::allocator_scenario::Op;
 use crate::allocator_scenario::print::{command_to_json, op_to_json};
 use allocator_host::master::journal::{Entry, Sink};
 
-/// Writes a scenario of what a live master applied (SPEC section 6.3), one event per line,
-/// flushed as it goes; [`finish`](Self::finish) closes the JSON. As the master's journal
-/// [`Sink`] it writes the journal's entries, the time between commands as `advance` events.
+/// Writes a scenario of what a live master applied (SPEC section 6.3), one event per line.
+/// The file is a complete scenario after every event: each write ends with the closing `]}`,
+/// which the next event overwrites, so a master killed at any moment (a second SIGTERM, a
+/// crash) leaves valid JSON of everything recorded so far. As the master's journal [`Sink`] it
+/// writes the journal's entries, the time between commands as `advance` events.
 pub struct Recorder {
-    out: BufWriter<File>,
+    out: File,
     events: usize,
 }
+
+/// What closes the scenario after the last event.
+const CLOSING: &str = "\n]}\n";
 
 impl Recorder {
     /// Creates `path` and writes the scenario's `config` (as the live master runs with it).
     pub fn create(path: &Path, config: &Map<String, Value>) -> std::io::Result<Recorder> {
-        let mut out = BufWriter::new(File::create(path)?);
+        let mut out = File::create(path)?;
         let config = serde_json::to_string(config).map_err(std::io::Error::other)?;
         write!(
             out,
-            "{{\"description\": \"recorded by allocator-master serve\",\n \"config\": {config},\n \"events\": ["
+            "{{\"description\": \"recorded by allocator-master serve\",\n \"config\": {config},\n \"events\": [{CLOSING}"
         )?;
-        out.flush()?;
         Ok(Recorder { out, events: 0 })
     }
 
@@ -47,15 +51,16 @@ impl Recorder {
 
     fn write_json(&mut self, event: &Value) -> std::io::Result<()> {
         let sep = if self.events == 0 { "\n  " } else { ",\n  " };
+        // One write of the event and the closing, over the previous closing.
+        self.out.seek(SeekFrom::End(-(CLOSING.len() as i64)))?;
+        self.out.write_all(format!("{sep}{event}{CLOSING}").as_bytes())?;
         self.events += 1;
-        write!(self.out, "{sep}{event}")?;
-        self.out.flush()
+        Ok(())
     }
 
-    /// Closes the scenario.
-    pub fn finish(mut self) -> std::io::Result<()> {
-        write!(self.out, "\n]}}\n")?;
-        self.out.flush()
+    /// Ends the recording: the file already closes the scenario; this makes it durable.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.out.sync_all()
     }
 }
 
@@ -92,6 +97,9 @@ mod tests {
         let mut journal = Journal::default();
         journal.record_to(Box::new(Recorder::create(&path, &config).unwrap()));
         journal.applied(0.0, Command::Pause);
+        // A complete scenario already, as if the master had been killed here.
+        let doc = Document::read(&path).unwrap();
+        assert_eq!(AllocatorScenario::parse(&doc).unwrap().events.len(), 1);
         journal.applied(2.5, Command::Resume);
         journal.finish_recording(4.0).unwrap();
         let doc = Document::read(&path).unwrap();

@@ -109,6 +109,11 @@ pub fn serve(
             .map_err(|e| format!("cannot start the HTTP queue thread: {e}"))?
     };
     let result = Live::new(sim, scenario, options, queued).run(out, &rx);
+    // The master ends the frameworks' streams itself: a stop never waits for a client.
+    let _ = sim.with_mesos(out, |m, _| {
+        m.close_streams();
+        Ok(())
+    });
     drop(server);
     drop(rx);
     let _ = counter.join();

@@ -250,37 +250,40 @@ impl Master<'_> {
     pub fn apply_from(&mut self, origin: Origin, command: &Command) -> Result<Applied, String> {
         let journal = origin == Origin::Client && self.journal.is_on();
         // An answer is journaled as what it amounts to, from what the master knew before it.
-        let translated = match command {
-            Command::AnswerOffer { .. } | Command::KillTask { .. } if journal => {
-                self.journal_answer(command)
-            }
+        let killed = match command {
+            Command::KillTask { .. } if journal => self.journal_answer(command, 0),
             _ => None,
         };
         let applied = self.execute(origin, command)?;
         if journal {
-            match command {
-                Command::AnswerOffer { .. } | Command::KillTask { .. } => {
-                    if let (Some(recover), Applied::Launched(_) | Applied::Killed(true)) =
-                        (translated, &applied)
-                    {
+            match (command, &applied) {
+                (Command::AnswerOffer { .. }, Applied::Launched(ids)) => {
+                    if let Some(recover) = self.journal_answer(command, ids.len()) {
                         self.journal.applied(self.now, recover);
                     }
                 }
-                Command::RequestResources { .. } => {}
+                (Command::AnswerOffer { .. }, _) => {}
+                (Command::KillTask { .. }, _) => {
+                    if let (Some(recover), Applied::Killed(true)) = (killed, &applied) {
+                        self.journal.applied(self.now, recover);
+                    }
+                }
+                (Command::RequestResources { .. }, _) => {}
                 _ => self.journal.applied(self.now, command.clone()),
             }
         }
         Ok(applied)
     }
 
-    /// What an answer to an offer or a task kill amounts to in the journal: the
-    /// `recover_resources` of what goes back (with the answer's filter); `None` when nothing
-    /// does.
-    fn journal_answer(&self, command: &Command) -> Option<Command> {
+    /// What an answer to an offer (of which `launched` tasks were launched) or a task kill
+    /// amounts to in the journal: the `recover_resources` of what goes back (with the answer's
+    /// filter); `None` when nothing does. A kill is translated before it is applied (the task
+    /// is gone after), an answer after.
+    fn journal_answer(&self, command: &Command, launched: usize) -> Option<Command> {
         let (framework, agent, role, resources, refuse_seconds) = match command {
             Command::AnswerOffer { offer, tasks, refuse_seconds } => {
                 let mut rest = offer.resources.clone();
-                for (r, _) in tasks {
+                for (r, _) in &tasks[..launched.min(tasks.len())] {
                     rest.subtract(r);
                 }
                 (offer.framework, offer.agent, offer.role.to_string(), rest, Some(*refuse_seconds))

@@ -53,6 +53,8 @@ pub struct Journal {
     /// When the limit was passed.
     overflowed_at: Option<f64>,
     sink: Option<Box<dyn Sink>>,
+    /// Why the recording stopped before the end, when a write failed.
+    sink_failed: Option<String>,
 }
 
 impl Journal {
@@ -118,6 +120,7 @@ impl Journal {
             log::warn!("recording stopped: {e}");
             eprintln!("allocator-master: the recording stopped: {e}");
             self.sink = None;
+            self.sink_failed = Some(format!("at {:.3} s of virtual time: {e}", self.time));
         }
         if let Some(kept) = &mut self.kept {
             if kept.len() < self.limit {
@@ -131,7 +134,12 @@ impl Journal {
     }
 
     /// Ends the recording (if any) with the clock advanced to `now`, where the master stopped.
+    /// `Err` when this fails, or when a write failed earlier and the recording stopped then
+    /// (the file holds what was recorded before it, as a complete scenario).
     pub fn finish_recording(&mut self, now: f64) -> std::io::Result<()> {
+        if let Some(failure) = self.sink_failed.take() {
+            return Err(std::io::Error::other(format!("the recording stopped {failure}")));
+        }
         let Some(mut sink) = self.sink.take() else { return Ok(()) };
         if now > self.time {
             sink.write(&Entry::Advance(now - self.time))?;

@@ -24,12 +24,19 @@ pub struct Task {
 /// At most this many periodic runs in one [`Master::advance`].
 const MAX_RUNS: f64 = 10_000_000.0;
 
+/// How many tasks of one answer are launched between looks at the interrupt flag.
+const INTERRUPT_CHECK: usize = 4096;
+
 impl Master<'_> {
     /// A framework's answer to `offer`: launches `tasks` (resources and an optional duration,
     /// in seconds) on parts of it and declines the rest with a refuse filter of
     /// `refuse_seconds`. Tasks must fit in the offer, one after another; nothing changes
     /// when one does not. Returns the launched tasks' ids, in order. `journaled`: whether the
     /// answer was journaled (the tasks' ends will be).
+    ///
+    /// When the master is interrupted (SIGINT, SIGTERM) in the middle of a huge answer, it
+    /// launches the tasks so far and declines the rest, so that it stops within a bounded time
+    /// however many tasks one offer holds; the ids returned say how many were launched.
     pub(super) fn answer_offer(
         &mut self,
         offer: &Allocation,
@@ -48,7 +55,14 @@ impl Master<'_> {
         }
         let (fw, agent, role) = (offer.framework, offer.agent, offer.role.to_string());
         let mut ids = Vec::with_capacity(tasks.len());
-        for (resources, duration) in tasks {
+        for (i, (resources, duration)) in tasks.iter().enumerate() {
+            if i % INTERRUPT_CHECK == INTERRUPT_CHECK - 1 && self.interrupted() {
+                // What is not launched is declined with the rest.
+                for (r, _) in &tasks[i..] {
+                    remaining.add(r);
+                }
+                break;
+            }
             let task = self.next_task;
             ids.push(task);
             self.next_task += 1;
@@ -67,7 +81,7 @@ impl Master<'_> {
                 resources: resources.clone(),
             });
         }
-        for (resources, _) in tasks {
+        for (resources, _) in &tasks[..ids.len()] {
             self.call("transition_offered_to_allocated", |a| {
                 a.transition_offered_to_allocated(agent, resources)
             })?;

@@ -831,7 +831,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             sim.record_to(recorder);
         }
         let served = crate::serve::serve(&mut sim, &scenario, &mut out, &options);
-        sim.finish_recording().map_err(|e| format!("cannot finish the recording: {e}"))?;
+        let recorded = sim.finish_recording();
         served?;
         if let Some(signal) = crate::interrupt::requested() {
             eprintln!(
@@ -843,6 +843,13 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
         out.emit(&sim.summary_event());
         out.flush();
         summary_to.print(&sim.summary_text());
+        // A recording that is incomplete is a failure of the run, said last and in the code.
+        if let Err(e) = recorded {
+            return Err(format!(
+                "the recording '{}' is incomplete: {e}",
+                serve.record.as_deref().map_or(String::new(), |p| p.display().to_string())
+            ));
+        }
         // Stopping by a signal is how a live master ends: a clean stop, exit code 0.
         return Ok(0);
     }

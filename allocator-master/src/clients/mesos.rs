@@ -731,6 +731,16 @@ impl MesosFrameworks {
     }
 
     /// Removes a framework (`TEARDOWN`, or its failover timeout passed).
+    /// Ends every framework's stream (the master is stopping); the frameworks stay known, as
+    /// a master that stops does not tear them down.
+    pub fn close_streams(&mut self) {
+        for f in self.frameworks.values_mut() {
+            if let Some(stream) = f.stream.take() {
+                stream.close();
+            }
+        }
+    }
+
     /// Whether `fw` is a framework of this client (subscribed, or disconnected within its
     /// failover timeout).
     pub fn knows(&self, fw: &str) -> bool {
