@@ -11,7 +11,8 @@
 //!   [`workload`]: the embedded default workload.
 //! * [`output`]: the event stream (SPEC section 5); [`report`]: SVG reports and curves;
 //!   [`recording`]: what a live master applied, as a replayable scenario (SPEC section 6.3);
-//!   [`plan`]: what a change would do to the next allocation run (what-if); [`explain`]: why
+//!   [`plan`]: what a change would do to the next allocation run (what-if), made off the
+//!   master thread by the [`planner`]; [`explain`]: why
 //!   a role or framework got what it got.
 //! * [`serve`]: the simulated master live over HTTP, with [`auth`] (authentication and
 //!   authorization); [`http`]: its HTTP/1.1 server (keep-alive,
@@ -38,6 +39,7 @@ pub mod mesos;
 pub mod observers;
 pub mod output;
 pub mod plan;
+pub mod planner;
 pub mod progress;
 pub mod recording;
 pub mod report;

@@ -20,8 +20,8 @@ use crate::clients::scenario::{Offers, offers_by_key_json};
 use crate::driver::Driver;
 use crate::output::EventStream;
 use crate::scenario::Document;
-use allocator_host::master::Command;
 use allocator_host::master::Setup;
+use allocator_host::master::{Command, Master};
 
 /// What one fork did up to and including its next periodic allocation run.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,12 +133,17 @@ fn fork(
     Ok((Prediction { offers, shares }, at, next_run))
 }
 
-/// Predicts `change` applied to the live master `driver` now, from its journal (which it must
-/// keep: [`Driver::keep_history`]), against not applying it; changes nothing in `driver`.
+/// What the live master applied so far, from its journal (which it must keep:
+/// [`Driver::keep_history`]), as the scenario events a plan replays.
+pub fn history(master: &Master<'_>) -> Result<Vec<Op>, String> {
+    Ok(master.journal_entries()?.into_iter().map(Op::from).collect())
+}
+
+/// Predicts `change` applied to the live master `driver` now, from its journal, against not
+/// applying it; changes nothing in `driver`. (`serve` makes its plans on planner threads from
+/// the same [`history`], [`crate::planner`].)
 pub fn plan_live(driver: &Driver<'_>, change: &Command) -> Result<Plan, String> {
-    let master = driver.master();
-    let history: Vec<Op> = master.journal_entries()?.into_iter().map(Op::from).collect();
-    plan(master.registry(), driver.initial_setup(), &history, change)
+    plan(driver.master().registry(), driver.initial_setup(), &history(driver.master())?, change)
 }
 
 /// Predicts `change` applied after `history` (the events the master applied so far, in order),

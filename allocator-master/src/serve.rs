@@ -108,7 +108,10 @@ pub fn serve(
             })
             .map_err(|e| format!("cannot start the HTTP queue thread: {e}"))?
     };
-    let result = Live::new(sim, scenario, options, queued).run(out, &rx);
+    let (registry, setup) = (sim.master().registry(), sim.initial_setup().clone());
+    let result = crate::planner::with_planner(registry, &setup, |planner| {
+        Live::new(sim, scenario, options, queued, planner).run(out, &rx)
+    });
     // The master ends the frameworks' streams itself: a stop never waits for a client.
     let _ = sim.with_mesos(out, |m, _| {
         m.close_streams();
@@ -140,6 +143,7 @@ struct Live<'s, 'r> {
     latency_ms: Vec<f64>,
     operator: crate::clients::operator::Operator,
     auth: &'s Auth,
+    planner: &'s crate::planner::Planner,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -148,6 +152,7 @@ impl<'s, 'r> Live<'s, 'r> {
         scenario: &'s AllocatorScenario,
         options: &'s ServeOptions,
         queued: Arc<AtomicU64>,
+        planner: &'s crate::planner::Planner,
     ) -> Live<'s, 'r> {
         let start = Instant::now();
         let v0 = sim.master().now();
@@ -164,6 +169,7 @@ impl<'s, 'r> Live<'s, 'r> {
             latency_ms: Vec::new(),
             operator: Default::default(),
             auth: &options.auth,
+            planner,
             sim,
         }
     }
@@ -277,6 +283,7 @@ impl<'s, 'r> Live<'s, 'r> {
             "allocator/mesos/allocation_run_latency_ms",
             &self.latency_ms,
         );
+        m.insert("master/plans_refused".into(), json!(self.planner.refused()));
         m
     }
 
@@ -358,11 +365,21 @@ impl<'s, 'r> Live<'s, 'r> {
             ("GET", "/state", _) => (200, self.sim.state()),
             ("GET", "/explain", _) => explain(self.sim, &request.query),
             ("POST", "/plan", _) => {
-                match body
+                // Parsed here; made and answered by a planner thread.
+                let job = body
                     .and_then(|b| crate::plan::parse_change(&b))
-                    .and_then(|c| crate::plan::plan_live(self.sim, &c))
-                {
-                    Ok(plan) => (200, plan.to_json()),
+                    .and_then(|change| Ok((crate::plan::history(self.sim.master())?, change)));
+                match job {
+                    Ok((history, change)) => {
+                        if let Err(request) = self.planner.submit(request, history, change) {
+                            let busy = json!({"error": format!(
+                                "{} plans are already waiting; try again later",
+                                crate::planner::QUEUED
+                            )});
+                            respond(request, 503, &busy);
+                        }
+                        return Ok(());
+                    }
                     Err(message) => (400, json!({"error": message})),
                 }
             }

@@ -57,3 +57,26 @@ fn get_explain_accounts_for_a_role_and_a_framework() {
     let (status, _) = request(&live, "GET", "/explain", "");
     assert_eq!(status, 400);
 }
+
+#[test]
+fn a_flood_of_plans_is_bounded_and_other_requests_are_answered_meanwhile() {
+    let live = std::sync::Arc::new(start());
+    // Let the workload build some history to replay.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let change = r#"{"op": "update_weights", "weights": {"batch": 10}}"#;
+    let flood: Vec<_> = (0..24)
+        .map(|_| {
+            let live = live.clone();
+            std::thread::spawn(move || request(&live, "POST", "/plan", change).0)
+        })
+        .collect();
+    // While the plans are made, the master answers other requests.
+    let (status, state) = request(&live, "GET", "/state", "");
+    assert_eq!(status, 200, "{state}");
+    let statuses: Vec<u16> = flood.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+    assert!(statuses.contains(&200), "{statuses:?}");
+    let (_, metrics) = request(&live, "GET", "/metrics/snapshot", "");
+    let refused = statuses.iter().filter(|s| **s == 503).count() as u64;
+    assert_eq!(metrics["master/plans_refused"].as_u64(), Some(refused), "{metrics}");
+}
