@@ -46,12 +46,12 @@ impl Planner {
         request: Request,
         history: Vec<Op>,
         change: Command,
-    ) -> Result<(), Request> {
+    ) -> Result<(), Box<Request>> {
         match self.tx.try_send(Job { request, history, change }) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
-                Err(job.request)
+                Err(Box::new(job.request))
             }
         }
     }

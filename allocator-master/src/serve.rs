@@ -376,7 +376,7 @@ impl<'s, 'r> Live<'s, 'r> {
                                 "{} plans are already waiting; try again later",
                                 crate::planner::QUEUED
                             )});
-                            respond(request, 503, &busy);
+                            respond(*request, 503, &busy);
                         }
                         return Ok(());
                     }
