@@ -234,6 +234,24 @@ impl<'r> Apply<'r> for Master<'r> {
     }
 }
 
+/// Mesos's role rules ([`allocator_api::roles::validate`]) for the roles a command names, so
+/// that no client (the operator API, an embedder) gets a role in that a scenario could not.
+fn check_roles(command: &Command) -> Result<(), String> {
+    let roles: Vec<&str> = match command {
+        Command::AddFramework { roles, .. } => roles.iter().map(String::as_str).collect(),
+        Command::UpdateFramework { roles: Some(roles), .. } => {
+            roles.iter().map(String::as_str).collect()
+        }
+        Command::UpdateWeights(weights) => weights.iter().map(|(r, _)| r.as_str()).collect(),
+        Command::UpdateQuota(role, _) => vec![role.as_str()],
+        _ => return Ok(()),
+    };
+    for role in roles {
+        allocator_api::roles::validate(role).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn rstrings(list: &[String]) -> Vec<RString> {
     list.iter().map(|r| r.as_str().into()).collect()
 }
@@ -254,6 +272,7 @@ impl Master<'_> {
             Command::KillTask { .. } if journal => self.journal_answer(command, 0),
             _ => None,
         };
+        check_roles(command)?;
         let applied = self.execute(origin, command)?;
         if journal {
             match (command, &applied) {

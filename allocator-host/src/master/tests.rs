@@ -252,3 +252,15 @@ fn a_task_submitted_to_a_framework_that_is_not_simulated_is_refused() {
     let err = m.apply(&submit).unwrap_err();
     assert!(err.contains("is not simulated"), "{err}");
 }
+
+#[test]
+fn a_command_naming_a_role_mesos_refuses_is_refused_and_changes_nothing() {
+    let registry = ModuleRegistry::new();
+    let mut m = Master::new(&registry, setup()).expect("built-in allocator");
+    for bad in ["a/../b", "-x", "a b", "a/*"] {
+        let err = m.apply(&Command::UpdateWeights(vec![(bad.into(), 2.0)])).unwrap_err();
+        assert!(err.starts_with("invalid role"), "{bad}: {err}");
+        assert!(m.apply(&framework("f", bad)).is_err(), "{bad}");
+    }
+    assert_eq!(m.framework_ids().count(), 0);
+}
