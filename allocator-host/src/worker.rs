@@ -18,6 +18,7 @@ use allocator_api::{Allocator, AllocatorOptions, ModuleError, Sorter, SorterConf
 use crate::hierarchical::HierarchicalAllocator;
 use crate::isolation::calls::{Reply, dispatch_allocator, dispatch_sorter};
 use crate::isolation::link::{MAX_FRAME, SpinRead, control};
+use crate::isolation::sandbox::{Confinement, confine};
 use crate::isolation::wire::{DResult, Dec, DecodeError, Enc, Wire};
 use crate::isolation::{ProbeEntry, Probed};
 pub use crate::isolation::{WORKER_ARG, is_worker_invocation};
@@ -36,8 +37,10 @@ const EXIT_CHANNEL: i32 = 70;
 /// [isolation documentation](crate::isolation#embedding).
 pub fn worker_main() -> ! {
     init_logging();
-    end_with_the_master();
-    let code = match take_channel().and_then(serve) {
+    // SAFETY: getppid has no preconditions.
+    let master = unsafe { libc::getppid() };
+    end_with_the_master(master);
+    let code = match take_channel().and_then(|channel| serve(channel, master)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("allocator-master: module worker: {e}");
@@ -48,10 +51,9 @@ pub fn worker_main() -> ! {
 }
 
 /// A worker whose master died while a module call runs here would never read the channel
-/// again: a thread checks once a second that the master is still its parent.
-fn end_with_the_master() {
-    // SAFETY: getppid has no preconditions.
-    let master = unsafe { libc::getppid() };
+/// again: a thread checks once a second that the master is still its parent (on Linux the
+/// sandbox also asks for `SIGKILL` when the parent dies).
+fn end_with_the_master(master: libc::pid_t) {
     let _ = std::thread::Builder::new().name("master-watch".into()).spawn(move || {
         loop {
             std::thread::sleep(std::time::Duration::from_secs(1));
@@ -92,7 +94,9 @@ enum Instance {
     Sorter(Box<dyn Sorter>),
 }
 
-fn serve(stream: UnixStream) -> Result<(), String> {
+/// Serves the channel `stream` from the master whose pid is `master`: the first request says
+/// what to load and how to confine this process before (see [`confine`]), then every call.
+fn serve(stream: UnixStream, master: libc::pid_t) -> Result<(), String> {
     let mut reader = BufReader::with_capacity(1 << 16, SpinRead::new(stream, WORKER_SPIN));
     let mut frame = Vec::new();
     let mut out = Enc::default();
@@ -103,7 +107,9 @@ fn serve(stream: UnixStream) -> Result<(), String> {
     let (_, method) = (d.u32().map_err(text)?, d.u8().map_err(text)?);
     if method == control::PROBE {
         reply(&mut out, |e| {
-            let answered = crate::isolation::answer_probe(&mut d, e, probe);
+            let answered = crate::isolation::answer_probe(&mut d, e, |l, label, c, entries| {
+                probe(l, label, &c, master, entries)
+            });
             if let Err(error) = answered {
                 e.u8(1);
                 e.str(&format!("the worker could not read the request: {error}"));
@@ -115,15 +121,18 @@ fn serve(stream: UnixStream) -> Result<(), String> {
     let (module, loaded) = if method == control::HOST {
         // The built-in allocator's worker: its sorter modules, loaded here.
         let hosted = read_hosted(&mut d).map_err(text)?;
-        let memory_limit_mb = Option::<u64>::get(&mut d).map_err(text)?;
-        (String::new(), limit_memory(memory_limit_mb).and_then(|()| load_hosted(hosted)))
+        let confinement = Confinement::get(&mut d).map_err(text)?;
+        let libraries: Vec<&Path> = hosted.iter().map(|(l, _)| Path::new(l.as_str())).collect();
+        let confined = confine(&confinement, master, &libraries);
+        (String::new(), confined.and_then(|()| load_hosted(hosted)))
     } else {
         let library = d.str().map_err(text)?.to_owned();
         let module = d.str().map_err(text)?.to_owned();
         let parameters = Vec::<Parameter>::get(&mut d).map_err(text)?;
-        let memory_limit_mb = Option::<u64>::get(&mut d).map_err(text)?;
-        let loaded = limit_memory(memory_limit_mb)
-            .and_then(|()| load(Path::new(&library), &module, &parameters));
+        let confinement = Confinement::get(&mut d).map_err(text)?;
+        let library = Path::new(&library);
+        let loaded = confine(&confinement, master, &[library])
+            .and_then(|()| load(library, &module, &parameters));
         (module, loaded)
     };
     let registry = match loaded {
@@ -257,21 +266,6 @@ fn read_frame(reader: &mut BufReader<SpinRead>, frame: &mut Vec<u8>) -> Result<b
     Ok(true)
 }
 
-/// Sets the address-space limit before anything is loaded.
-fn limit_memory(memory_limit_mb: Option<u64>) -> Result<(), String> {
-    let Some(mb) = memory_limit_mb else { return Ok(()) };
-    let bytes = mb.saturating_mul(1 << 20) as libc::rlim_t;
-    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
-    // SAFETY: sets a limit of this process from a valid struct.
-    if unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) } != 0 {
-        return Err(format!(
-            "cannot set the memory limit of {mb} MiB: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
-}
-
 /// The sorter modules of a `HOST` request: library, module, parameters each.
 fn read_hosted(d: &mut Dec<'_>) -> DResult<Vec<(String, ProbeEntry)>> {
     let n = d.len()?;
@@ -356,14 +350,15 @@ fn library_entry(library: &Path, entries: Vec<ProbeEntry>) -> LibraryEntry {
     }
 }
 
-/// A probe's check: the memory limit, then the library and its named modules, reported.
+/// A probe's check: the confinement, then the library and its named modules, reported.
 fn probe(
     library: &str,
     label: &str,
-    memory_limit_mb: Option<u64>,
+    confinement: &Confinement,
+    master: libc::pid_t,
     entries: Vec<ProbeEntry>,
 ) -> Result<Vec<Probed>, String> {
-    limit_memory(memory_limit_mb)?;
+    confine(confinement, master, &[Path::new(library)])?;
     let registry = check(Path::new(library), label, entries)?;
     Ok(registry
         .modules()

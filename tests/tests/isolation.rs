@@ -333,12 +333,24 @@ fn isolated_sorter_and_allocator_modules_pass_conformance() {
     }
 }
 
-/// A file path, unique to this test process and `name`, that does not exist yet (the fixtures'
-/// `once_marker`).
-fn marker(name: &str) -> String {
+/// A FIFO, unique to this test process and `name`, that holds one byte (the fixtures'
+/// `once_marker`: the first module to take the byte commits its fault; a sandboxed worker
+/// cannot create a marker file), and the open end that keeps it so until it is dropped.
+fn marker(name: &str) -> (String, std::fs::File) {
+    use std::io::Write;
     let path = std::env::temp_dir().join(format!("iso-once-{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    path.display().to_string()
+    let made = std::process::Command::new("mkfifo")
+        .args(["-m", "644"])
+        .arg(&path)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+    // Opened to read and write, a FIFO does not wait for a reader.
+    let mut fifo =
+        std::fs::OpenOptions::new().read(true).write(true).open(&path).expect("open the FIFO");
+    fifo.write_all(&[1]).expect("write the token");
+    (path.display().to_string(), fifo)
 }
 
 /// The restart line for `module` and restart `n` of `limit`, with the fault's cause in it.
@@ -353,7 +365,7 @@ fn assert_restarted(err: &str, module_line: &str, cause: &str, n: u32, limit: u3
 
 #[test]
 fn an_isolated_allocator_killed_once_is_restarted_and_the_run_goes_on_with_it() {
-    let once = marker("allocator");
+    let (once, _token) = marker("allocator");
     let m =
         manifest("fatal_modules", "fatal_allocator", &[("fault", "abort"), ("once_marker", &once)]);
     let out = run_isolated(
@@ -475,7 +487,7 @@ fn an_in_process_allocator_that_panics_is_restarted_from_its_library() {
 
 #[test]
 fn an_isolated_sorter_killed_once_is_restarted_and_stays_in_use() {
-    let once = marker("sorter");
+    let (once, _token) = marker("sorter");
     let m = manifest("fatal_modules", "fatal_sorter", &[("fault", "null"), ("once_marker", &once)]);
     let scenario = std::env::temp_dir().join(format!("iso-sorter-{}.json", std::process::id()));
     // The fatal sorter answers every sort with nobody: no offers, before or after its restart.

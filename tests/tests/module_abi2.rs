@@ -141,6 +141,7 @@ fn an_isolated_drf_module_answers_both_calls_over_the_wire() {
         default: Isolation::Process,
         memory_limit_mb: None,
         worker_exe: Some(master()),
+        ..IsolationSettings::default()
     });
     let (m, source) = manifest::from_flag(&manifest_for("drf_sorter", &["drf"])).unwrap();
     registry.load_manifest(&m, &source).unwrap_or_else(|e| panic!("{e}"));

@@ -103,6 +103,9 @@ impl Link {
                 std::env::current_exe().map_err(|e| format!("cannot find the executable: {e}"))?
             }
         };
+        // A worker that runs as the master's user could otherwise trace the master or read
+        // its memory through /proc.
+        super::sandbox::protect_master();
         let (host, child_end) =
             UnixStream::pair().map_err(|e| format!("cannot create the channel: {e}"))?;
         for end in [&host, &child_end] {
@@ -133,7 +136,7 @@ impl Link {
             deferred: None,
             dead: None,
             timeout_ms,
-            memory_limit_mb: spec.memory_limit_mb,
+            memory_limit_mb: spec.confinement.memory_limit_mb,
             watchdog: watchdog.clone(),
             next_instance: 1,
             round_trips: 0,
@@ -490,7 +493,12 @@ fn describe_exit(status: std::process::ExitStatus, memory_limit_mb: Option<u64>)
             }
             _ => String::new(),
         };
-        return format!("killed by {name}{core}{memory}");
+        let sandbox = if signal == libc::SIGSYS {
+            " (a system call the worker's sandbox forbids)"
+        } else {
+            ""
+        };
+        return format!("killed by {name}{core}{memory}{sandbox}");
     }
     match status.code() {
         Some(code) => format!("exited with code {code}"),
@@ -511,6 +519,7 @@ fn signal_name(signal: i32) -> String {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGTRAP => "SIGTRAP",
         libc::SIGXCPU => "SIGXCPU",
+        libc::SIGSYS => "SIGSYS",
         _ => return format!("signal {signal}"),
     };
     name.to_owned()

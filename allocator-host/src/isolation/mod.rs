@@ -54,6 +54,68 @@
 //! Workers run in their own process group (a Ctrl-C meant for the master leaves them to end
 //! when the master closes the channel) and end when the master is gone.
 //!
+//! # The sandbox
+//!
+//! *A module that misbehaves on purpose* is contained too. A worker confines itself after it
+//! reads its first request and before it maps any module library, so a library's load-time
+//! constructors already run confined (the order is in `sandbox.rs`):
+//!
+//! * **Its user.** Where the master runs as root, the worker drops every supplementary group
+//!   and switches to `nobody` (uid and gid 65534), or to what
+//!   [`IsolationSettings::worker_user`] says (`--module_worker_user UID:GID`, or `master` to
+//!   keep the master's). Every library must be readable by that user; one that is not is a
+//!   load error that says so (`library '…' cannot be read by the module worker's user (uid
+//!   65534, gid 65534; --module_worker_user): Permission denied`).
+//! * **Linux:** a parent-death signal (`SIGKILL`), not dumpable, `no_new_privs`, and three
+//!   seccomp filters on every thread of the worker (their rules: `filters` in `sandbox.rs`):
+//!   * *killed by `SIGSYS`* — a fault like a crash, reported as `worker for module 'm' killed
+//!     by SIGSYS (a system call the worker's sandbox forbids) during allocate`: signalling
+//!     any process but the worker itself (`kill`, `tgkill`, `rt_sigqueueinfo`,
+//!     `rt_tgsigqueueinfo` with another pid; `tkill`, `pidfd_send_signal`), tracing
+//!     (`ptrace`), reading or writing another process's memory (`process_vm_readv`,
+//!     `process_vm_writev`), running a program (`execve`, `execveat`), creating a process
+//!     (`fork`, `vfork`, `clone` without `CLONE_THREAD`), taking another process's descriptor
+//!     (`pidfd_getfd`);
+//!   * *an allow-list*: every other call fails with `EPERM` unless a module that computes
+//!     offers needs it (memory, threads, futexes, time, randomness, its own signals, reading
+//!     and writing the descriptors it has, reading files). So a module cannot create a
+//!     socket or connect anywhere, open a file to write, create or truncate it, remove,
+//!     rename or change files, set up `io_uring`, `bpf`, `perf_event_open`, namespaces,
+//!     mounts or System V IPC, change another process's limits, scheduling or priority,
+//!     point `SIGIO` at another process (`F_SETOWN`), type into a terminal (`TIOCSTI`), or
+//!     make the standard error it shares with the master non-blocking; `clone3` answers
+//!     `ENOSYS`, so threads are created with `clone`, whose flags a filter can read.
+//! * **The master** makes itself not dumpable before it starts its first worker: a process of
+//!   its user can then neither trace it nor read its memory, environment or descriptors
+//!   through `/proc` (nor can it leave a core dump).
+//!
+//! So a worker cannot signal, trace or write into the master or any other process, run a
+//! program, or reach the network. What a module can still do: read every file its user can
+//! read (the libraries are mapped inside the sandbox; as `nobody`, what anyone may read; as
+//! the master's own user, that user's files); write to the descriptors it has (standard error,
+//! shared with the master; the channel, whose every reply the master checks); spend CPU until
+//! `--module_call_timeout_ms`, memory until `--module_memory_limit_mb`, and create threads
+//! without a bound; answer with offers the master's guard then refuses. A worker that cannot
+//! confine itself (a kernel without seccomp) refuses to load the module: the module fails to
+//! load or to be created, as a module fault.
+//!
+//! *An allow-list, not a deny-list,* because what reaches outside a process is not a short
+//! list: `io_uring` performs opens and connects that no filter sees, `F_SETOWN` and `TIOCSTI`
+//! reach other processes through a descriptor, and calls added to the kernel later would pass
+//! a deny-list unnoticed. The price: a module that needs a call the list lacks gets `EPERM`
+//! (an error it can handle, not a kill), and the list is per architecture (x86-64, aarch64 and
+//! riscv64, as the `seccompiler` crate compiles them). With the seccomp action cache (Linux
+//! 5.11 and later) the calls the filters allow whatever their arguments — every call on the
+//! channel — cost nothing more; see `BENCHMARKS.md` for the measured cost.
+//!
+//! *The parent-death signal follows the thread that started the worker* (Linux sends it when
+//! that thread ends): workers start on the thread that creates an isolated module's first
+//! instance, and a master whose starting thread ends before the master does sees that worker
+//! killed (a fault of the next call; `restart` starts a fresh one). The worker also checks
+//! once a second that its parent is alive, as on every system.
+//!
+//! On other systems than Linux the sandbox is the memory limit and the switch of user only.
+//!
 //! # Embedding
 //!
 //! A master that embeds this crate and isolates modules must let its executable act as the
@@ -75,6 +137,7 @@
 
 pub(crate) mod calls;
 pub(crate) mod link;
+pub(crate) mod sandbox;
 pub(crate) mod wire;
 
 use std::collections::HashMap;
@@ -85,9 +148,11 @@ use allocator_api::abi::{ModuleKind, Parameter};
 use allocator_api::{AllocatorOptions, ModuleError, SorterConfig};
 
 pub use calls::{IsolatedAllocator, IsolatedSorter};
+pub use sandbox::WorkerUser;
 
 use crate::watchdog::Watchdog;
 use link::{Link, control, reply_result};
+use sandbox::Confinement;
 use wire::{DResult, Dec, Enc, Wire};
 
 /// The first argument that makes the master's executable a module worker (see
@@ -148,6 +213,16 @@ pub struct IsolationSettings {
     /// [`worker_main`](crate::worker::worker_main), see the
     /// [module documentation](self#embedding)).
     pub worker_exe: Option<PathBuf>,
+    /// The user a worker runs as (`--module_worker_user`; by default `nobody` when the master
+    /// runs as root). See [the sandbox](self#the-sandbox).
+    pub worker_user: WorkerUser,
+}
+
+impl IsolationSettings {
+    /// What a worker does to itself before it loads a library.
+    fn confinement(&self) -> Confinement {
+        Confinement { memory_limit_mb: self.memory_limit_mb, user: self.worker_user.resolve() }
+    }
 }
 
 /// What a worker is started for: one module of one library, or (with `hosted` set) the
@@ -162,7 +237,7 @@ pub(crate) struct Spec {
     pub(crate) hosted: Vec<HostedSorter>,
     pub(crate) library: PathBuf,
     pub(crate) parameters: Vec<Parameter>,
-    pub(crate) memory_limit_mb: Option<u64>,
+    pub(crate) confinement: Confinement,
     pub(crate) worker_exe: Option<PathBuf>,
 }
 
@@ -183,7 +258,7 @@ impl Spec {
             e.str(&h.module);
             h.parameters.put(e);
         }
-        self.memory_limit_mb.put(e);
+        self.confinement.put(e);
     }
 
     /// The worker's first request: what to load.
@@ -191,7 +266,7 @@ impl Spec {
         e.str(&self.library.to_string_lossy());
         e.str(&self.module);
         self.parameters.put(e);
-        self.memory_limit_mb.put(e);
+        self.confinement.put(e);
     }
 }
 
@@ -222,7 +297,7 @@ impl Isolator {
             hosted: Vec::new(),
             library: library.to_owned(),
             parameters: parameters.to_vec(),
-            memory_limit_mb: self.settings.memory_limit_mb,
+            confinement: self.settings.confinement(),
             worker_exe: self.settings.worker_exe.clone(),
         };
         let link = Link::spawn(&spec, watchdog).map_err(|e| {
@@ -296,7 +371,7 @@ impl Isolator {
                         hosted: sorters.to_vec(),
                         library: PathBuf::new(),
                         parameters: Vec::new(),
-                        memory_limit_mb: self.settings.memory_limit_mb,
+                        confinement: self.settings.confinement(),
                         worker_exe: self.settings.worker_exe.clone(),
                     };
                     let link = Link::spawn(&spec, watchdog).map_err(|e| {
@@ -378,7 +453,7 @@ impl Isolator {
             hosted: Vec::new(),
             library: library.to_owned(),
             parameters: Vec::new(),
-            memory_limit_mb: self.settings.memory_limit_mb,
+            confinement: self.settings.confinement(),
             worker_exe: self.settings.worker_exe.clone(),
         };
         let link = Link::start(&spec, watchdog)
@@ -390,7 +465,7 @@ impl Isolator {
             |e| {
                 e.str(&library.to_string_lossy());
                 e.str(label);
-                spec.memory_limit_mb.put(e);
+                spec.confinement.put(e);
                 e.len(entries.len());
                 for entry in entries {
                     entry.name.put(e);
@@ -415,15 +490,15 @@ impl Isolator {
 }
 
 /// Worker: answers a probe request (see [`Isolator::probe`]) with `check`'s verdict on the
-/// library, label, memory limit and entries it carries.
+/// library, label, confinement and entries it carries.
 pub(crate) fn answer_probe(
     d: &mut Dec<'_>,
     e: &mut Enc,
-    check: impl FnOnce(&str, &str, Option<u64>, Vec<ProbeEntry>) -> Result<Vec<Probed>, String>,
+    check: impl FnOnce(&str, &str, Confinement, Vec<ProbeEntry>) -> Result<Vec<Probed>, String>,
 ) -> DResult<()> {
     let library = d.str()?.to_owned();
     let label = d.str()?.to_owned();
-    let memory_limit_mb = Option::<u64>::get(d)?;
+    let confinement = Confinement::get(d)?;
     let n = d.len()?;
     let mut entries = Vec::with_capacity(n);
     for _ in 0..n {
@@ -431,7 +506,7 @@ pub(crate) fn answer_probe(
         let parameters = Vec::<Parameter>::get(d)?;
         entries.push(ProbeEntry { name, parameters });
     }
-    match check(&library, &label, memory_limit_mb, entries) {
+    match check(&library, &label, confinement, entries) {
         Ok(modules) => {
             e.u8(0);
             e.len(modules.len());

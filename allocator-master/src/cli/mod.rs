@@ -79,6 +79,11 @@ pub struct ModuleFlags {
     /// none].
     #[arg(long = "module_memory_limit_mb", alias = "module-memory-limit-mb", value_name = "MB")]
     pub module_memory_limit_mb: Option<u64>,
+    /// The user module workers run as: `auto` (`nobody`, 65534:65534, when the master runs as
+    /// root, else the master's user), `master`, or `UID:GID` (isolated modules only)
+    /// [default: auto].
+    #[arg(long = "module_worker_user", alias = "module-worker-user", value_name = "USER")]
+    pub module_worker_user: Option<String>,
 }
 
 impl ModuleFlags {
@@ -89,6 +94,9 @@ impl ModuleFlags {
             modules_dir: self.modules_dir.or_else(|| outer.modules_dir.clone()),
             module_isolation: self.module_isolation.or_else(|| outer.module_isolation.clone()),
             module_memory_limit_mb: self.module_memory_limit_mb.or(outer.module_memory_limit_mb),
+            module_worker_user: self
+                .module_worker_user
+                .or_else(|| outer.module_worker_user.clone()),
         }
     }
 
@@ -97,9 +105,11 @@ impl ModuleFlags {
             || self.modules_dir.is_some()
             || self.module_isolation.is_some()
             || self.module_memory_limit_mb.is_some()
+            || self.module_worker_user.is_some()
     }
 
-    /// `--module_isolation` and `--module_memory_limit_mb` as the registry takes them.
+    /// `--module_isolation`, `--module_memory_limit_mb` and `--module_worker_user` as the
+    /// registry takes them.
     fn isolation(&self) -> Result<allocator_host::isolation::IsolationSettings, String> {
         let default = match self.module_isolation.as_deref() {
             None => allocator_host::isolation::Isolation::None,
@@ -108,10 +118,15 @@ impl ModuleFlags {
         if self.module_memory_limit_mb == Some(0) {
             return Err("--module_memory_limit_mb must be positive".into());
         }
+        let worker_user = match self.module_worker_user.as_deref() {
+            None => allocator_host::isolation::WorkerUser::Auto,
+            Some(user) => user.parse().map_err(|e| format!("--module_worker_user: {e}"))?,
+        };
         Ok(allocator_host::isolation::IsolationSettings {
             default,
             memory_limit_mb: self.module_memory_limit_mb,
             worker_exe: None,
+            worker_user,
         })
     }
 }
@@ -679,7 +694,7 @@ fn refuse_outer_flags(args: &Args, subcommand: &str, applies: Applies) -> Result
         } else if args.modules.modules_dir.is_some() {
             "--modules_dir"
         } else {
-            "--module_isolation/--module_memory_limit_mb"
+            "--module_isolation/--module_memory_limit_mb/--module_worker_user"
         });
     }
     if !applies.engine && args.engine.any() {
