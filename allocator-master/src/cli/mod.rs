@@ -2,6 +2,9 @@
 //! subcommand.
 
 pub mod bench;
+// issue 31: serve's HTTP flags (TLS, limits) live in http_flags.rs.
+mod http_flags;
+pub use http_flags::HttpFlags;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -374,6 +377,9 @@ pub struct ServeArgs {
         value_name = "SECS"
     )]
     pub heartbeat_interval: f64,
+    /// TLS and the HTTP server's limits (issue 31).
+    #[command(flatten)]
+    pub http: HttpFlags,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -754,6 +760,8 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             speed: serve.speed,
             duration: serve.duration,
             heartbeat_interval: serve.heartbeat_interval,
+            http_limits: serve.http.limits()?,
+            tls: serve.http.tls()?,
         };
         sim.set_offer_tracking(
             scenario
