@@ -283,3 +283,38 @@ fn a_scheduler_stream_flows_while_idle_connections_fill_every_request_place() {
     let _ = sub.shutdown(Shutdown::Both);
     reader.join().unwrap();
 }
+
+/// The benchmark of BENCHMARKS.md ("Issue 31"): the periodic allocation's lateness
+/// (`allocator/mesos/allocation_run_latency_ms`) on the default workload at `--speed 10` (ten
+/// allocation runs a second), over 30 s, without and with 1,000 idle keep-alive connections
+/// (125 from each of 127.0.0.1 to 127.0.0.8). Not a pass/fail test: run it with
+/// `cargo test -p workspace-tests --test serve_attacks -- --ignored --nocapture`.
+#[test]
+#[ignore = "a benchmark (about 70 s); run by hand"]
+fn bench_allocation_latency_with_1000_idle_connections() {
+    let window = Duration::from_secs(30);
+    for idle in [0usize, 1000] {
+        let live = Serve::start(&["--duration", "120", "--speed", "10"]);
+        let held: Vec<TcpStream> = (0..idle)
+            .map(|i| idle_connection(&live, lo(1 + (i / 125) as u8)).expect("an idle connection"))
+            .collect();
+        std::thread::sleep(window);
+        let (status, body) =
+            live.request_from(lo(20), "GET", "/metrics/snapshot", "").expect("metrics");
+        assert_eq!(status, 200, "{body}");
+        let m: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let key = "allocator/mesos/allocation_run_latency_ms";
+        let v = |k: &str| m[format!("{key}/{k}")].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "idle connections {idle:>5}: allocation_run_latency_ms p50 {:.3} p90 {:.3} p99 {:.3} max {:.3} (runs {}); allocation_run_ms p50 {:.3} p99 {:.3}; idle still open: {}",
+            v("p50"),
+            v("p90"),
+            v("p99"),
+            v("max"),
+            v("count"),
+            m["allocator/mesos/allocation_run_ms/p50"].as_f64().unwrap_or(f64::NAN),
+            m["allocator/mesos/allocation_run_ms/p99"].as_f64().unwrap_or(f64::NAN),
+            held.len(),
+        );
+    }
+}
