@@ -17,22 +17,47 @@ pub struct HttpFlags {
     #[arg(long = "ssl_key_file", alias = "ssl-key-file", value_name = "FILE")]
     pub ssl_key_file: Option<PathBuf>,
     /// Seconds a request head may take from its first byte (default 10).
-    #[arg(long = "http_header_timeout", hide = true, value_name = "SECS")]
+    #[arg(
+        long = "http_header_timeout",
+        alias = "http-header-timeout",
+        hide = true,
+        value_name = "SECS"
+    )]
     pub header_timeout: Option<f64>,
     /// Seconds a request body may take after its head (default 10).
-    #[arg(long = "http_body_timeout", hide = true, value_name = "SECS")]
+    #[arg(
+        long = "http_body_timeout",
+        alias = "http-body-timeout",
+        hide = true,
+        value_name = "SECS"
+    )]
     pub body_timeout: Option<f64>,
     /// Seconds an idle keep-alive connection stays open (default 60).
-    #[arg(long = "http_idle_timeout", hide = true, value_name = "SECS")]
+    #[arg(
+        long = "http_idle_timeout",
+        alias = "http-idle-timeout",
+        hide = true,
+        value_name = "SECS"
+    )]
     pub idle_timeout: Option<f64>,
     /// Request connections open at once, streams not included (default 1024).
-    #[arg(long = "http_max_connections", hide = true, value_name = "N")]
+    #[arg(
+        long = "http_max_connections",
+        alias = "http-max-connections",
+        hide = true,
+        value_name = "N"
+    )]
     pub max_connections: Option<usize>,
     /// Request connections open at once from one client address (default 128).
-    #[arg(long = "http_max_connections_per_address", hide = true, value_name = "N")]
+    #[arg(
+        long = "http_max_connections_per_address",
+        alias = "http-max-connections-per-address",
+        hide = true,
+        value_name = "N"
+    )]
     pub max_connections_per_address: Option<usize>,
     /// Scheduler API streams open at once (default 1024).
-    #[arg(long = "http_max_streams", hide = true, value_name = "N")]
+    #[arg(long = "http_max_streams", alias = "http-max-streams", hide = true, value_name = "N")]
     pub max_streams: Option<usize>,
 }
 
