@@ -1,51 +1,86 @@
-//! A small HTTP/1.1 server for `serve`: every connection is served on its own thread (at most
-//! [`Limits::max_connections`] at once), with a deadline for each request head and one for its
-//! body, and a body size limit (`413 Payload Too Large`). A slow or endless client only ever
-//! holds its own connection.
+//! The HTTP/1.1 server of `serve`: [hyper] on a small [tokio] runtime of its own (two worker
+//! threads), optionally behind TLS ([rustls], the `ring` provider). Connections are served by
+//! tasks, not threads: an idle or slow client costs a socket and a few kilobytes, never a
+//! thread, and holds only its own connection. The caller (the master thread) stays a plain
+//! thread: it reads complete requests from the [`std::sync::mpsc`] channel [`Server::bind`]
+//! returns and answers them from there; answering never blocks.
 //!
 //! * **Requests.** Each request is handed to the caller as a [`Request`] (method, path, query,
-//!   headers, body) on the channel [`Server::bind`] returns. Bodies come by `Content-Length`
-//!   or chunked (`Transfer-Encoding: chunked`, trailers ignored); `Expect: 100-continue` is
-//!   honoured.
+//!   headers, body) once its body has been read in full. hyper parses the head and the body
+//!   (`Content-Length` or chunked; a malformed or overflowing chunk size is a `400`);
+//!   `Expect: 100-continue` is answered when the body is first read, so a body declared too
+//!   large is refused (`413`) before the client sends it. Header names arrive in lower case.
 //! * **Keep-alive.** HTTP/1.1 connections stay open for further requests (HTTP/1.0 ones only
 //!   with `Connection: keep-alive`) until the client sends `Connection: close`, closes, or stays
-//!   silent for [`Limits::idle_timeout`]. Requests on one connection are answered in order; a
-//!   request that cannot be read is answered (400, 408, 413, 431, 501) and its connection closed.
+//!   silent for [`Limits::idle_timeout`] (60 s by default). Pipelined requests are answered in
+//!   order.
+//! * **Timeouts.** A request head must arrive within [`Limits::header_timeout`] of its first
+//!   byte (of the connection's start, for its first request), or the connection is closed
+//!   without an answer (a slowloris holds its socket for that long at most); a body must
+//!   arrive within [`Limits::body_timeout`] of the head (`408` otherwise); a connection that
+//!   has nothing in progress is closed after [`Limits::idle_timeout`]; an answer the client
+//!   does not read counts as idle time.
+//! * **Limits.** A body over [`Limits::max_body`] is answered `413`, a head over
+//!   [`Limits::max_head`] `431` (by hyper). At most [`Limits::max_connections`] *request*
+//!   connections are open at once, and at most [`Limits::max_connections_per_address`] from
+//!   one client address; a connection over either limit is answered `503` at once (closed
+//!   without an answer under TLS) and nobody else is affected. A connection's place is held by
+//!   a guard and is given back however the connection ends (a panic in its task included).
 //! * **Answers.** [`Request::respond`] (a JSON body), [`Request::respond_with`] (any
-//!   [`Response`]: status, headers, body) or [`Request::stream`]: a long-lived
-//!   `Transfer-Encoding: chunked` answer that the returned [`Stream`] handle keeps writing to,
-//!   from any thread, one chunk per [`Stream::send`] (what the Mesos scheduler API's
-//!   `SUBSCRIBE` needs). A stream's chunks are written by its connection's thread: `send` never
+//!   [`Response`]: status, headers, body) or [`Request::stream`]: a long-lived chunked answer
+//!   that the returned [`Stream`] handle keeps writing to, from any thread, one chunk per
+//!   [`Stream::send`] (what the Mesos scheduler API's `SUBSCRIBE` needs). A connection that
+//!   becomes a stream gives back its request place (streams do not count against
+//!   [`Limits::max_connections`] nor the per-address limit) and takes one of
+//!   [`Limits::max_streams`] instead (over it, the request is answered `503`). `send` never
 //!   blocks; a client that stops reading fills its stream's queue ([`Limits::stream_queue`]
-//!   chunks), and the stream is then cut off ([`StreamError::Overflow`]) rather than holding
-//!   up the sender. A stream ends when [`Stream::close`] is called, every handle is dropped,
-//!   the client closes its connection, or a write fails; its `on_close` callback then runs
-//!   once, on the connection's thread.
+//!   chunks), and the stream is then cut off ([`StreamError::Overflow`]: the connection is
+//!   closed) rather than holding up the sender. A stream ends when [`Stream::close`] is
+//!   called, every handle is dropped, the client closes its connection, or it is cut off; its
+//!   `on_close` callback then runs exactly once.
+//! * **TLS.** [`Server::bind_tls`] with a [`Tls`] made from PEM files ([`Tls::load`]) serves
+//!   HTTPS only; the handshake must end within [`Limits::header_timeout`].
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// The server's limits.
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::{Body, Bytes, Frame as BodyFrame, Incoming, SizeHint};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::sync::{Notify, oneshot};
+
+/// The server's limits and timeouts.
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// A request line and headers must arrive within this long of their first byte (of the
-    /// connection's start, for its first request).
+    /// connection's start, for its first request); otherwise the connection is closed. Also
+    /// the longest a TLS handshake may take.
     pub header_timeout: Duration,
-    /// The body must arrive within this long after the head; also the longest a write to the
-    /// client may block.
+    /// The body must arrive within this long after the head (`408` otherwise).
     pub body_timeout: Duration,
-    /// A kept-alive connection with no new request for this long is closed.
+    /// A connection with nothing in progress (no request being read or answered) for this
+    /// long is closed.
     pub idle_timeout: Duration,
     /// Largest body accepted, in bytes; larger gets `413`.
     pub max_body: usize,
-    /// Largest request head (request line and headers), in bytes; larger gets `431`.
+    /// Largest request head (request line and headers), in bytes (at least 8 KiB); larger
+    /// gets `431`.
     pub max_head: usize,
-    /// Connections served at once (streams included); more are answered `503` and closed.
+    /// Request connections open at once (streams not included); more are answered `503`.
     pub max_connections: usize,
+    /// Request connections open at once from one client address; more are answered `503`.
+    pub max_connections_per_address: usize,
+    /// Streams ([`Request::stream`]) open at once; more are answered `503`.
+    pub max_streams: usize,
     /// Chunks a [`Stream`] queues for a client that does not read them before it is cut off.
     pub stream_queue: usize,
 }
@@ -55,12 +90,53 @@ impl Default for Limits {
         Limits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(60),
             max_body: 1 << 20,
             max_head: 16 << 10,
-            max_connections: 256,
+            max_connections: 1024,
+            max_connections_per_address: 128,
+            max_streams: 1024,
             stream_queue: 4096,
         }
+    }
+}
+
+/// Where the server's certificate chain and private key are (PEM files).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first (PEM).
+    pub cert: PathBuf,
+    /// The private key (PEM: PKCS #8, PKCS #1 or SEC1).
+    pub key: PathBuf,
+}
+
+/// A TLS server configuration (rustls with the `ring` provider; TLS 1.2 and 1.3).
+#[derive(Clone)]
+pub struct Tls(Arc<rustls::ServerConfig>);
+
+impl Tls {
+    /// Reads the certificate chain and key. `Err` is a one-line message naming the file.
+    pub fn load(files: &TlsFiles) -> Result<Tls, String> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let cert_file = files.cert.display();
+        let certs = CertificateDer::pem_file_iter(&files.cert)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("cannot read the certificate file '{cert_file}': {e}"))?;
+        if certs.is_empty() {
+            return Err(format!("no certificate in '{cert_file}'"));
+        }
+        let key = PrivateKeyDer::from_pem_file(&files.key)
+            .map_err(|e| format!("cannot read the key file '{}': {e}", files.key.display()))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS: {e}"))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| format!("the certificate and key do not go together: {e}"))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Tls(Arc::new(config)))
     }
 }
 
@@ -108,36 +184,31 @@ impl Response {
     }
 }
 
-/// What a connection's thread is told to answer.
+/// What a connection's task is told to answer.
 enum Reply {
     Whole(Response),
     Stream(StreamStart),
 }
 
-/// A streamed answer, handed to the connection's thread.
+/// A streamed answer, handed to the connection's task.
 struct StreamStart {
     status: u16,
     headers: Vec<(String, String)>,
-    chunks: mpsc::Receiver<Frame>,
-    closed: Arc<AtomicBool>,
-    on_close: Box<dyn FnOnce() + Send>,
+    body: StreamBody,
 }
 
 /// One item of a stream's queue.
 enum Frame {
-    Chunk(Vec<u8>),
+    Chunk(Bytes),
     End,
 }
 
-/// Runs a callback when dropped (so `on_close` runs however the stream's thread ends).
-struct OnDrop(Option<Box<dyn FnOnce() + Send>>);
-
-impl Drop for OnDrop {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
-    }
+/// What a [`Request`] needs to open a stream.
+#[derive(Clone)]
+struct StreamRoom {
+    open: Arc<AtomicUsize>,
+    max: usize,
+    queue: usize,
 }
 
 /// A request read in full, waiting for its answer. Dropping it unanswered closes its
@@ -149,12 +220,14 @@ pub struct Request {
     pub path: String,
     /// The query (after `?`, undecoded; empty when there is none).
     pub query: String,
-    /// The headers in the order sent, names as sent (look them up with [`Request::header`]).
+    /// The headers in the order sent, names in lower case (look them up with
+    /// [`Request::header`]).
     pub headers: Vec<(String, String)>,
     /// The body as text (UTF-8, lossily).
     pub body: String,
-    reply: mpsc::Sender<Reply>,
-    limits: Limits,
+    reply: oneshot::Sender<Reply>,
+    conn: Arc<Conn>,
+    streams: StreamRoom,
 }
 
 impl Request {
@@ -176,28 +249,32 @@ impl Request {
     /// Answers with a chunked stream: the status and `headers` now (the server adds
     /// `Transfer-Encoding: chunked` and `Connection: close`), then one chunk per
     /// [`Stream::send`] until the stream ends (see the module documentation). `on_close` runs
-    /// once when it ends, for whatever reason, on the connection's thread. When the client is
-    /// already gone, the stream returned is closed and `on_close` has run.
+    /// once when it ends, for whatever reason, on whichever thread ends it. When the client is
+    /// already gone, or [`Limits::max_streams`] streams are open (the client is then answered
+    /// `503`), the stream returned is closed and `on_close` has run.
     pub fn stream(
         self,
         status: u16,
         headers: Vec<(String, String)>,
         on_close: impl FnOnce() + Send + 'static,
     ) -> Stream {
-        let (tx, chunks) = mpsc::sync_channel(self.limits.stream_queue.max(1));
-        let closed = Arc::new(AtomicBool::new(false));
-        let start = StreamStart {
-            status,
-            headers,
-            chunks,
-            closed: closed.clone(),
-            on_close: Box::new(on_close),
+        let (tx, rx) = tokio::sync::mpsc::channel(self.streams.queue.max(1));
+        let state = Arc::new(StreamState { closed: AtomicBool::new(false), conn: self.conn });
+        let stream = Stream { tx, state: state.clone() };
+        let Some(slot) = StreamSlot::take(&self.streams) else {
+            state.closed.store(true, Ordering::SeqCst);
+            let busy = Response::json(503, error_json("too many open streams; try again later"));
+            let _ = self.reply.send(Reply::Whole(busy.with_header("Connection", "close")));
+            on_close();
+            return stream;
         };
-        if let Err(mpsc::SendError(Reply::Stream(start))) = self.reply.send(Reply::Stream(start)) {
-            closed.store(true, Ordering::SeqCst);
-            (start.on_close)();
-        }
-        Stream { tx, closed }
+        // From now on the connection is a stream: it no longer holds a request place.
+        drop(state.conn.take_request_slot());
+        let guard = StreamGuard { on_close: Some(Box::new(on_close)), state, _slot: slot };
+        let body = StreamBody { rx, done: false, _guard: guard };
+        // When the client is gone the start comes back and is dropped here: `on_close` runs.
+        let _ = self.reply.send(Reply::Stream(StreamStart { status, headers, body }));
+        stream
     }
 }
 
@@ -212,33 +289,48 @@ pub enum StreamError {
     Overflow,
 }
 
+/// What a stream's handles and its body share.
+struct StreamState {
+    closed: AtomicBool,
+    conn: Arc<Conn>,
+}
+
+impl StreamState {
+    /// Ends the stream at once: its connection is closed without the final chunk.
+    fn cut_off(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.conn.abort.notify_one();
+    }
+}
+
 /// The server's handle on a streamed answer ([`Request::stream`]): cheap to clone, usable
 /// from any thread. The stream ends when [`Stream::close`] is called or every handle is
 /// dropped (the final empty chunk is then written), or when the client goes.
 #[derive(Clone)]
 pub struct Stream {
-    tx: mpsc::SyncSender<Frame>,
-    closed: Arc<AtomicBool>,
+    tx: tokio::sync::mpsc::Sender<Frame>,
+    state: Arc<StreamState>,
 }
 
 impl Stream {
     /// Queues `data` as one chunk; never blocks. Empty data is ignored (an empty chunk would
     /// end the stream). `Err` once the stream has ended; a full queue cuts the stream off.
     pub fn send(&self, data: &[u8]) -> Result<(), StreamError> {
-        if self.closed.load(Ordering::SeqCst) {
+        if self.is_closed() {
             return Err(StreamError::Closed);
         }
         if data.is_empty() {
             return Ok(());
         }
-        match self.tx.try_send(Frame::Chunk(data.to_vec())) {
+        use tokio::sync::mpsc::error::TrySendError;
+        match self.tx.try_send(Frame::Chunk(Bytes::copy_from_slice(data))) {
             Ok(()) => Ok(()),
-            Err(mpsc::TrySendError::Full(_)) => {
-                self.closed.store(true, Ordering::SeqCst);
+            Err(TrySendError::Full(_)) => {
+                self.state.cut_off();
                 Err(StreamError::Overflow)
             }
-            Err(mpsc::TrySendError::Disconnected(_)) => {
-                self.closed.store(true, Ordering::SeqCst);
+            Err(TrySendError::Closed(_)) => {
+                self.state.closed.store(true, Ordering::SeqCst);
                 Err(StreamError::Closed)
             }
         }
@@ -247,506 +339,647 @@ impl Stream {
     /// `true` once the stream has ended (or is being cut off); nothing more will reach the
     /// client.
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.state.closed.load(Ordering::SeqCst)
     }
 
     /// Ends the stream after the chunks already queued (the final empty chunk is written and
     /// the connection closed). Later sends fail with [`StreamError::Closed`].
     pub fn close(&self) {
-        if self.tx.try_send(Frame::End).is_err() {
-            // Full or gone: cut off at once.
-            self.closed.store(true, Ordering::SeqCst);
+        if self.state.closed.swap(true, Ordering::SeqCst) {
+            return;
         }
-        self.closed.store(true, Ordering::SeqCst);
+        if self.tx.try_send(Frame::End).is_err() {
+            // Full (or gone): cut off at once.
+            self.state.cut_off();
+        }
+    }
+}
+
+/// Runs a stream's `on_close` once, however its body goes (ended, dropped with its
+/// connection, never started), and gives back its place among the streams.
+struct StreamGuard {
+    on_close: Option<Box<dyn FnOnce() + Send>>,
+    state: Arc<StreamState>,
+    _slot: StreamSlot,
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.state.closed.store(true, Ordering::SeqCst);
+        if let Some(f) = self.on_close.take() {
+            f();
+        }
+    }
+}
+
+/// A place among the open streams, given back when dropped.
+struct StreamSlot(Arc<AtomicUsize>);
+
+impl StreamSlot {
+    fn take(room: &StreamRoom) -> Option<StreamSlot> {
+        room.open
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < room.max).then_some(n + 1))
+            .ok()
+            .map(|_| StreamSlot(room.open.clone()))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A stream's body: the queued chunks until `End` or every sender is gone.
+struct StreamBody {
+    rx: tokio::sync::mpsc::Receiver<Frame>,
+    done: bool,
+    _guard: StreamGuard,
+}
+
+/// The body of an answer: whole, or a stream.
+enum AnswerBody {
+    Whole(Option<Bytes>),
+    Stream(StreamBody),
+}
+
+impl Body for AnswerBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<BodyFrame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            AnswerBody::Whole(data) => Poll::Ready(data.take().map(|d| Ok(BodyFrame::data(d)))),
+            AnswerBody::Stream(s) => {
+                if s.done {
+                    return Poll::Ready(None);
+                }
+                match s.rx.poll_recv(cx) {
+                    Poll::Ready(Some(Frame::Chunk(data))) => {
+                        Poll::Ready(Some(Ok(BodyFrame::data(data))))
+                    }
+                    Poll::Ready(Some(Frame::End) | None) => {
+                        s.done = true;
+                        s._guard.state.closed.store(true, Ordering::SeqCst);
+                        Poll::Ready(None)
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            AnswerBody::Whole(data) => data.is_none(),
+            AnswerBody::Stream(s) => s.done,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            AnswerBody::Whole(data) => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+            AnswerBody::Stream(_) => SizeHint::default(),
+        }
     }
 }
 
 /// A listening server; requests arrive on the channel returned by [`Server::bind`].
 pub struct Server {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    acceptor: Option<std::thread::JoinHandle<()>>,
+    tls: bool,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Server {
-    /// Listens on `addr` and serves connections on their own threads.
+    /// Listens on `addr` (plain HTTP) and serves connections on the server's own runtime.
     pub fn bind(addr: &str, limits: Limits) -> std::io::Result<(Server, mpsc::Receiver<Request>)> {
+        Server::bind_tls(addr, limits, None)
+    }
+
+    /// Listens on `addr`; with `tls`, every connection is HTTPS.
+    pub fn bind_tls(
+        addr: &str,
+        limits: Limits,
+        tls: Option<Tls>,
+    ) -> std::io::Result<(Server, mpsc::Receiver<Request>)> {
         let addrs: Vec<SocketAddr> = addr.to_socket_addrs()?.collect();
-        let listener = TcpListener::bind(&addrs[..])?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("http")
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listener = {
+            let _inside = runtime.enter();
+            listen(&addrs)?
+        };
         let addr = listener.local_addr()?;
         let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let acceptor = {
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("http-accept".into())
-                .spawn(move || accept_loop(listener, tx, limits, &stop))?
-        };
-        Ok((Server { addr, stop, acceptor: Some(acceptor) }, rx))
+        let shared = Arc::new(Shared {
+            limits,
+            requests: tx,
+            open: AtomicUsize::new(0),
+            per_address: Mutex::new(HashMap::new()),
+            streams: Arc::new(AtomicUsize::new(0)),
+            lingering: AtomicUsize::new(0),
+            epoch: Instant::now(),
+        });
+        let is_tls = tls.is_some();
+        let acceptor = tls.map(|t| tokio_rustls::TlsAcceptor::from(t.0));
+        runtime.spawn(accept_loop(listener, shared, acceptor));
+        Ok((Server { addr, tls: is_tls, runtime: Some(runtime) }, rx))
     }
 
     /// The address listened on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// `"https"` when serving TLS, else `"http"`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the acceptor with one last connection.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.acceptor.take() {
-            let _ = t.join();
+        // Every connection's task is dropped: sockets close, streams' `on_close` run, and the
+        // request channel's sender goes (the receiver sees the end).
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
         }
     }
 }
 
-fn accept_loop(
-    listener: TcpListener,
-    tx: mpsc::Sender<Request>,
-    limits: Limits,
-    stop: &AtomicBool,
-) {
-    let open = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(mut stream) = stream else { continue };
-        if open.load(Ordering::SeqCst) >= limits.max_connections {
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let busy = Response::json(503, error_json("too many connections; try again"));
-            write_response(&mut stream, &busy, false);
-            continue;
-        }
-        open.fetch_add(1, Ordering::SeqCst);
-        let (tx, limits, open_for_thread) = (tx.clone(), limits.clone(), open.clone());
-        let spawned = std::thread::Builder::new().name("http-conn".into()).spawn(move || {
-            serve_connection(stream, &tx, &limits);
-            open_for_thread.fetch_sub(1, Ordering::SeqCst);
-        });
-        if spawned.is_err() {
-            open.fetch_sub(1, Ordering::SeqCst);
+/// Binds the first of `addrs` that can be bound, with a generous accept backlog.
+fn listen(addrs: &[SocketAddr]) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to bind");
+    for addr in addrs {
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+        };
+        match socket.and_then(|s| {
+            s.set_reuseaddr(true)?;
+            s.bind(*addr)?;
+            s.listen(1024)
+        }) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
         }
     }
+    Err(last)
+}
+
+/// What every connection's task shares.
+struct Shared {
+    limits: Limits,
+    requests: mpsc::Sender<Request>,
+    /// Request connections open.
+    open: AtomicUsize,
+    /// Request connections open per client address (addresses with none are removed).
+    per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// Streams open.
+    streams: Arc<AtomicUsize>,
+    /// Refused connections still being closed politely.
+    lingering: AtomicUsize,
+    /// The zero of every connection's clock.
+    epoch: Instant,
+}
+
+/// A request connection's place (in the global count and its address's), given back when
+/// dropped.
+struct RequestSlot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+}
+
+impl RequestSlot {
+    /// A place for a connection from `ip`, or why there is none.
+    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Result<RequestSlot, &'static str> {
+        let mut per_address = shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        let from_ip = per_address.get(&ip).copied().unwrap_or(0);
+        if from_ip >= shared.limits.max_connections_per_address {
+            return Err("too many connections from your address; try again later");
+        }
+        let max = shared.limits.max_connections;
+        if shared
+            .open
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .is_err()
+        {
+            return Err("too many connections; try again later");
+        }
+        per_address.insert(ip, from_ip + 1);
+        Ok(RequestSlot { shared: shared.clone(), ip })
+    }
+}
+
+impl Drop for RequestSlot {
+    fn drop(&mut self) {
+        let mut per_address = self.shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = per_address.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                per_address.remove(&self.ip);
+            }
+        }
+        self.shared.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How many refused connections may linger (their `503` written, waiting for the client to
+/// close) at once; beyond that they are closed at once.
+const MAX_LINGERING: usize = 256;
+
+/// How long a refused connection lingers.
+const LINGER: Duration = Duration::from_millis(500);
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors, or the like: wait for some to be given back.
+                log::warn!("http: cannot accept a connection: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let slot = match RequestSlot::take(&shared, peer.ip()) {
+            Ok(slot) => slot,
+            Err(why) => {
+                refuse(tcp, &shared, why, tls.is_some());
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let conn = Arc::new(Conn::new(slot, shared.epoch));
+        let (shared, tls) = (shared.clone(), tls.clone());
+        tokio::spawn(async move {
+            match tls {
+                None => serve_connection(tcp, &shared, conn).await,
+                Some(acceptor) => {
+                    let handshake = acceptor.accept(tcp);
+                    if let Ok(Ok(io)) =
+                        tokio::time::timeout(shared.limits.header_timeout, handshake).await
+                    {
+                        serve_connection(io, &shared, conn).await;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Answers a connection there is no room for with `503` (plain HTTP) and closes it.
+fn refuse(tcp: tokio::net::TcpStream, shared: &Arc<Shared>, why: &str, tls: bool) {
+    if tls {
+        return;
+    }
+    let body = error_json(why);
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    // A fresh socket's send buffer always has room for this.
+    let _ = tcp.try_write(answer.as_bytes());
+    // Closing with the client's request unread would reset the connection and could lose the
+    // answer: read and drop what comes for a moment first, when few others are doing so.
+    if shared.lingering.fetch_add(1, Ordering::SeqCst) >= MAX_LINGERING {
+        shared.lingering.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        struct Done(Arc<Shared>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.lingering.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _done = Done(shared);
+        let mut tcp = tcp;
+        let _ = tcp.shutdown().await;
+        let mut sink = [0u8; 1024];
+        let _ = tokio::time::timeout(LINGER, async {
+            while let Ok(n) = tcp.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
 }
 
 fn error_json(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
 
-/// Why a request could not be read: the status and message to answer with.
-struct Refusal(u16, String);
+/// A connection reading (or waiting for) a request head: [`Limits::header_timeout`] applies.
+const HEAD: u8 = 0;
+/// A connection with nothing in progress: [`Limits::idle_timeout`] applies.
+const IDLE: u8 = 1;
+/// A connection whose request is being read or answered, or that streams: no deadline here.
+const BUSY: u8 = 2;
 
-/// One connection: the socket and what was read from it but not yet used.
+/// One connection's state, shared by its task, its watchdog, its requests and its stream.
 struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-/// A request as read, before it is handed on.
-struct ReadRequest {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    keep_alive: bool,
-}
-
-fn serve_connection(stream: TcpStream, tx: &mpsc::Sender<Request>, limits: &Limits) {
-    let _ = stream.set_write_timeout(Some(limits.body_timeout));
-    let _ = stream.set_nodelay(true);
-    let mut conn = Conn { stream, buf: Vec::new() };
-    let mut first = true;
-    loop {
-        if !first && !conn.wait_for_data(limits.idle_timeout) {
-            return;
-        }
-        first = false;
-        let read = match read_request(&mut conn, limits) {
-            Ok(r) => r,
-            Err(Refusal(status, message)) => {
-                write_response(
-                    &mut conn.stream,
-                    &Response::json(status, error_json(&message)),
-                    false,
-                );
-                return;
-            }
-        };
-        let (path, query) = match read.target.split_once('?') {
-            Some((p, q)) => (p.to_owned(), q.to_owned()),
-            None => (read.target.clone(), String::new()),
-        };
-        let (reply, answer) = mpsc::channel();
-        let request = Request {
-            method: read.method,
-            path,
-            query,
-            headers: read.headers,
-            body: String::from_utf8_lossy(&read.body).into_owned(),
-            reply,
-            limits: limits.clone(),
-        };
-        if tx.send(request).is_err() {
-            return;
-        }
-        match answer.recv() {
-            Ok(Reply::Whole(response)) => {
-                if !write_response(&mut conn.stream, &response, read.keep_alive) || !read.keep_alive
-                {
-                    return;
-                }
-            }
-            Ok(Reply::Stream(start)) => return run_stream(conn.stream, start),
-            Err(_) => return,
-        }
-    }
+    /// [`HEAD`], [`IDLE`] or [`BUSY`].
+    phase: AtomicU8,
+    /// When the phase began (milliseconds after [`Shared::epoch`]).
+    since_ms: AtomicU64,
+    epoch: Instant,
+    /// Wakes the watchdog when the phase changes.
+    wake: Notify,
+    /// Ends the connection at once (its stream was cut off).
+    abort: Notify,
+    /// Its request place, until it becomes a stream.
+    slot: Mutex<Option<RequestSlot>>,
 }
 
 impl Conn {
-    /// Waits up to `idle` for the next request's first byte; `false` when the client closed
-    /// or stayed silent.
-    fn wait_for_data(&mut self, idle: Duration) -> bool {
-        if !self.buf.is_empty() {
-            return true;
-        }
-        let mut chunk = [0u8; 4096];
-        let _ = self.stream.set_read_timeout(Some(idle.max(Duration::from_millis(1))));
-        match self.stream.read(&mut chunk) {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                true
-            }
-        }
-    }
-
-    /// Reads more into the buffer before `deadline`; `Err` on timeout, error or end of stream.
-    fn fill(&mut self, deadline: Instant, what: &str) -> Result<(), Refusal> {
-        let mut chunk = [0u8; 4096];
-        let left = deadline.saturating_duration_since(Instant::now());
-        let timeout = || Refusal(408, format!("the {what} did not arrive in time"));
-        if left.is_zero() {
-            return Err(timeout());
-        }
-        let _ = self.stream.set_read_timeout(Some(left));
-        match self.stream.read(&mut chunk) {
-            Ok(0) => Err(Refusal(400, format!("the connection closed before the {what} ended"))),
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                Ok(())
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                Err(timeout())
-            }
-            Err(e) => Err(Refusal(400, format!("cannot read the {what}: {e}"))),
-        }
-    }
-
-    /// Reads until the buffer holds a CRLF at or after `from` (and at most `max` bytes past
-    /// `from` without one); the CRLF's position.
-    fn line_end(
-        &mut self,
-        from: usize,
-        max: usize,
-        deadline: Instant,
-        what: &str,
-        too_long: impl Fn() -> Refusal,
-    ) -> Result<usize, Refusal> {
-        loop {
-            if let Some(p) = self.buf[from..].windows(2).position(|w| w == b"\r\n") {
-                return Ok(from + p);
-            }
-            if self.buf.len() - from > max {
-                return Err(too_long());
-            }
-            self.fill(deadline, what)?;
-        }
-    }
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        202 => "Accepted",
-        204 => "No Content",
-        307 => "Temporary Redirect",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        406 => "Not Acceptable",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        411 => "Length Required",
-        413 => "Payload Too Large",
-        415 => "Unsupported Media Type",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        _ => "Unknown",
-    }
-}
-
-/// The status line and `headers`, without the blank line that ends the head.
-fn head(status: u16, headers: &[(String, String)]) -> String {
-    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
-    for (name, value) in headers {
-        // A header value never carries a line break into the head.
-        let value: String = value.chars().filter(|c| *c != '\r' && *c != '\n').collect();
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head
-}
-
-/// Writes `response`; `false` when the write failed. Without `keep_alive` the connection is
-/// then shut down for writing.
-fn write_response(stream: &mut TcpStream, response: &Response, keep_alive: bool) -> bool {
-    let mut text = head(response.status, &response.headers);
-    text.push_str(&format!(
-        "Content-Length: {}\r\nConnection: {}\r\n\r\n",
-        response.body.len(),
-        if keep_alive { "keep-alive" } else { "close" }
-    ));
-    let mut bytes = text.into_bytes();
-    bytes.extend_from_slice(&response.body);
-    let ok = stream.write_all(&bytes).and_then(|_| stream.flush()).is_ok();
-    if !keep_alive {
-        let _ = stream.shutdown(std::net::Shutdown::Write);
-    }
-    ok
-}
-
-/// How often a stream's writer looks for a client that went away while nothing was sent.
-const STREAM_POLL: Duration = Duration::from_millis(200);
-
-/// Writes a streamed answer until it ends, then runs its `on_close`.
-fn run_stream(mut stream: TcpStream, start: StreamStart) {
-    let StreamStart { status, mut headers, chunks, closed, on_close } = start;
-    let _on_close = OnDrop(Some(on_close));
-    // Whatever ends the stream marks it closed for the senders.
-    struct MarkClosed(Arc<AtomicBool>);
-    impl Drop for MarkClosed {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-    let _mark = MarkClosed(closed.clone());
-    headers.retain(|(n, _)| {
-        !n.eq_ignore_ascii_case("content-length")
-            && !n.eq_ignore_ascii_case("transfer-encoding")
-            && !n.eq_ignore_ascii_case("connection")
-    });
-    let mut text = head(status, &headers);
-    text.push_str("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-    if stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_err() {
-        return;
-    }
-    // A reader notices the client closing its end (it sends nothing more on a stream).
-    let watcher = stream.try_clone().ok().map(|mut reader| {
-        let closed = closed.clone();
-        std::thread::spawn(move || {
-            let _ = reader.set_read_timeout(None);
-            let mut sink = [0u8; 1024];
-            while let Ok(n) = reader.read(&mut sink) {
-                if n == 0 {
-                    break;
-                }
-            }
-            closed.store(true, Ordering::SeqCst);
-        })
-    });
-    let ended_cleanly = loop {
-        match chunks.recv_timeout(STREAM_POLL) {
-            Ok(Frame::Chunk(data)) => {
-                let mut bytes = format!("{:x}\r\n", data.len()).into_bytes();
-                bytes.extend_from_slice(&data);
-                bytes.extend_from_slice(b"\r\n");
-                if stream.write_all(&bytes).and_then(|_| stream.flush()).is_err() {
-                    break false;
-                }
-            }
-            Ok(Frame::End) | Err(mpsc::RecvTimeoutError::Disconnected) => break true,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if closed.load(Ordering::SeqCst) {
-                    // Cut off (overflow) or the client went away; a close() queued behind
-                    // chunks still drains them above.
-                    break false;
-                }
-            }
-        }
-    };
-    closed.store(true, Ordering::SeqCst);
-    if ended_cleanly {
-        let _ = stream.write_all(b"0\r\n\r\n").and_then(|_| stream.flush());
-    }
-    let _ = stream.shutdown(std::net::Shutdown::Both);
-    if let Some(w) = watcher {
-        let _ = w.join();
-    }
-}
-
-/// A parsed head: method, target, whether it is HTTP/1.0, headers.
-type Head = (String, String, bool, Vec<(String, String)>);
-
-/// Parses a request line and headers (the head, without its blank line).
-fn parse_head(head: &str) -> Result<Head, Refusal> {
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next().unwrap_or("");
-    let mut parts = request_line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Refusal(400, "malformed request line".into()));
-    };
-    if method.is_empty() || target.is_empty() || !version.starts_with("HTTP/1.") {
-        return Err(Refusal(400, format!("malformed request line or protocol {version:?}")));
-    }
-    let mut headers = Vec::new();
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(Refusal(400, format!("malformed header line {line:?}")));
+    fn new(slot: RequestSlot, epoch: Instant) -> Conn {
+        let conn = Conn {
+            phase: AtomicU8::new(HEAD),
+            since_ms: AtomicU64::new(0),
+            epoch,
+            wake: Notify::new(),
+            abort: Notify::new(),
+            slot: Mutex::new(Some(slot)),
         };
-        if name.is_empty() || name.contains(|c: char| c.is_whitespace()) {
-            return Err(Refusal(400, format!("malformed header name {name:?}")));
-        }
-        headers.push((name.to_owned(), value.trim().to_owned()));
+        conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
+        conn
     }
-    Ok((method.to_owned(), target.to_owned(), version == "HTTP/1.0", headers))
-}
 
-/// Whether the connection stays open after this request (HTTP/1.1 unless `Connection:
-/// close`; HTTP/1.0 only with `Connection: keep-alive`).
-fn keeps_alive(http10: bool, headers: &[(String, String)]) -> bool {
-    let tokens = headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
-        .flat_map(|(_, v)| v.split(','))
-        .map(|t| t.trim().to_ascii_lowercase())
-        .collect::<Vec<_>>();
-    if tokens.iter().any(|t| t == "close") {
-        return false;
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
     }
-    !http10 || tokens.iter().any(|t| t == "keep-alive")
-}
 
-/// Reads one request from `conn`: the head within `header_timeout`, the body (by
-/// `Content-Length` or chunked) within `body_timeout` and at most `max_body` bytes. Bytes past
-/// the request stay in `conn.buf` for the next one.
-fn read_request(conn: &mut Conn, limits: &Limits) -> Result<ReadRequest, Refusal> {
-    let deadline = Instant::now() + limits.header_timeout;
-    let too_big_head =
-        || Refusal(431, format!("the request head is larger than {} bytes", limits.max_head));
-    let head_end = loop {
-        if let Some(p) = conn.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p;
-        }
-        if conn.buf.len() > limits.max_head {
-            return Err(too_big_head());
-        }
-        conn.fill(deadline, "request head")?;
-    };
-    if head_end > limits.max_head {
-        return Err(too_big_head());
+    fn set_phase(&self, phase: u8) {
+        self.since_ms.store(self.now_ms(), Ordering::SeqCst);
+        self.phase.store(phase, Ordering::SeqCst);
+        self.wake.notify_one();
     }
-    let head = String::from_utf8_lossy(&conn.buf[..head_end]).into_owned();
-    conn.buf.drain(..head_end + 4);
-    let (method, target, http10, headers) = parse_head(&head)?;
-    let mut length: Option<usize> = None;
-    let mut chunked = false;
-    let mut expect_continue = false;
-    for (name, value) in &headers {
-        if name.eq_ignore_ascii_case("content-length") {
-            let n: usize = value.parse().map_err(|_| Refusal(400, "bad Content-Length".into()))?;
-            if length.is_some_and(|m| m != n) {
-                return Err(Refusal(400, "conflicting Content-Length headers".into()));
+
+    /// Bytes arrived: an idle connection starts reading a head.
+    fn saw_bytes(&self) {
+        if self.phase.load(Ordering::SeqCst) == IDLE {
+            self.since_ms.store(self.now_ms(), Ordering::SeqCst);
+            if self.phase.compare_exchange(IDLE, HEAD, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                self.wake.notify_one();
             }
-            length = Some(n);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            if !value.eq_ignore_ascii_case("chunked") {
-                return Err(Refusal(501, format!("transfer encoding {value} is not supported")));
-            }
-            chunked = true;
-        } else if name.eq_ignore_ascii_case("expect") && value.eq_ignore_ascii_case("100-continue")
-        {
-            expect_continue = true;
         }
     }
-    if chunked && length.is_some() {
-        return Err(Refusal(400, "both Content-Length and chunked encoding".into()));
-    }
-    let too_large = || Refusal(413, format!("the body is larger than {} bytes", limits.max_body));
-    if length.is_some_and(|n| n > limits.max_body) {
-        return Err(too_large());
-    }
-    if expect_continue && (chunked || length.is_some_and(|n| n > 0)) {
-        let _ = conn.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-    }
-    let deadline = Instant::now() + limits.body_timeout;
-    let body = if chunked {
-        read_chunked(conn, deadline, limits.max_body)?
-    } else {
-        let n = length.unwrap_or(0);
-        while conn.buf.len() < n {
-            conn.fill(deadline, "request body")?;
-        }
-        conn.buf.drain(..n).collect()
-    };
-    let keep_alive = keeps_alive(http10, &headers);
-    Ok(ReadRequest { method, target, headers, body, keep_alive })
-}
 
-/// Decodes a chunked body from `conn`, refusing more than `max` bytes (counting what is on the
-/// wire, so an endless body is cut off at the limit). Trailers are read and dropped.
-fn read_chunked(conn: &mut Conn, deadline: Instant, max: usize) -> Result<Vec<u8>, Refusal> {
-    let too_large = || Refusal(413, format!("the body is larger than {max} bytes"));
-    let bad_size = || Refusal(400, "malformed chunk size".into());
-    let mut body = Vec::new();
-    loop {
-        let line_end = conn.line_end(0, 64, deadline, "request body", bad_size)?;
-        let size_text = String::from_utf8_lossy(&conn.buf[..line_end]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16).map_err(|_| bad_size())?;
-        conn.buf.drain(..line_end + 2);
-        if size == 0 {
-            // Trailers, up to the blank line.
-            loop {
-                let end = conn.line_end(0, 8 << 10, deadline, "request body", || {
-                    Refusal(431, "the chunked body's trailers are too large".into())
-                })?;
-                conn.buf.drain(..end + 2);
-                if end == 0 {
-                    return Ok(body);
+    fn take_request_slot(&self) -> Option<RequestSlot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Returns when the connection has been in its phase too long.
+    async fn watchdog(&self, limits: &Limits) {
+        loop {
+            let phase = self.phase.load(Ordering::SeqCst);
+            let since = self.epoch + Duration::from_millis(self.since_ms.load(Ordering::SeqCst));
+            let deadline = match phase {
+                HEAD => Some(since + limits.header_timeout),
+                IDLE => Some(since + limits.idle_timeout),
+                _ => None,
+            };
+            match deadline {
+                Some(d) if Instant::now() >= d => return,
+                Some(d) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(d.into()) => {}
+                        _ = self.wake.notified() => {}
+                    }
                 }
+                None => self.wake.notified().await,
             }
         }
-        if body.len() + size > max {
-            return Err(too_large());
-        }
-        while conn.buf.len() < size + 2 {
-            conn.fill(deadline, "request body")?;
-        }
-        if &conn.buf[size..size + 2] != b"\r\n" {
-            return Err(Refusal(400, "a chunk does not end in CRLF".into()));
-        }
-        body.extend(conn.buf.drain(..size));
-        conn.buf.drain(..2);
     }
+}
+
+/// Sets its connection idle when dropped (its request answered, or abandoned), unless
+/// disarmed (the connection became a stream).
+struct IdleOnDrop(Option<Arc<Conn>>);
+
+impl Drop for IdleOnDrop {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            conn.set_phase(IDLE);
+        }
+    }
+}
+
+/// A connection's socket, telling the connection when bytes arrive.
+struct Watched<I> {
+    io: I,
+    conn: Arc<Conn>,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.conn.saw_bytes();
+        }
+        polled
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Watched<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// Serves one connection until it ends, times out, or its stream is cut off. Dropping the
+/// connection drops its stream's body (`on_close` runs) and its request place.
+async fn serve_connection<I>(io: I, shared: &Arc<Shared>, conn: Arc<Conn>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = &shared.limits;
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        // The watchdog keeps the head and idle deadlines (hyper's would run from the end of
+        // the previous answer, idle time included).
+        .header_read_timeout(None)
+        .title_case_headers(true)
+        .half_close(false)
+        .keep_alive(true)
+        .max_buf_size(limits.max_head.max(8192));
+    let service = {
+        let (shared, conn) = (shared.clone(), conn.clone());
+        hyper::service::service_fn(move |request| handle(request, shared.clone(), conn.clone()))
+    };
+    let watched = Watched { io, conn: conn.clone() };
+    let connection = builder.serve_connection(TokioIo::new(watched), service);
+    tokio::select! {
+        _ = connection => {}
+        _ = conn.watchdog(limits) => {}
+        _ = conn.abort.notified() => {}
+    }
+}
+
+/// The request was dropped unanswered: the connection closes without an answer.
+#[derive(Debug, thiserror::Error)]
+#[error("the request was not answered")]
+struct Unanswered;
+
+/// Reads one request's body, hands the request to the caller and waits for its answer.
+async fn handle(
+    request: hyper::Request<Incoming>,
+    shared: Arc<Shared>,
+    conn: Arc<Conn>,
+) -> Result<hyper::Response<AnswerBody>, Unanswered> {
+    conn.set_phase(BUSY);
+    let mut idle_after = IdleOnDrop(Some(conn.clone()));
+    let limits = &shared.limits;
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_body as u64) {
+        return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
+    }
+    let (parts, body) = request.into_parts();
+    let read = Limited::new(body, limits.max_body).collect();
+    let body = match tokio::time::timeout(limits.body_timeout, read).await {
+        Err(_) => return Ok(refusal(408, "the request body did not arrive in time")),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
+        }
+        Ok(Err(e)) => return Ok(refusal(400, &format!("cannot read the request body: {e}"))),
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let (reply, answer) = oneshot::channel();
+    let request = Request {
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().unwrap_or("").to_owned(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        reply,
+        conn: conn.clone(),
+        streams: StreamRoom {
+            open: shared.streams.clone(),
+            max: limits.max_streams,
+            queue: limits.stream_queue,
+        },
+    };
+    if shared.requests.send(request).is_err() {
+        return Ok(refusal(503, "the master is stopping"));
+    }
+    match answer.await {
+        Ok(Reply::Whole(response)) => Ok(whole(response)),
+        Ok(Reply::Stream(start)) => {
+            // A stream has no idle deadline; it ends as streams end.
+            idle_after.0 = None;
+            Ok(streamed(start))
+        }
+        Err(_) => Err(Unanswered),
+    }
+}
+
+/// An answer from the server itself (the request was refused), closing the connection.
+fn refusal(status: u16, message: &str) -> hyper::Response<AnswerBody> {
+    whole(Response::json(status, error_json(message)).with_header("Connection", "close"))
+}
+
+/// `headers` onto `response`, less those the server writes itself; a header that is not
+/// valid HTTP is left out (a value loses its line breaks first).
+fn add_headers<B>(response: &mut hyper::Response<B>, headers: Vec<(String, String)>) {
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("content-length")
+            || name.eq_ignore_ascii_case("transfer-encoding")
+        {
+            continue;
+        }
+        let value: String = value.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+        if let (Ok(n), Ok(v)) =
+            (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value))
+        {
+            response.headers_mut().append(n, v);
+        }
+    }
+}
+
+fn status(code: u16) -> hyper::StatusCode {
+    hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+fn whole(answer: Response) -> hyper::Response<AnswerBody> {
+    let body = (!answer.body.is_empty()).then(|| Bytes::from(answer.body));
+    let mut response = hyper::Response::new(AnswerBody::Whole(body));
+    *response.status_mut() = status(answer.status);
+    add_headers(&mut response, answer.headers);
+    response
+}
+
+fn streamed(start: StreamStart) -> hyper::Response<AnswerBody> {
+    let StreamStart { status: code, mut headers, body } = start;
+    headers.retain(|(n, _)| !n.eq_ignore_ascii_case("connection"));
+    headers.push(("Connection".into(), "close".into()));
+    let mut response = hyper::Response::new(AnswerBody::Stream(body));
+    *response.status_mut() = status(code);
+    add_headers(&mut response, headers);
+    response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
 
     fn limits() -> Limits {
         Limits {
@@ -876,10 +1109,111 @@ mod tests {
     }
 
     #[test]
-    fn a_head_that_stalls_is_answered_408_after_the_header_timeout() {
+    fn a_head_that_stalls_is_closed_after_the_header_timeout() {
         let server = echo_server();
+        let start = Instant::now();
         let a = exchange(&server, b"GET /x HTTP/1.1\r\nHost: slow");
-        assert!(a.starts_with("HTTP/1.1 408"), "{a}");
+        assert_eq!(a, "", "closed without an answer");
+        assert!(start.elapsed() >= Duration::from_millis(250), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
+        let server = echo_server();
+        let mut s = connect(&server);
+        s.write_all(b"POST /x HTTP/1.1\r\nContent-Length: 1\r\n\r\na").unwrap();
+        assert!(read_answer(&mut s).ends_with("\"a\""));
+        let start = Instant::now();
+        assert_eq!(s.read(&mut [0u8; 16]).unwrap(), 0, "the server closes");
+        assert!(start.elapsed() >= Duration::from_millis(250), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn a_chunk_size_that_never_arrives_or_overflows_is_refused_and_the_server_goes_on() {
+        let server = echo_server();
+        // `ffffffffffffffff` is a valid (huge) chunk size: the body times out (408);
+        // one more digit overflows (400).
+        let requests: Vec<TcpStream> = ["ffffffffffffffff", "1ffffffffffffffff"]
+            .iter()
+            .cycle()
+            .take(40)
+            .map(|size| {
+                let mut s = connect(&server);
+                let req = format!(
+                    "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\nx\r\n0\r\n\r\n"
+                );
+                s.write_all(req.as_bytes()).unwrap();
+                s
+            })
+            .collect();
+        for mut s in requests {
+            let mut a = String::new();
+            let _ = s.read_to_string(&mut a);
+            assert!(
+                a.is_empty() || a.starts_with("HTTP/1.1 408") || a.starts_with("HTTP/1.1 400"),
+                "{a}"
+            );
+        }
+        let a = exchange(&server, b"POST /x HTTP/1.1\r\nContent-Length: 2\r\n\r\nok");
+        assert!(a.starts_with("HTTP/1.1 200 OK"), "{a}");
+    }
+
+    #[test]
+    fn connections_over_the_per_address_limit_are_answered_503_and_give_their_place_back() {
+        let (server, rx) =
+            Server::bind("127.0.0.1:0", Limits { max_connections_per_address: 3, ..limits() })
+                .unwrap();
+        std::thread::spawn(move || {
+            for r in rx {
+                r.respond(200, "{}".into());
+            }
+        });
+        let held: Vec<TcpStream> = (0..3).map(|_| connect(&server)).collect();
+        // Let the three be accepted before the fourth.
+        std::thread::sleep(Duration::from_millis(100));
+        let a = exchange(&server, b"GET /x HTTP/1.1\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 503"), "{a}");
+        drop(held);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let a = exchange(&server, b"GET /x HTTP/1.1\r\nConnection: close\r\n\r\n");
+            if a.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the places were not given back: {a}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn streams_do_not_count_against_request_connections() {
+        let (server, streams) = stream_server(Limits { max_connections: 2, ..limits() });
+        let mut kept = Vec::new();
+        for _ in 0..5 {
+            let mut s = connect(&server);
+            s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+            let (stream, _closed) = streams.recv().unwrap();
+            stream.send(b"x").unwrap();
+            kept.push((s, stream));
+        }
+        for (s, _) in &mut kept {
+            let mut head = [0u8; 15];
+            s.read_exact(&mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200 OK");
+        }
+    }
+
+    #[test]
+    fn a_stream_over_the_stream_limit_is_answered_503_and_runs_on_close() {
+        let (server, streams) = stream_server(Limits { max_streams: 1, ..limits() });
+        let mut first = connect(&server);
+        first.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+        let (open, _closed) = streams.recv().unwrap();
+        let a = exchange(&server, b"GET /s HTTP/1.1\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 503"), "{a}");
+        let (refused, closed) = streams.recv().unwrap();
+        assert!(refused.is_closed() && !open.is_closed());
+        closed.recv_timeout(Duration::from_secs(1)).expect("on_close ran");
     }
 
     #[test]
@@ -890,10 +1224,8 @@ mod tests {
             let req = format!("POST /x HTTP/1.1\r\nContent-Length: {}\r\n\r\n{word}", word.len());
             s.write_all(req.as_bytes()).unwrap();
             let a = read_answer(&mut s);
-            assert!(
-                a.contains("Connection: keep-alive") && a.ends_with(&format!("\"{word}\"")),
-                "{a}"
-            );
+            // Keep-alive is HTTP/1.1's default: no `Connection` header says so.
+            assert!(!a.contains("Connection: close") && a.ends_with(&format!("\"{word}\"")), "{a}");
         }
     }
 
@@ -927,7 +1259,7 @@ mod tests {
         let mut s = connect(&server);
         s.write_all(b"GET /x HTTP/1.0\r\n\r\n").unwrap();
         let a = read_answer(&mut s);
-        assert!(a.contains("Connection: close"), "{a}");
+        assert!(a.starts_with("HTTP/1.0 200 OK") && !a.contains("keep-alive"), "{a}");
         assert_eq!(s.read(&mut [0u8; 16]).unwrap(), 0, "the server closes");
     }
 

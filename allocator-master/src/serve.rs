@@ -2,9 +2,11 @@
 //!
 //! One thread (the caller's) owns the [`Driver`]: the allocator, the host's ledger and the
 //! simulated frameworks. Like Mesos's allocator process it works from one FIFO queue: the HTTP
-//! server ([`crate::http`]) reads each connection on its own thread, with head and body
-//! timeouts and a 1 MiB body limit, and puts complete requests on the queue; the master thread
-//! answers them in order between allocation runs. A slow client holds only its own connection. The virtual clock follows the wall clock (times `speed`):
+//! server ([`crate::http`]: hyper on a runtime of its own, with head, body and idle timeouts,
+//! a 1 MiB body limit and per-address and global connection limits) reads the connections and
+//! puts complete requests on the queue; the master thread answers them in order between
+//! allocation runs. A slow or idle client holds only its own connection. The virtual clock
+//! follows the wall clock (times `speed`):
 //! scenario events play at their times, and a periodic allocation runs every
 //! `allocation_interval`; after the last event the master keeps running periodically.
 //!
@@ -59,6 +61,10 @@ pub struct ServeOptions {
     pub heartbeat_interval: f64,
     /// Authentication and authorization ([`crate::auth`]).
     pub auth: Auth,
+    /// The HTTP server's limits and timeouts.
+    pub http_limits: crate::http::Limits,
+    /// Serve HTTPS with these PEM files (`None`: plain HTTP).
+    pub tls: Option<crate::http::TlsFiles>,
 }
 
 /// A request read in full by the HTTP server.
@@ -85,12 +91,13 @@ pub fn serve(
     sim.attach_mesos(crate::clients::mesos::MesosFrameworks::new(Duration::from_secs_f64(
         options.heartbeat_interval,
     )));
+    let tls = options.tls.as_ref().map(crate::http::Tls::load).transpose()?;
     let (server, requests) =
-        crate::http::Server::bind(&options.listen, crate::http::Limits::default())
+        crate::http::Server::bind_tls(&options.listen, options.http_limits.clone(), tls)
             .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
-    let addr = server.addr();
-    eprintln!("serving on http://{addr}");
-    log::info!("serving on http://{addr}");
+    let (scheme, addr) = (server.scheme(), server.addr());
+    eprintln!("serving on {scheme}://{addr}");
+    log::info!("serving on {scheme}://{addr}");
     let queued = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::channel::<Incoming>();
     // Counts requests into the master's queue (`event_queue_dispatches`).

@@ -3,7 +3,7 @@
 //! and recording are finished) or killed when dropped.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -37,7 +37,8 @@ impl Serve {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("http://").nth(1) {
+                let addr = line.split("http://").nth(1).or_else(|| line.split("https://").nth(1));
+                if let Some(addr) = addr {
                     let _ = tx.send(addr.trim().to_owned());
                 }
             }
@@ -122,6 +123,31 @@ impl Serve {
         (status, headers, reader)
     }
 
+    /// One request with a JSON body from local address `from` (any of 127.0.0.0/8 reaches
+    /// loopback on Linux): the status and the body, or why there was none.
+    pub fn request_from(
+        &self,
+        from: IpAddr,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> std::io::Result<(u16, String)> {
+        let mut s = connect_from(from, &self.addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(20)))?;
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer)?;
+        let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, answer.clone());
+        let (head, payload) = answer.split_once("\r\n\r\n").ok_or_else(bad)?;
+        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).ok_or_else(bad)?;
+        Ok((status, payload.to_owned()))
+    }
+
     /// Stops it with SIGTERM, as an operator does, and waits for it to end.
     pub fn stop(mut self) -> ExitStatus {
         let pid = self.child.id().to_string();
@@ -161,6 +187,21 @@ fn parse_head(head: &str) -> (u16, Vec<(String, String)>) {
 /// The value of header `name` (case-insensitive) among `headers`.
 pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// A TCP connection to `addr` from local address `from` (port chosen by the system), within
+/// 5 s.
+pub fn connect_from(from: IpAddr, addr: &str) -> std::io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let to: SocketAddr = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, addr.to_owned()))?;
+    let socket =
+        socket2::Socket::new(socket2::Domain::for_address(to), socket2::Type::STREAM, None)?;
+    socket.bind(&SocketAddr::new(from, 0).into())?;
+    socket.connect_timeout(&to.into(), Duration::from_secs(5))?;
+    Ok(socket.into())
 }
 
 /// One offer of an event stream: (time in microseconds, framework, role, agent, resources).

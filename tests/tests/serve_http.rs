@@ -297,3 +297,80 @@ fn a_body_over_one_mebibyte_is_answered_413() {
     s.read_to_string(&mut answer).expect("read the answer");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
+
+/// Issue 31: with `--ssl_cert_file` and `--ssl_key_file` the master serves HTTPS (a
+/// self-signed certificate made here, trusted by a rustls client); plain HTTP gets no answer.
+#[test]
+fn serve_speaks_https_with_the_ssl_flags() {
+    use std::sync::Arc;
+    let dir = std::env::temp_dir().join(format!("serve-http-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_file, key_file) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let live = start(
+        "tls",
+        &[
+            "--ssl_cert_file",
+            cert_file.to_str().unwrap(),
+            "--ssl_key_file",
+            key_file.to_str().unwrap(),
+        ],
+    );
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let client = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(&live.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut tls = rustls::StreamOwned::new(client, tcp);
+    tls.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tls.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200 OK"), "{answer}");
+    assert!(answer.ends_with(r#"{"version":"1.12.0"}"#), "{answer}");
+    // Plain HTTP on the HTTPS port is not answered as HTTP.
+    let mut plain = TcpStream::connect(&live.addr).unwrap();
+    plain.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    plain.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(!answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+}
+
+/// Issue 31: the TLS flags go together, and unreadable files are refused; each is a one-line
+/// usage error (exit 2).
+#[test]
+fn tls_flags_alone_or_unreadable_are_usage_errors() {
+    let missing = workspace_root().join("no-such-cert.pem");
+    let missing = missing.to_str().unwrap();
+    for (flags, says) in [
+        (vec!["--ssl_cert_file", missing], "--ssl_key_file"),
+        (vec!["--ssl_key_file", missing], "--ssl_cert_file"),
+        (vec!["--ssl_cert_file", missing, "--ssl_key_file", missing], "no-such-cert.pem"),
+    ] {
+        let out = Command::new(master())
+            .args(["serve", "--listen", "127.0.0.1:0", "--duration", "1"])
+            .args(&flags)
+            .current_dir(workspace_root())
+            .output()
+            .expect("run serve");
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+}

@@ -2,6 +2,9 @@
 //! subcommand.
 
 pub mod bench;
+// issue 31: serve's HTTP flags (TLS, limits) live in http_flags.rs.
+mod http_flags;
+pub use http_flags::HttpFlags;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -330,7 +333,7 @@ pub enum Command {
     /// Run the scenario (or the embedded default workload) live, in real time, with an HTTP
     /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters, and the
     /// Mesos v1 scheduler (POST /api/v1/scheduler) and operator (POST /api/v1) APIs.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// What-if: the offers and shares the next allocation run would make after a change at a
     /// time of the scenario, against without it (nothing is changed).
     Plan(PlanArgs),
@@ -392,6 +395,9 @@ pub struct ServeArgs {
     /// Authentication and authorization.
     #[command(flatten)]
     pub auth: AuthFlags,
+    /// TLS and the HTTP server's limits (issue 31).
+    #[command(flatten)]
+    pub http: HttpFlags,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -826,6 +832,8 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             duration: serve.duration,
             heartbeat_interval: serve.heartbeat_interval,
             auth: serve.auth.resolve()?,
+            http_limits: serve.http.limits()?,
+            tls: serve.http.tls()?,
         };
         sim.set_offer_tracking(
             scenario
