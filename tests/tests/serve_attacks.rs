@@ -318,3 +318,74 @@ fn bench_allocation_latency_with_1000_idle_connections() {
         );
     }
 }
+
+/// How late periodic allocation runs start, and how long a `GET /state` takes, over 30 s of
+/// the default workload (`--speed 10`), without and with 1,000 idle keep-alive connections
+/// plus a flood of `POST /plan` (four clients posting plans back to back). Not a pass/fail
+/// test: run it with `cargo test -p workspace-tests --test serve_attacks -- --ignored
+/// --nocapture bench_allocation_latency_under_a_plan_flood`.
+#[test]
+#[ignore = "a benchmark (about 70 s); run by hand"]
+fn bench_allocation_latency_under_a_plan_flood() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let window = Duration::from_secs(30);
+    for flood in [false, true] {
+        let live = Arc::new(Serve::start(&["--duration", "120", "--speed", "10"]));
+        let idle = if flood { 1000 } else { 0 };
+        let held: Vec<TcpStream> = (0..idle)
+            .map(|i| idle_connection(&live, lo(1 + (i / 125) as u8)).expect("an idle connection"))
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (planned, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let flooders: Vec<_> = (0..if flood { 4 } else { 0 })
+            .map(|i| {
+                let (live, stop) = (live.clone(), stop.clone());
+                let (planned, refused) = (planned.clone(), refused.clone());
+                std::thread::spawn(move || {
+                    let change = r#"{"op": "update_weights", "weights": {"batch": 10}}"#;
+                    while !stop.load(Ordering::Relaxed) {
+                        match live.request_from(lo(30 + i), "POST", "/plan", change) {
+                            Ok((200, _)) => planned.fetch_add(1, Ordering::Relaxed),
+                            _ => refused.fetch_add(1, Ordering::Relaxed),
+                        };
+                    }
+                })
+            })
+            .collect();
+        let mut state_ms = Vec::new();
+        let start = std::time::Instant::now();
+        while start.elapsed() < window {
+            let t = std::time::Instant::now();
+            let (status, _) = live.request_from(lo(20), "GET", "/state", "").expect("state");
+            assert_eq!(status, 200);
+            state_ms.push(t.elapsed().as_secs_f64() * 1e3);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for f in flooders {
+            f.join().unwrap();
+        }
+        let (status, body) =
+            live.request_from(lo(20), "GET", "/metrics/snapshot", "").expect("metrics");
+        assert_eq!(status, 200, "{body}");
+        let m: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let key = "allocator/mesos/allocation_run_latency_ms";
+        let v = |k: &str| m[format!("{key}/{k}")].as_f64().unwrap_or(f64::NAN);
+        state_ms.sort_by(f64::total_cmp);
+        let pct = |p: f64| state_ms[((state_ms.len() - 1) as f64 * p).round() as usize];
+        println!(
+            "idle {idle:>4}, plan flood {flood:>5}: allocation_run_latency_ms p50 {:.3} p99 {:.3} max {:.3} (runs {}); GET /state ms p50 {:.1} p99 {:.1} max {:.1}; plans answered {} refused {}; idle still open {}",
+            v("p50"),
+            v("p99"),
+            v("max"),
+            v("count"),
+            pct(0.5),
+            pct(0.99),
+            pct(1.0),
+            planned.load(Ordering::Relaxed),
+            refused.load(Ordering::Relaxed),
+            held.len(),
+        );
+    }
+}
