@@ -85,7 +85,7 @@ def run(sched, info, **kw):
     return driver
 
 
-def check_finish():
+def _finish(info, **driver_kw):
     """One task with `sleep 1` runs to TASK_FINISHED; the master counts it while it runs."""
     seen.update(updates=[], running_in_state=None)
 
@@ -110,34 +110,19 @@ def check_finish():
             if update["state"] == "TASK_FINISHED":
                 done()
 
-    run(S(), framework("finish"))
+    run(S(), info, **driver_kw)
+
+
+def check_finish():
+    """One task with `sleep 1` runs to TASK_FINISHED; the master counts it while it runs."""
+    _finish(framework("finish"))
 
 
 def check_finish_with_credentials():
     """`check_finish` with HTTP Basic credentials `ARGS[0]:ARGS[1]` (pymesos's `principal` and
     `secret`), against a master that authenticates frameworks."""
-    seen.update(updates=[], running_in_state=None)
-
-    class S(Scheduler):
-        launched = False
-
-        def resourceOffers(self, driver, offers):
-            for o in offers:
-                if self.launched:
-                    driver.declineOffer(o["id"])
-                    continue
-                self.launched = True
-                t = task(o, "t-1")
-                t["command"] = {"value": "sleep 1"}
-                driver.launchTasks(o["id"], [t])
-
-        def statusUpdate(self, driver, update):
-            seen["updates"].append(update["state"])
-            if update["state"] == "TASK_FINISHED":
-                done()
-
-    run(S(), framework("finish", principal=sys.argv[3]), principal=sys.argv[3],
-        secret=sys.argv[4])
+    _finish(framework("finish", principal=sys.argv[3]), principal=sys.argv[3],
+            secret=sys.argv[4])
 
 
 def check_decline():

@@ -74,21 +74,27 @@ impl Serve {
         headers: &[&str],
         body: &str,
     ) -> (u16, Vec<(String, String)>, String) {
-        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        let mut s = self.send(method, path, &[&["Connection: close"], headers].concat(), body);
         s.set_read_timeout(Some(Duration::from_secs(60))).expect("a timeout");
-        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-        write!(
-            s,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .expect("send the request");
         let mut answer = String::new();
         s.read_to_string(&mut answer).expect("read the answer");
         let (head, payload) = answer.split_once("\r\n\r\n").expect("headers and body");
         let (status, headers) = parse_head(head);
         (status, headers, payload.to_owned())
+    }
+
+    /// Connects and sends one request with `headers` (each `Name: value`) and `body`.
+    fn send(&self, method: &str, path: &str, headers: &[&str], body: &str) -> TcpStream {
+        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .expect("send the request");
+        s
     }
 
     /// Sends a request whose answer is a stream (a scheduler `SUBSCRIBE`) and reads only the
@@ -100,16 +106,8 @@ impl Serve {
         headers: &[&str],
         body: &str,
     ) -> (u16, Vec<(String, String)>, BufReader<TcpStream>) {
-        let mut s = TcpStream::connect(&self.addr).expect("connect");
+        let s = self.send("POST", path, headers, body);
         s.set_read_timeout(Some(Duration::from_secs(30))).expect("a timeout");
-        let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-        write!(
-            s,
-            "POST {path} HTTP/1.1\r\nHost: {}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .expect("send the request");
         let mut reader = BufReader::new(s);
         let mut head = String::new();
         loop {
