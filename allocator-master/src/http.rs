@@ -35,7 +35,10 @@
 //!   [`Limits::max_streams`] instead (over it, the request is answered `503`). `send` never
 //!   blocks; a client that stops reading fills its stream's queue ([`Limits::stream_queue`]
 //!   chunks), and the stream is then cut off ([`StreamError::Overflow`]: the connection is
-//!   closed) rather than holding up the sender. A stream ends when [`Stream::close`] is
+//!   closed) rather than holding up the sender; and a stream whose queued chunks (or final
+//!   chunk, after [`Stream::close`]) the client does not take for [`Limits::idle_timeout`] is
+//!   cut off too, even when nothing more is sent; an ended stream's last bytes must be written
+//!   within [`Limits::body_timeout`]. A stream ends when [`Stream::close`] is
 //!   called, every handle is dropped, the client closes its connection, or it is cut off; its
 //!   `on_close` callback then runs exactly once.
 //! * **TLS.** [`Server::bind_tls`] with a [`Tls`] made from PEM files ([`Tls::load`]) serves
@@ -324,7 +327,10 @@ impl Stream {
         }
         use tokio::sync::mpsc::error::TrySendError;
         match self.tx.try_send(Frame::Chunk(Bytes::copy_from_slice(data))) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.state.conn.queued();
+                Ok(())
+            }
             Err(TrySendError::Full(_)) => {
                 self.state.cut_off();
                 Err(StreamError::Overflow)
@@ -351,6 +357,8 @@ impl Stream {
         if self.tx.try_send(Frame::End).is_err() {
             // Full (or gone): cut off at once.
             self.state.cut_off();
+        } else {
+            self.state.conn.queued();
         }
     }
 }
@@ -417,11 +425,16 @@ impl Body for AnswerBody {
                 if s.done {
                     return Poll::Ready(None);
                 }
+                let conn = &s._guard.state.conn;
                 match s.rx.poll_recv(cx) {
                     Poll::Ready(Some(Frame::Chunk(data))) => {
+                        conn.taken();
                         Poll::Ready(Some(Ok(BodyFrame::data(data))))
                     }
                     Poll::Ready(Some(Frame::End) | None) => {
+                        conn.taken();
+                        // What is left to write must go within the body timeout.
+                        conn.set_phase(CLOSING);
                         s.done = true;
                         s._guard.state.closed.store(true, Ordering::SeqCst);
                         Poll::Ready(None)
@@ -610,9 +623,16 @@ async fn accept_loop(
         let (tcp, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(e) => {
-                // Out of file descriptors, or the like: wait for some to be given back.
-                log::warn!("http: cannot accept a connection: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Out of file descriptors or memory: wait for some to be given back. Any other
+                // error is one connection's (aborted, refused by a firewall): go on at once, so
+                // that a client cannot slow the accepting down.
+                let resources = matches!(e.raw_os_error(), Some(23 | 24 | 105 | 12));
+                if resources {
+                    log::warn!("http: cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                } else {
+                    log::debug!("http: a connection failed while accepted: {e}");
+                }
                 continue;
             }
         };
@@ -691,8 +711,14 @@ fn error_json(message: &str) -> String {
 const HEAD: u8 = 0;
 /// A connection with nothing in progress: [`Limits::idle_timeout`] applies.
 const IDLE: u8 = 1;
-/// A connection whose request is being read or answered, or that streams: no deadline here.
+/// A connection whose request is being read or answered: no deadline here.
 const BUSY: u8 = 2;
+/// A stream: while chunks wait that the client does not take, [`Limits::idle_timeout`] after
+/// the last one it took (a client that stops reading is cut off even when nothing more is
+/// sent).
+const STREAM: u8 = 3;
+/// A stream that has ended, flushing its last bytes: [`Limits::body_timeout`] applies.
+const CLOSING: u8 = 4;
 
 /// One connection's state, shared by its task, its watchdog, its requests and its stream.
 struct Conn {
@@ -707,6 +733,8 @@ struct Conn {
     abort: Notify,
     /// Its request place, until it becomes a stream.
     slot: Mutex<Option<RequestSlot>>,
+    /// Frames queued on its stream and not yet taken by the client's connection.
+    pending: AtomicUsize,
 }
 
 impl Conn {
@@ -718,6 +746,7 @@ impl Conn {
             wake: Notify::new(),
             abort: Notify::new(),
             slot: Mutex::new(Some(slot)),
+            pending: AtomicUsize::new(0),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
@@ -743,6 +772,20 @@ impl Conn {
         }
     }
 
+    /// A frame was queued on the stream: with none waiting before, the stall clock starts.
+    fn queued(&self) {
+        if self.pending.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.since_ms.store(self.now_ms(), Ordering::SeqCst);
+            self.wake.notify_one();
+        }
+    }
+
+    /// The client's connection took a frame: progress, the stall clock starts again.
+    fn taken(&self) {
+        self.since_ms.store(self.now_ms(), Ordering::SeqCst);
+        let _ = self.pending.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
     fn take_request_slot(&self) -> Option<RequestSlot> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
@@ -755,6 +798,10 @@ impl Conn {
             let deadline = match phase {
                 HEAD => Some(since + limits.header_timeout),
                 IDLE => Some(since + limits.idle_timeout),
+                STREAM if self.pending.load(Ordering::SeqCst) > 0 => {
+                    Some(since + limits.idle_timeout)
+                }
+                CLOSING => Some(since + limits.body_timeout),
                 _ => None,
             };
             match deadline {
@@ -907,7 +954,8 @@ async fn handle(
         path: parts.uri.path().to_owned(),
         query: parts.uri.query().unwrap_or("").to_owned(),
         headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
+        body: String::from_utf8(Vec::from(body))
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
         reply,
         conn: conn.clone(),
         streams: StreamRoom {
@@ -922,8 +970,9 @@ async fn handle(
     match answer.await {
         Ok(Reply::Whole(response)) => Ok(whole(response)),
         Ok(Reply::Stream(start)) => {
-            // A stream has no idle deadline; it ends as streams end.
+            // A stream has no idle deadline: it is cut off when its client stops reading.
             idle_after.0 = None;
+            conn.set_phase(STREAM);
             Ok(streamed(start))
         }
         Err(_) => Err(Unanswered),
@@ -1348,6 +1397,29 @@ mod tests {
         let error = (0..100_000).find_map(|_| stream.send(&chunk).err());
         assert!(error.is_some(), "the stream was never cut off");
         closed.recv_timeout(Duration::from_secs(10)).expect("on_close runs");
+        drop(s);
+    }
+
+    #[test]
+    fn a_stream_whose_client_stops_reading_is_cut_off_even_when_nothing_more_is_sent() {
+        let (server, streams) = stream_server(Limits {
+            idle_timeout: Duration::from_millis(500),
+            body_timeout: Duration::from_millis(500),
+            ..limits()
+        });
+        let mut s = connect(&server);
+        s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+        let (stream, closed) = streams.recv().unwrap();
+        // Enough to fill the socket buffers of a client that never reads, then the close:
+        // a few frames stay queued, and no more sends come to overflow the queue.
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..32 {
+            if stream.send(&chunk).is_err() {
+                break;
+            }
+        }
+        stream.close();
+        closed.recv_timeout(Duration::from_secs(10)).expect("cut off: on_close runs");
         drop(s);
     }
 
