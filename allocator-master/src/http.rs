@@ -32,7 +32,8 @@
 //!   [`Stream::send`] (what the Mesos scheduler API's `SUBSCRIBE` needs). A connection that
 //!   becomes a stream gives back its request place (streams do not count against
 //!   [`Limits::max_connections`] nor the per-address limit) and takes one of
-//!   [`Limits::max_streams`] instead (over it, the request is answered `503`). `send` never
+//!   [`Limits::max_streams`] instead, at most [`Limits::max_streams_per_address`] from one
+//!   client address (over either, the request is answered `503`). `send` never
 //!   blocks; a client that stops reading fills its stream's queue ([`Limits::stream_queue`]
 //!   chunks), and the stream is then cut off ([`StreamError::Overflow`]: the connection is
 //!   closed) rather than holding up the sender; and a stream whose queued chunks (or final
@@ -84,6 +85,9 @@ pub struct Limits {
     pub max_connections_per_address: usize,
     /// Streams ([`Request::stream`]) open at once; more are answered `503`.
     pub max_streams: usize,
+    /// Streams open at once from one client address; more are answered `503`, so that one
+    /// client cannot take every stream place.
+    pub max_streams_per_address: usize,
     /// Chunks a [`Stream`] queues for a client that does not read them before it is cut off.
     pub stream_queue: usize,
 }
@@ -99,6 +103,7 @@ impl Default for Limits {
             max_connections: 1024,
             max_connections_per_address: 128,
             max_streams: 1024,
+            max_streams_per_address: 64,
             stream_queue: 4096,
         }
     }
@@ -211,6 +216,8 @@ enum Frame {
 struct StreamRoom {
     open: Arc<AtomicUsize>,
     max: usize,
+    per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    max_per_address: usize,
     queue: usize,
 }
 
@@ -264,7 +271,9 @@ impl Request {
         let (tx, rx) = tokio::sync::mpsc::channel(self.streams.queue.max(1));
         let state = Arc::new(StreamState { closed: AtomicBool::new(false), conn: self.conn });
         let stream = Stream { tx, state: state.clone() };
-        let Some(slot) = StreamSlot::take(&self.streams) else {
+        let Some(slot) = StreamSlot::take(&self.streams, state.conn.ip) else {
+            // The connection is answered and closed: its request place goes back now.
+            drop(state.conn.take_request_slot());
             state.closed.store(true, Ordering::SeqCst);
             let busy = Response::json(503, error_json("too many open streams; try again later"));
             let _ = self.reply.send(Reply::Whole(busy.with_header("Connection", "close")));
@@ -380,21 +389,39 @@ impl Drop for StreamGuard {
     }
 }
 
-/// A place among the open streams, given back when dropped.
-struct StreamSlot(Arc<AtomicUsize>);
+/// A place among the open streams (in the global count and its address's), given back when
+/// dropped.
+struct StreamSlot {
+    open: Arc<AtomicUsize>,
+    per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
 
 impl StreamSlot {
-    fn take(room: &StreamRoom) -> Option<StreamSlot> {
+    fn take(room: &StreamRoom, ip: IpAddr) -> Option<StreamSlot> {
+        let mut per_address = room.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        let from_ip = per_address.get(&ip).copied().unwrap_or(0);
+        if from_ip >= room.max_per_address {
+            return None;
+        }
         room.open
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < room.max).then_some(n + 1))
-            .ok()
-            .map(|_| StreamSlot(room.open.clone()))
+            .ok()?;
+        per_address.insert(ip, from_ip + 1);
+        Some(StreamSlot { open: room.open.clone(), per_address: room.per_address.clone(), ip })
     }
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        let mut per_address = self.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = per_address.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                per_address.remove(&self.ip);
+            }
+        }
+        self.open.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -500,6 +527,7 @@ impl Server {
             open: AtomicUsize::new(0),
             per_address: Mutex::new(HashMap::new()),
             streams: Arc::new(AtomicUsize::new(0)),
+            streams_per_address: Arc::new(Mutex::new(HashMap::new())),
             lingering: AtomicUsize::new(0),
             epoch: Instant::now(),
         });
@@ -560,6 +588,8 @@ struct Shared {
     per_address: Mutex<HashMap<IpAddr, usize>>,
     /// Streams open.
     streams: Arc<AtomicUsize>,
+    /// Streams open per client address (addresses with none are removed).
+    streams_per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// Refused connections still being closed politely.
     lingering: AtomicUsize,
     /// The zero of every connection's clock.
@@ -735,10 +765,13 @@ struct Conn {
     slot: Mutex<Option<RequestSlot>>,
     /// Frames queued on its stream and not yet taken by the client's connection.
     pending: AtomicUsize,
+    /// The client's address.
+    ip: IpAddr,
 }
 
 impl Conn {
     fn new(slot: RequestSlot, epoch: Instant) -> Conn {
+        let ip = slot.ip;
         let conn = Conn {
             phase: AtomicU8::new(HEAD),
             since_ms: AtomicU64::new(0),
@@ -747,6 +780,7 @@ impl Conn {
             abort: Notify::new(),
             slot: Mutex::new(Some(slot)),
             pending: AtomicUsize::new(0),
+            ip,
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
@@ -961,6 +995,8 @@ async fn handle(
         streams: StreamRoom {
             open: shared.streams.clone(),
             max: limits.max_streams,
+            per_address: shared.streams_per_address.clone(),
+            max_per_address: limits.max_streams_per_address,
             queue: limits.stream_queue,
         },
     };
@@ -1421,6 +1457,23 @@ mod tests {
         stream.close();
         closed.recv_timeout(Duration::from_secs(10)).expect("cut off: on_close runs");
         drop(s);
+    }
+
+    #[test]
+    fn one_address_cannot_take_every_stream_place() {
+        let (server, streams) =
+            stream_server(Limits { max_streams: 4, max_streams_per_address: 2, ..limits() });
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let mut s = connect(&server);
+            s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+            held.push((s, streams.recv().unwrap()));
+        }
+        assert!(!held[0].1.0.is_closed() && !held[1].1.0.is_closed());
+        assert!(held[2].1.0.is_closed(), "a third stream from the same address is refused");
+        let mut answer = String::new();
+        let _ = held[2].0.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     }
 
     #[test]
