@@ -301,7 +301,7 @@ impl<'s, 'r> Live<'s, 'r> {
             request.respond_with(refusal);
             return Ok(());
         }
-        let principal = match realm(&request.method, &request.path) {
+        let principal = match realm(&request.path) {
             None => None,
             Some(realm) => match self.auth.authenticate(realm, request.header("Authorization")) {
                 Ok(principal) => principal,
@@ -419,13 +419,13 @@ impl<'s, 'r> Live<'s, 'r> {
     }
 }
 
-/// The realm whose authentication a request needs; `None`: never authenticated
-/// (`GET /version`, `/health`, unknown paths).
-fn realm(method: &str, path: &str) -> Option<Realm> {
-    match (method, path) {
-        (_, "/api/v1/scheduler") => Some(Realm::Frameworks),
-        (_, "/api/v1" | "/quota" | "/weights" | "/sorters" | "/plan") => Some(Realm::ReadWrite),
-        (_, "/state" | "/metrics/snapshot" | "/explain") => Some(Realm::ReadOnly),
+/// The realm whose authentication a request to `path` needs (whatever its method); `None`:
+/// never authenticated (`GET /version`, `/health`, unknown paths).
+fn realm(path: &str) -> Option<Realm> {
+    match path {
+        "/api/v1/scheduler" => Some(Realm::Frameworks),
+        "/api/v1" | "/quota" | "/weights" | "/sorters" | "/plan" => Some(Realm::ReadWrite),
+        "/state" | "/metrics/snapshot" | "/explain" => Some(Realm::ReadOnly),
         _ => None,
     }
 }
@@ -448,11 +448,8 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
                 .and_then(Value::as_object)
                 .map(|w| w.keys().map(String::as_str).collect())
                 .unwrap_or_default();
-            if roles.is_empty() {
-                caller.may(Action::UpdateWeights, &[])
-            } else {
-                caller.may(Action::UpdateWeights, &roles)
-            }
+            // No role named: the object `ANY`, as for every empty object list.
+            caller.may(Action::UpdateWeights, &roles)
         }
         ("POST", "/sorters") => {
             let body = body();

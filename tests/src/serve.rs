@@ -49,20 +49,9 @@ impl Serve {
 
     /// One request with a JSON body; the status and the body.
     pub fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(&self.addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(60))).expect("a timeout");
-        write!(
-            s,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .expect("send the request");
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).expect("read the answer");
-        let (head, payload) = answer.split_once("\r\n\r\n").expect("headers and body");
-        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status");
-        (status, payload.to_owned())
+        let (status, _, payload) =
+            self.request_with(method, path, &["Content-Type: application/json"], body);
+        (status, payload)
     }
 
     /// One request with extra `headers` (each `Name: value`) and `body`, sent as is (no

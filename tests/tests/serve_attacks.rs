@@ -295,16 +295,10 @@ fn bench_allocation_latency_with_1000_idle_connections() {
     let window = Duration::from_secs(30);
     for idle in [0usize, 1000] {
         let live = Serve::start(&["--duration", "120", "--speed", "10"]);
-        let held: Vec<TcpStream> = (0..idle)
-            .map(|i| idle_connection(&live, lo(1 + (i / 125) as u8)).expect("an idle connection"))
-            .collect();
+        let held = idle_connections(&live, idle);
         std::thread::sleep(window);
-        let (status, body) =
-            live.request_from(lo(20), "GET", "/metrics/snapshot", "").expect("metrics");
-        assert_eq!(status, 200, "{body}");
-        let m: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let key = "allocator/mesos/allocation_run_latency_ms";
-        let v = |k: &str| m[format!("{key}/{k}")].as_f64().unwrap_or(f64::NAN);
+        let m = metrics_snapshot(&live);
+        let v = |k: &str| lateness(&m, k);
         println!(
             "idle connections {idle:>5}: allocation_run_latency_ms p50 {:.3} p90 {:.3} p99 {:.3} max {:.3} (runs {}); allocation_run_ms p50 {:.3} p99 {:.3}; idle still open: {}",
             v("p50"),
@@ -317,6 +311,30 @@ fn bench_allocation_latency_with_1000_idle_connections() {
             held.len(),
         );
     }
+}
+
+/// `n` idle keep-alive connections, 125 from each of 127.0.0.1, 127.0.0.2, … (for the
+/// benchmarks).
+fn idle_connections(live: &Serve, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .map(|i| idle_connection(live, lo(1 + (i / 125) as u8)).expect("an idle connection"))
+        .collect()
+}
+
+/// `GET /metrics/snapshot`, from 127.0.0.20.
+fn metrics_snapshot(live: &Serve) -> serde_json::Value {
+    let (status, body) =
+        live.request_from(lo(20), "GET", "/metrics/snapshot", "").expect("metrics");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// One statistic (`p50`, `p99`, `max`, `count`, …) of how late periodic runs started, in
+/// milliseconds.
+fn lateness(metrics: &serde_json::Value, stat: &str) -> f64 {
+    metrics[format!("allocator/mesos/allocation_run_latency_ms/{stat}")]
+        .as_f64()
+        .unwrap_or(f64::NAN)
 }
 
 /// How late periodic allocation runs start, and how long a `GET /state` takes, over 30 s of
@@ -333,9 +351,7 @@ fn bench_allocation_latency_under_a_plan_flood() {
     for flood in [false, true] {
         let live = Arc::new(Serve::start(&["--duration", "120", "--speed", "10"]));
         let idle = if flood { 1000 } else { 0 };
-        let held: Vec<TcpStream> = (0..idle)
-            .map(|i| idle_connection(&live, lo(1 + (i / 125) as u8)).expect("an idle connection"))
-            .collect();
+        let held = idle_connections(&live, idle);
         let stop = Arc::new(AtomicBool::new(false));
         let (planned, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let flooders: Vec<_> = (0..if flood { 4 } else { 0 })
@@ -366,12 +382,8 @@ fn bench_allocation_latency_under_a_plan_flood() {
         for f in flooders {
             f.join().unwrap();
         }
-        let (status, body) =
-            live.request_from(lo(20), "GET", "/metrics/snapshot", "").expect("metrics");
-        assert_eq!(status, 200, "{body}");
-        let m: serde_json::Value = serde_json::from_str(&body).unwrap();
-        let key = "allocator/mesos/allocation_run_latency_ms";
-        let v = |k: &str| m[format!("{key}/{k}")].as_f64().unwrap_or(f64::NAN);
+        let m = metrics_snapshot(&live);
+        let v = |k: &str| lateness(&m, k);
         state_ms.sort_by(f64::total_cmp);
         let pct = |p: f64| state_ms[((state_ms.len() - 1) as f64 * p).round() as usize];
         println!(

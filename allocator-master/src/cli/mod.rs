@@ -2,7 +2,6 @@
 //! subcommand.
 
 pub mod bench;
-// issue 31: serve's HTTP flags (TLS, limits) live in http_flags.rs.
 mod http_flags;
 pub use http_flags::HttpFlags;
 

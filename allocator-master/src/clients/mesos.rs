@@ -53,6 +53,9 @@ use crate::mesos::{
 };
 use allocator_host::master::{Applied, Command, Event, Master, TaskEnd};
 
+/// Mesos's refusal of a subscription or update that would change a framework's principal.
+const PRINCIPAL_CHANGED: &str = "Changing framework's principal is not allowed";
+
 /// The first resend of an unacknowledged update waits this long; each next one twice as long.
 const RESEND_FIRST: Duration = Duration::from_secs(10);
 /// The longest wait between resends.
@@ -261,7 +264,7 @@ impl MesosFrameworks {
         if let Some(u) = &call.update_framework {
             let info = &u.framework_info;
             if info.principal.is_some() && info.principal != f.principal {
-                return Err((403, "Changing framework's principal is not allowed".into()));
+                return Err((403, PRINCIPAL_CHANGED.into()));
             }
             let roles = info.effective_roles();
             validate_roles(&roles).map_err(|reason| (400, reason))?;
@@ -428,8 +431,7 @@ impl MesosFrameworks {
         {
             // A failover keeps the framework's principal: nobody takes over another's framework.
             log::warn!("framework {} refused a failover by another principal", id.value);
-            request
-                .respond_with(Response::text(403, "Changing framework's principal is not allowed"));
+            request.respond_with(Response::text(403, PRINCIPAL_CHANGED));
             return Ok(());
         }
         if let Some(id) = info.id.as_ref().filter(|i| self.removed.contains(&i.value)) {

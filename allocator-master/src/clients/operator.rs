@@ -81,7 +81,6 @@ fn authorize(
     let machines = |list: &[crate::mesos::MachineId]| -> Vec<String> {
         list.iter().filter_map(|m| m.hostname.clone().or_else(|| m.ip.clone())).collect()
     };
-    let strs = |v: &[String]| -> Vec<String> { v.to_vec() };
     let (action, objects): (Action, Vec<String>) = match call.kind {
         CallType::GetState | CallType::GetFrameworks | CallType::GetTasks => {
             (Action::ViewFrameworks, vec![])
@@ -107,8 +106,10 @@ fn authorize(
                 .as_ref()
                 .map(|u| u.schedule.windows.as_slice())
                 .unwrap_or_default();
-            let all: Vec<String> = windows.iter().flat_map(|w| machines(&w.machine_ids)).collect();
-            (Action::UpdateMaintenanceSchedules, strs(&all))
+            (
+                Action::UpdateMaintenanceSchedules,
+                windows.iter().flat_map(|w| machines(&w.machine_ids)).collect(),
+            )
         }
         CallType::StartMaintenance => {
             let m =
