@@ -513,6 +513,27 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_device_is_never_over_committed() {
+        // Device 0 has 0.4 free (0.6 is used); device 1 is free. An offer of 0.5 on device 0
+        // is over-commit even though the agent has 1.4 GPU free in all.
+        let roles: Vec<RString> = vec!["r1".into()];
+        let total = res("cpus:4;gpus[0]:1;gpus[1]:1");
+        let used = res("gpus[0]:0.6");
+        let v = check_offer(
+            &offer("r1", "cpus:1;gpus[0]:0.5"),
+            Some(FrameworkView { active: true, roles: &roles, suppressed: &[] }),
+            Some(AgentView { activated: true, total: &total, used: &used }),
+        );
+        match v {
+            OfferVerdict::Accept { offer, dropped } => {
+                assert!(!offer.to_string().contains("gpus[0]:0.5"), "{offer}");
+                assert!(dropped.is_some_and(|d| d.scalar("gpus").is_positive()));
+            }
+            OfferVerdict::Refuse { .. } => {}
+        }
+    }
+
+    #[test]
     fn an_offer_to_a_suppressed_role_is_refused() {
         let v = verdict(&offer("r1", "cpus:1"), &["r1"], &["r1"], "cpus:4");
         assert!(

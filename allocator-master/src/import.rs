@@ -56,13 +56,17 @@ pub struct Imported {
     pub nodes: usize,
 }
 
-struct Csv {
-    file: String,
+/// A CSV file read whole (no quoting: the trace's files have none).
+pub(crate) struct Csv {
+    /// The file, for messages.
+    pub(crate) file: String,
     header: Vec<String>,
-    rows: Vec<(usize, Vec<String>)>,
+    /// Rows with their line numbers (1-based).
+    pub(crate) rows: Vec<(usize, Vec<String>)>,
 }
 
-fn read_csv(path: &Path) -> Result<Csv, String> {
+/// Reads a CSV file whose first line is the header.
+pub(crate) fn read_csv(path: &Path) -> Result<Csv, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
     let mut lines = text.lines().enumerate();
@@ -78,7 +82,8 @@ fn read_csv(path: &Path) -> Result<Csv, String> {
 }
 
 impl Csv {
-    fn column(&self, name: &str) -> Result<usize, String> {
+    /// The index of a column by its header name.
+    pub(crate) fn column(&self, name: &str) -> Result<usize, String> {
         self.header
             .iter()
             .position(|h| h == name)

@@ -31,6 +31,7 @@ pub mod cli;
 pub mod clients;
 pub mod conformance;
 pub mod driver;
+pub mod experiment;
 pub mod explain;
 pub mod http;
 pub mod import;

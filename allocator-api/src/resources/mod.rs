@@ -23,6 +23,7 @@
 //! (zero scalars, empty ranges or sets) are dropped. The one exception is shared resources:
 //! every occurrence of a shared resource is one more copy of it and stays a separate entry.
 
+mod devices;
 mod name;
 mod parse;
 mod quantities;
@@ -35,6 +36,10 @@ use std::fmt;
 use abi_stable::StableAbi;
 use abi_stable::std_types::{RString, RVec};
 
+pub use devices::{
+    DEVICE_MILLI, Demand, Device, GPUS, GpuAsk, MODEL_ATTRIBUTE, MODELS_REQUEST, device_entries,
+    device_order, lowest_free, take_gpus, tightest_fit,
+};
 pub use name::{Name, Role};
 pub use parse::ParseError;
 pub use quantities::{Quantities, Quantity};
@@ -331,6 +336,9 @@ fn check_entry(r: &Resource) -> Result<(), MalformedResources> {
     }
     if r.is_shared() && r.volume.is_empty() {
         return fail("only persistent volumes can be shared".into());
+    }
+    if let Some(why) = devices::device_entry_error(r) {
+        return fail(why.into());
     }
     match &r.value {
         Value::Scalar(s) if s.millis() < 0 => fail("a negative amount".into()),
@@ -819,7 +827,15 @@ impl fmt::Debug for Resources {
 impl std::str::FromStr for Resources {
     type Err = ParseError;
     fn from_str(s: &str) -> Result<Resources, ParseError> {
-        parse::parse_resources(s)
+        let parsed = parse::parse_resources(s)?;
+        // A device is checked after merging: `gpus[0]:0.6;gpus[0]:0.6` is 1.2 on one device.
+        match parsed.iter().find_map(|r| devices::device_entry_error(r).map(|why| (r, why))) {
+            Some((r, why)) => {
+                let name = format!("gpus[{}]", r.volume);
+                Err(ParseError::new(s, s.find(&name).unwrap_or(0), why))
+            }
+            None => Ok(parsed),
+        }
     }
 }
 

@@ -20,6 +20,11 @@ pub struct TaskSpec {
     pub per_offer: Option<u64>,
     /// Seconds of the refuse filter when declining what was not used.
     pub refuse_seconds: f64,
+    /// The framework states its next task's demand to the allocator (Mesos's
+    /// `requestResources`) whenever that task changes, so that an allocator module that honours
+    /// requests can offer exactly where it places it. The built-in allocator ignores requests,
+    /// as Mesos's does.
+    pub request: bool,
 }
 
 /// A task submitted to a simulated framework's queue ([`Command::SubmitTask`](super::Command::SubmitTask)).

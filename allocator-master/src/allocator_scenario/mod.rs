@@ -816,6 +816,7 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
         duration: None,
         per_offer: None,
         refuse_seconds: 5.0,
+        request: false,
     };
     for (k, v) in obj {
         let num = || {
@@ -840,6 +841,11 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
             "count" => spec.count = Some(int()?),
             "duration" => spec.duration = Some(num()?),
             "per_offer" => spec.per_offer = Some(int()?),
+            "request" => {
+                spec.request = v
+                    .as_bool()
+                    .ok_or_else(|| f.error("tasks", "'request' must be true or false"))?
+            }
             "refuse_seconds" => {
                 spec.refuse_seconds = v
                     .as_f64()
@@ -849,7 +855,7 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
             other => {
                 return Err(f.error(
                     "tasks",
-                    format!("unknown key '{other}' (expected resources, count, duration, per_offer, refuse_seconds)"),
+                    format!("unknown key '{other}' (expected resources, count, duration, per_offer, refuse_seconds, request)"),
                 ));
             }
         }

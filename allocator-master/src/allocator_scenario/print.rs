@@ -50,6 +50,9 @@ fn task_spec_json(t: &TaskSpec) -> Value {
         m.insert("per_offer".into(), json!(p));
     }
     m.insert("refuse_seconds".into(), json!(t.refuse_seconds));
+    if t.request {
+        m.insert("request".into(), json!(true));
+    }
     Value::Object(m)
 }
 

@@ -2,6 +2,7 @@
 //! subcommand.
 
 pub mod bench;
+pub mod experiment;
 mod http_flags;
 pub use http_flags::HttpFlags;
 
@@ -336,6 +337,9 @@ pub enum Command {
     /// What-if: the offers and shares the next allocation run would make after a change at a
     /// time of the scenario, against without it (nothing is changed).
     Plan(PlanArgs),
+    /// The GPU packing experiment of "Beware of Fragmentation" (USENIX ATC '23) through the
+    /// master: pods placed one at a time by each allocator, per seed (SPEC 7).
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// `allocator-master plan` arguments.
@@ -621,6 +625,10 @@ pub fn run(args: &Args) -> Result<u8, String> {
                 serve: Some(serve),
             };
             run_allocation(&registry, &setup)
+        }
+        Command::Experiment(e) => {
+            refuse_outer_flags(args, "experiment", Applies::MODULES)?;
+            experiment::run(e, &args.modules, &args.allocator.limits)
         }
         Command::Plan(plan) => {
             refuse_outer_flags(args, "plan", Applies::RUN)?;

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use allocator_api::resources::{Demand, GPUS, MODEL_ATTRIBUTE, take_gpus};
 use allocator_api::{Allocation, FrameworkId, Resources};
 
 use crate::observers::stats::{Queues, TraceStats};
@@ -20,7 +21,12 @@ struct QueuedTask {
     duration: Option<f64>,
     constraints: Vec<(String, Vec<String>)>,
     submitted: f64,
+    /// Its place in the framework's submissions (which task a request stated).
+    seq: u64,
 }
+
+/// Request keys of fixed-shape tasks start here (queued tasks count from 1).
+const FIXED_SHAPE: u64 = 1 << 62;
 
 /// One simulated framework's own state (its tasks run in the master).
 #[derive(Debug)]
@@ -32,6 +38,9 @@ struct SimFramework {
     waits: Vec<f64>,
     /// The framework suppressed its offers because it had nothing to launch.
     suppressed: bool,
+    /// Which task it last stated to the allocator as its next (`request` frameworks): a queued
+    /// task's `seq`, or [`FIXED_SHAPE`] plus the fixed-shape tasks launched so far.
+    requested: Option<u64>,
 }
 
 impl SimFramework {
@@ -70,6 +79,7 @@ impl SimulatedFrameworks {
             submitted: 0,
             waits: Vec::new(),
             suppressed: false,
+            requested: None,
         };
         self.frameworks.insert(fw, sim);
     }
@@ -85,7 +95,9 @@ impl SimulatedFrameworks {
     ) -> Result<(), String> {
         let Some(sim) = self.frameworks.get_mut(&fw) else { return Ok(()) };
         sim.submitted += 1;
+        let seq = sim.submitted;
         sim.queue.push_back(QueuedTask {
+            seq,
             resources: task.resources.clone(),
             duration: task.duration,
             constraints: task.constraints.clone(),
@@ -113,7 +125,38 @@ impl SimulatedFrameworks {
                 _ => {}
             }
         }
+        self.request_next(master)?;
         Ok(ran)
+    }
+
+    /// Frameworks that state their demand (`request`) tell the allocator their next task
+    /// whenever it changed: the head of their queue (with its `gpu_model` constraint as the
+    /// accepted models), else a task of their fixed shape; an empty request when nothing is
+    /// left.
+    fn request_next(&mut self, master: &mut Master<'_>) -> Result<(), String> {
+        for (fw, sim) in &mut self.frameworks {
+            if !sim.spec.request || master.framework_info(*fw).is_none() {
+                continue;
+            }
+            let next = match sim.queue.front() {
+                Some(t) => Some((t.seq, demand_of(t))),
+                None if sim.has_pending() => {
+                    sim.spec.resources.clone().map(|r| (FIXED_SHAPE + sim.launched, r))
+                }
+                None => None,
+            };
+            let key = next.as_ref().map(|(k, _)| *k);
+            if key == sim.requested {
+                continue;
+            }
+            let request = Command::RequestResources {
+                framework: master.framework_name(*fw).to_owned(),
+                requests: next.into_iter().map(|(_, r)| r).collect(),
+            };
+            master.apply_from(Origin::Simulated, &request)?;
+            sim.requested = key;
+        }
+        Ok(())
     }
 
     /// A simulated framework answers an offer: launch what fits, decline the rest.
@@ -233,9 +276,39 @@ impl Queues for SimulatedFrameworks {
     }
 }
 
-/// Takes a task's resources from an offer: scalars by quantity (unreserved first, then
-/// reservations, in canonical order), other resources exactly. `None` when they do not fit.
-fn take(offer: &Resources, task: &Resources) -> Option<Resources> {
+/// A queued task's demand as a request states it: its resources, and the models of its
+/// `gpu_model` constraint as the accepted GPU models.
+fn demand_of(t: &QueuedTask) -> Resources {
+    let models: Vec<String> = t
+        .constraints
+        .iter()
+        .filter(|(k, _)| k == MODEL_ATTRIBUTE)
+        .flat_map(|(_, v)| v.iter().cloned())
+        .collect();
+    let demand = Demand::from_request(&t.resources).map(|mut d| {
+        d.models = models;
+        d.to_request()
+    });
+    // A task that cannot be placed on devices (gpus:1.5) is stated as it is.
+    demand.unwrap_or_else(|_| t.resources.clone())
+}
+
+/// Takes a task's resources from an offer. On an offer with GPU devices, the task's `gpus` come
+/// from the devices by the sharing rule ([`take_gpus`]) and the rest as below; otherwise
+/// scalars by quantity (unreserved first, then reservations, in canonical order), other
+/// resources exactly. `None` when they do not fit.
+pub fn take(offer: &Resources, task: &Resources) -> Option<Resources> {
+    if !offer.has_gpu_devices() {
+        return take_pooled(offer, task);
+    }
+    let rest = task.filter(|r| r.name.as_str() != GPUS);
+    let mut piece = take_pooled(&offer.filter(|r| !r.is_gpu_device()), &rest)?;
+    piece.add(&take_gpus(offer, task.scalar(GPUS))?);
+    Some(piece)
+}
+
+/// [`take`] from an offer without devices.
+fn take_pooled(offer: &Resources, task: &Resources) -> Option<Resources> {
     let want = task.scalar_quantities();
     if !offer.scalar_quantities().contains(&want) {
         return None;

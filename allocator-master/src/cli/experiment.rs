@@ -1,0 +1,143 @@
+//! `allocator-master experiment` (SPEC 7): its flags and the run with a progress bar.
+
+use std::path::PathBuf;
+
+use super::{CallLimitFlags, ModuleFlags, load_modules};
+use crate::experiment::{self, Options};
+
+/// `allocator-master experiment` arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExperimentArgs {
+    /// The node list (`openb_node_list_gpu_node.csv`): each node becomes an agent whose GPUs
+    /// are devices.
+    #[arg(long, value_name = "NODES.csv")]
+    pub nodes: PathBuf,
+    /// The pod lists, comma-separated.
+    #[arg(long, value_name = "PODS.csv[,PODS.csv…]", value_delimiter = ',', required = true)]
+    pub pods: Vec<PathBuf>,
+    /// The allocators, comma-separated: built-in (`hierarchical`) or module names (`Random`,
+    /// `BestFit` with the shipped manifest).
+    #[arg(long, value_name = "NAME[,NAME…]", value_delimiter = ',', required = true)]
+    pub allocator: Vec<String>,
+    /// The seeds: `A-B` (inclusive) or one number.
+    #[arg(long, value_name = "A-B")]
+    pub seeds: String,
+    /// Target GPU demand as a multiple of the cluster's GPUs.
+    #[arg(long, default_value_t = 1.3, value_name = "X")]
+    pub inflation: f64,
+    /// Experiments run at once (default: every core).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The results CSV (the artifact's `analysis_allo_discrete.csv` layout).
+    #[arg(long, value_name = "RESULTS.csv")]
+    pub output: PathBuf,
+    /// Also draw the first pod list's results as an SVG: unallocated GPU % (the paper's
+    /// Fig. 9(a)) and fragmentation against arrived demand.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Where modules come from.
+    #[command(flatten)]
+    pub modules: ModuleFlags,
+    /// The module call budget and watchdog.
+    #[command(flatten)]
+    pub limits: CallLimitFlags,
+}
+
+/// Parses `A-B` or `N`.
+fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds must be A-B or N (non-negative integers, A ≤ B), got '{text}'");
+    let (a, b) = match text.split_once('-') {
+        Some((a, b)) => (
+            a.trim().parse::<u64>().map_err(|_| bad())?,
+            b.trim().parse::<u64>().map_err(|_| bad())?,
+        ),
+        None => {
+            let n = text.trim().parse::<u64>().map_err(|_| bad())?;
+            (n, n)
+        }
+    };
+    if a > b || b - a >= 100_000 {
+        return Err(bad());
+    }
+    Ok((a..=b).collect())
+}
+
+/// Runs the experiments; `Err` is one line for exit code 2.
+pub fn run(
+    a: &ExperimentArgs,
+    outer_modules: &ModuleFlags,
+    outer_limits: &CallLimitFlags,
+) -> Result<u8, String> {
+    let seeds = parse_seeds(&a.seeds)?;
+    if !(a.inflation.is_finite() && a.inflation > 0.0) {
+        return Err(format!("--inflation must be a positive number, got {}", a.inflation));
+    }
+    let jobs =
+        a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if jobs == 0 {
+        return Err("--jobs must be at least 1".into());
+    }
+    let modules = a.modules.clone().or(outer_modules);
+    let limits = a.limits.clone().or(outer_limits);
+    // Checked once here so that a bad manifest or allocator name is one clear error.
+    let registry = load_modules(&modules, &limits)?;
+    for name in &a.allocator {
+        let built_in = matches!(name.as_str(), "hierarchical" | "HierarchicalDRF");
+        if !built_in
+            && !registry
+                .modules()
+                .any(|m| m.name == *name && m.kind == allocator_api::ModuleKind::ALLOCATOR)
+        {
+            return Err(format!(
+                "--allocator: no allocator named '{name}' (load it with --modules)"
+            ));
+        }
+    }
+    drop(registry);
+    let options = Options {
+        nodes: a.nodes.clone(),
+        pods: a.pods.clone(),
+        allocators: a.allocator.clone(),
+        seeds: seeds.clone(),
+        inflation: a.inflation,
+        jobs,
+    };
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} experiments, {elapsed} elapsed, ETA {eta}",
+        )
+        .map_err(|e| e.to_string())?
+        .progress_chars("=> "),
+    );
+    bar.set_prefix("experiment");
+    let progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let started = std::time::Instant::now();
+    let registry_for = || load_modules(&modules, &limits);
+    let (capacity, rows) = experiment::run_all(&options, &registry_for, &progress)?;
+    bar.finish_and_clear();
+    std::fs::write(&a.output, experiment::csv(&rows, a.inflation, capacity))
+        .map_err(|e| format!("cannot write '{}': {e}", a.output.display()))?;
+    if let (Some(path), Some(first)) = (&a.plot, rows.first()) {
+        let svg = experiment::plot::render_svg(&rows, &first.workload, seeds.len())?;
+        std::fs::write(path, svg).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    }
+    println!("{}", experiment::summary(&rows, started.elapsed().as_secs_f64(), jobs));
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_seeds;
+
+    #[test]
+    fn seeds_are_a_range_or_one_number() {
+        assert_eq!(parse_seeds("42-44").unwrap(), [42, 43, 44]);
+        assert_eq!(parse_seeds("7").unwrap(), [7]);
+        assert!(parse_seeds("9-3").is_err());
+        assert!(parse_seeds("x").is_err());
+    }
+}

@@ -1,0 +1,309 @@
+//! `allocator-master experiment`: the GPU packing experiment of Weng et al., "Beware of
+//! Fragmentation" (USENIX ATC '23), through the master (SPEC 7).
+//!
+//! For each (pod list, allocator, seed): the nodes become agents with GPU devices, the pods
+//! arrive one at a time in the seed's order ([`trace::arrival_order`]), each placed by the
+//! allocator before the next ([`run::run_one`]); none finishes, and one no agent can take is
+//! dropped. After every pod the arrived GPU demand, the allocated GPU and the fragmentation are
+//! recorded, then bucketed by arrived % as the artifact's analysis does ([`buckets`]).
+//! Experiments run in parallel (`--jobs`); each is deterministic by its seed.
+
+pub mod plot;
+pub mod run;
+pub mod trace;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use allocator_host::ModuleRegistry;
+use placement_core::frag::{TypicalTask, typical_tasks};
+
+use run::Curve;
+use trace::{NodeSpec, Pod};
+
+/// The highest arrived-% bucket written.
+pub const MAX_BUCKET: usize = 130;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The node list.
+    pub nodes: PathBuf,
+    /// The pod lists.
+    pub pods: Vec<PathBuf>,
+    /// The allocators, by name (built-in or module).
+    pub allocators: Vec<String>,
+    /// The seeds.
+    pub seeds: Vec<u64>,
+    /// Target GPU demand as a multiple of the cluster's GPUs.
+    pub inflation: f64,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+/// One experiment's result row.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The pod list's file name without `.csv`.
+    pub workload: String,
+    /// The allocator.
+    pub policy: String,
+    /// The seed.
+    pub seed: u64,
+    /// 100 × allocated / capacity, mean per arrived-% bucket (`None`: no pod in the bucket or
+    /// its neighbours).
+    pub allocated: Vec<Option<f64>>,
+    /// 100 × fragmentation / capacity, mean per bucket.
+    pub fragmentation: Vec<Option<f64>>,
+    /// Pods dropped.
+    pub dropped: usize,
+    /// Pods arrived.
+    pub pods: usize,
+}
+
+/// A pod list loaded, with its typical tasks.
+struct Workload {
+    name: String,
+    pods: Vec<Pod>,
+    typical: Vec<TypicalTask>,
+}
+
+/// Python's `round` to an integer (half to even), for the bucket of an arrived %.
+fn round_half_even(x: f64) -> i64 {
+    let f = x.floor();
+    let d = x - f;
+    let r = if d > 0.5 || (d == 0.5 && (f as i64) % 2 != 0) { f + 1.0 } else { f };
+    r as i64
+}
+
+/// Buckets a curve as the artifact's `merge_alloc_discrete.py` does: for each a in
+/// 0..=[`MAX_BUCKET`], the mean over pods after which round(100 × arrived / capacity) = a of
+/// `value` (allocated: rounded to two decimals per pod first); an empty bucket takes the
+/// window [a − 1, a + 1].
+pub fn buckets(
+    arrived: &[i64],
+    values: &[f64],
+    capacity: i64,
+    round_each: bool,
+) -> Vec<Option<f64>> {
+    let mut sum = vec![0.0; MAX_BUCKET + 1];
+    let mut count = vec![0usize; MAX_BUCKET + 1];
+    for (a, v) in arrived.iter().zip(values) {
+        let pct = *a as f64 / capacity as f64 * 100.0;
+        let b = round_half_even(pct);
+        if (0..=MAX_BUCKET as i64).contains(&b) {
+            let v = 100.0 * v / capacity as f64;
+            sum[b as usize] += if round_each { (v * 100.0).round() / 100.0 } else { v };
+            count[b as usize] += 1;
+        }
+    }
+    (0..=MAX_BUCKET)
+        .map(|a| {
+            if count[a] > 0 {
+                return Some(sum[a] / count[a] as f64);
+            }
+            let window = a.saturating_sub(1)..=(a + 1).min(MAX_BUCKET);
+            let (s, n) = window.fold((0.0, 0), |(s, n), b| (s + sum[b], n + count[b]));
+            (n > 0).then(|| s / n as f64)
+        })
+        .collect()
+}
+
+/// Runs every (pod list, allocator, seed), in parallel; rows in that order. `progress` is
+/// called after each experiment with (done, total).
+pub fn run_all(
+    options: &Options,
+    registry_for: &(dyn Fn() -> Result<ModuleRegistry, String> + Sync),
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(i64, Vec<Row>), String> {
+    let nodes = trace::read_nodes(&options.nodes)?;
+    let capacity: i64 = nodes.iter().map(|n| i64::from(n.gpus)).sum::<i64>() * 1000;
+    if capacity == 0 {
+        return Err(format!("{}: the nodes have no GPUs", options.nodes.display()));
+    }
+    let workloads = options.pods.iter().map(|p| load_workload(p)).collect::<Result<Vec<_>, _>>()?;
+    let target = (options.inflation * capacity as f64).round() as i64;
+    let mut jobs = Vec::new();
+    for w in 0..workloads.len() {
+        for a in &options.allocators {
+            for &s in &options.seeds {
+                jobs.push((w, a.clone(), s));
+            }
+        }
+    }
+    let total = jobs.len();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Row, String>>>> = Mutex::new(vec![None; total]);
+    let threads = options.jobs.clamp(1, total.max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let registry = registry_for();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        break;
+                    }
+                    let (w, allocator, seed) = &jobs[i];
+                    let row = match &registry {
+                        Ok(r) => one(r, &nodes, &workloads[*w], allocator, *seed, target, capacity),
+                        Err(e) => Err(e.clone()),
+                    };
+                    let failed = row.is_err();
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                    if failed {
+                        // Stop taking work: the error is reported once all threads end.
+                        next.store(total, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let rows = results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .flatten()
+        .collect::<Result<Vec<Row>, String>>()?;
+    if rows.len() != total {
+        return Err("an experiment did not finish".into());
+    }
+    Ok((capacity, rows))
+}
+
+fn load_workload(path: &Path) -> Result<Workload, String> {
+    let pods = trace::read_pods(path)?;
+    if pods.is_empty() {
+        return Err(format!("{}: no pods", path.display()));
+    }
+    let shapes: Vec<(i64, i64, u32, &[String])> = pods
+        .iter()
+        .map(|p| (p.cpu, p.gpu.per_device(), p.gpu.devices(), p.models.as_slice()))
+        .collect();
+    let typical = typical_tasks(shapes, 0.95);
+    let name = path
+        .file_stem()
+        .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+    Ok(Workload { name, pods, typical })
+}
+
+fn one(
+    registry: &ModuleRegistry,
+    nodes: &[NodeSpec],
+    w: &Workload,
+    allocator: &str,
+    seed: u64,
+    target: i64,
+    capacity: i64,
+) -> Result<Row, String> {
+    let order = trace::arrival_order(&w.pods, seed, target);
+    let curve: Curve = run::run_one(registry, allocator, seed, nodes, &w.pods, &order, &w.typical)
+        .map_err(|e| format!("{} with {allocator}, seed {seed}: {e}", w.name))?;
+    let allocated: Vec<f64> = curve.allocated.iter().map(|&a| a as f64).collect();
+    Ok(Row {
+        workload: w.name.clone(),
+        policy: allocator.to_owned(),
+        seed,
+        allocated: buckets(&curve.arrived, &allocated, capacity, true),
+        fragmentation: buckets(&curve.arrived, &curve.fragmentation, capacity, false),
+        dropped: curve.dropped,
+        pods: order.len(),
+    })
+}
+
+/// A few lines for the terminal: per (pod list, allocator), the mean allocated GPU % at 100 %
+/// and at the last arrived bucket over seeds, and pods dropped.
+pub fn summary(rows: &[Row], seconds: f64, jobs: usize) -> String {
+    let mut groups: Vec<((String, String), Vec<&Row>)> = Vec::new();
+    for r in rows {
+        let key = (r.workload.clone(), r.policy.clone());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    let mean = |v: &[&Row], a: usize| {
+        let xs: Vec<f64> = v.iter().filter_map(|r| r.allocated[a]).collect();
+        if xs.is_empty() {
+            "-".to_owned()
+        } else {
+            format!("{:.2}", xs.iter().sum::<f64>() / xs.len() as f64)
+        }
+    };
+    let mut out = format!(
+        "{} experiments in {seconds:.1} s on {jobs} thread(s)\n{:<22} {:<14} {:>6} {:>14} {:>14} {:>10}\n",
+        rows.len(),
+        "workload",
+        "allocator",
+        "seeds",
+        "alloc % @100",
+        "alloc % @130",
+        "dropped"
+    );
+    for ((w, p), v) in &groups {
+        let dropped = v.iter().map(|r| r.dropped as f64).sum::<f64>() / v.len() as f64;
+        out.push_str(&format!(
+            "{w:<22} {p:<14} {:>6} {:>14} {:>14} {dropped:>10.1}\n",
+            v.len(),
+            mean(v, 100),
+            mean(v, MAX_BUCKET)
+        ));
+    }
+    out.push_str("(mean over seeds of the allocated GPU % at 100 % and 130 % arrived demand; pods dropped per run)");
+    out
+}
+
+/// The CSV of SPEC 7 (`workload,sc_policy,tune,seed,total_gpus,0,…,130`).
+pub fn csv(rows: &[Row], inflation: f64, capacity: i64) -> String {
+    let mut out = String::from("workload,sc_policy,tune,seed,total_gpus");
+    for a in 0..=MAX_BUCKET {
+        out.push_str(&format!(",{a}"));
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{}",
+            r.workload,
+            r.policy,
+            inflation,
+            r.seed,
+            capacity / 1000
+        ));
+        for v in &r.allocated {
+            match v {
+                Some(v) => out.push_str(&format!(",{v:.2}")),
+                None => out.push(','),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_round_half_to_even_as_python() {
+        assert_eq!(round_half_even(0.5), 0);
+        assert_eq!(round_half_even(1.5), 2);
+        assert_eq!(round_half_even(2.4999), 2);
+        assert_eq!(round_half_even(2.5001), 3);
+    }
+
+    #[test]
+    fn a_bucket_is_the_mean_of_its_pods() {
+        // Capacity 1000 milli: 1 % per 10 milli arrived.
+        let arrived = [10, 12, 20];
+        let allocated = [10.0, 12.0, 20.0];
+        let b = buckets(&arrived, &allocated, 1000, true);
+        assert_eq!(b[1], Some(1.1)); // pods at 1.0 % and 1.2 % arrived: mean of 1.0 and 1.2
+        assert_eq!(b[2], Some(2.0));
+        assert_eq!(b[0], Some(1.1), "an empty bucket takes its neighbours [0, 1]");
+        assert_eq!(b[4], None);
+    }
+}

@@ -1,0 +1,649 @@
+//! [`PlacementAllocator`]: the bookkeeping every placement allocator needs, written once, with
+//! the policy plugged in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entries, lowest_free};
+use allocator_api::{
+    AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkCapabilities,
+    FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError, OfferBatch, RString,
+    Resources, Result, Unavailability,
+};
+
+use crate::node::{Ask, Node};
+use crate::order::rank;
+
+/// A placement policy: scores the agents that can take a task and picks the device of a share.
+pub trait Placement: Send {
+    /// The score of a node that can take `ask` ([`Node::fits`]); the highest wins, and among
+    /// equal scores the agent first in the per-seed order ([`crate::order`]). Called once per
+    /// feasible agent, in the host's candidate order.
+    fn score(&mut self, node: &Node, ask: &Ask) -> i64;
+
+    /// The device a share of `milli` goes to on the chosen node (one that fits). The default
+    /// is the tightest fit ([`allocator_api::resources::tightest_fit`]).
+    fn share_device(&mut self, node: &Node, milli: i64) -> Option<usize> {
+        allocator_api::resources::tightest_fit(&node.gpus, milli)
+    }
+}
+
+struct Agent {
+    id: AgentId,
+    node: Node,
+    info: AgentInfo,
+    total: Resources,
+    free: Resources,
+    devices: Vec<Device>,
+    active: bool,
+    rank: u64,
+}
+
+struct Filter {
+    refused: Resources,
+    until: f64,
+    /// It still blocks the first periodic run after it was made.
+    next_periodic: bool,
+}
+
+struct Framework {
+    info: FrameworkInfo,
+    active: bool,
+    suppressed: BTreeSet<String>,
+    filters: BTreeMap<(AgentId, String), Filter>,
+    /// Its outstanding requests, in the order it stated them.
+    requests: Vec<Ask>,
+}
+
+impl Framework {
+    fn role(&self) -> Option<&str> {
+        self.info.roles.first().map(|r| r.as_str())
+    }
+
+    fn blocked(
+        &self,
+        agent: AgentId,
+        role: &str,
+        offer: &Resources,
+        now: f64,
+        periodic: bool,
+    ) -> bool {
+        self.filters.get(&(agent, role.to_owned())).is_some_and(|f| {
+            (now < f.until || (periodic && f.next_periodic)) && f.refused.contains(offer)
+        })
+    }
+}
+
+/// An allocator that places each **stated demand** (`request_resources`) where its policy
+/// scores best, offering exactly that slice: the agent's CPUs and memory asked, and the GPU
+/// device(s) chosen by the sharing rule (a share on one device, whole GPUs on fully free
+/// ones). Frameworks that state nothing are offered like a plain allocator: every candidate
+/// agent's free resources, in the per-seed agent order, to the frameworks in turn.
+///
+/// Requests: a `request_resources` call **replaces** the framework's outstanding requests (an
+/// empty list withdraws them). At each allocation run, each active framework's requests are
+/// placed in order; a placed request is done; one no agent can take now stays outstanding
+/// until it is replaced. A framework with outstanding requests is offered nothing else.
+/// Placement uses unreserved, non-revocable resources only, and only GPUs carried as devices
+/// (`gpus[ID]`); it honours GPU filtering, the whitelist, pause, inactive agents and
+/// frameworks, and skips agents where the framework has a refuse filter in force. Suppression
+/// stops plain offers, not the placement of what a framework explicitly asked for.
+pub struct PlacementAllocator<P> {
+    policy: P,
+    options: AllocatorOptions,
+    now: f64,
+    paused: bool,
+    whitelist: Option<BTreeSet<String>>,
+    /// The agents, in no particular order; `index` finds one by handle.
+    agents: Vec<Agent>,
+    index: IdMap<AgentId, usize>,
+    /// The last candidate list `allocate` got, and where those agents are in `agents`.
+    candidates: (Vec<AgentId>, Vec<usize>),
+    /// `candidates` must be recomputed (agents were added or removed).
+    stale: bool,
+    frameworks: BTreeMap<FrameworkId, Framework>,
+    /// What each framework holds (offered or in use) on each agent, by role.
+    held: BTreeMap<(FrameworkId, AgentId, String), Resources>,
+    /// Where the plain offers' turn over frameworks resumes.
+    turn: usize,
+}
+
+fn gpu_blocked(options: &AllocatorOptions, fw: &Framework, agent: &Agent) -> bool {
+    options.filter_gpu_resources
+        && agent.total.scalar("gpus").is_positive()
+        && !fw.info.capabilities.has(FrameworkCapabilities::GPU_RESOURCES)
+}
+
+fn offerable(a: &Agent, whitelist: Option<&BTreeSet<String>>) -> bool {
+    a.active && whitelist.is_none_or(|w| w.contains(a.info.hostname.as_str()))
+}
+
+fn unknown(what: &str, id: impl std::fmt::Display) -> ModuleError {
+    ModuleError::rejected(format!("{what}: unknown {id}"))
+}
+
+impl<P: Placement> PlacementAllocator<P> {
+    /// An allocator placing by `policy`, with the host's options (the seed orders ties).
+    pub fn new(policy: P, options: &AllocatorOptions) -> PlacementAllocator<P> {
+        PlacementAllocator {
+            policy,
+            options: options.clone(),
+            now: 0.0,
+            paused: false,
+            whitelist: None,
+            agents: Vec::new(),
+            index: IdMap::default(),
+            candidates: (Vec::new(), Vec::new()),
+            stale: true,
+            frameworks: BTreeMap::new(),
+            held: BTreeMap::new(),
+            turn: 0,
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// The policy's view of an agent.
+    pub fn node(&self, agent: AgentId) -> Option<&Node> {
+        self.index.get(&agent).map(|&i| &self.agents[i].node)
+    }
+
+    fn agent_mut(&mut self, agent: AgentId) -> Option<&mut Agent> {
+        self.index.get(&agent).map(|&i| &mut self.agents[i])
+    }
+
+    fn agent(&self, agent: AgentId) -> Option<&Agent> {
+        self.index.get(&agent).map(|&i| &self.agents[i])
+    }
+
+    fn refresh(&mut self, agent: AgentId) {
+        if let Some(a) = self.agent_mut(agent) {
+            a.node.refresh(&a.free, &a.devices, &a.info);
+        }
+    }
+
+    /// Where the candidate agents are in `agents` (known ones only), cached between runs.
+    fn candidate_slots(&mut self, agents: &[AgentId]) -> Vec<usize> {
+        if self.stale || self.candidates.0 != agents {
+            self.candidates.0 = agents.to_vec();
+            self.candidates.1 =
+                agents.iter().filter_map(|id| self.index.get(id).copied()).collect();
+            self.stale = false;
+        }
+        self.candidates.1.clone()
+    }
+
+    fn hold(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
+        self.held.entry((fw, agent, role.to_owned())).or_default().add(r);
+    }
+
+    /// The best agent for `ask` among the agents at `slots`, for framework `fw` under `role`.
+    fn choose(
+        &mut self,
+        fw: FrameworkId,
+        role: &str,
+        ask: &Ask,
+        slots: &[usize],
+    ) -> Option<AgentId> {
+        let f = &self.frameworks[&fw];
+        let filtered = |a: &Agent| {
+            !f.filters.is_empty()
+                && f.filters
+                    .get(&(a.id, role.to_owned()))
+                    .is_some_and(|x| self.now < x.until || x.next_periodic)
+        };
+        let mut best: Option<(i64, u64, AgentId)> = None;
+        for &slot in slots {
+            let a = &self.agents[slot];
+            if !a.node.fits(ask)
+                || !offerable(a, self.whitelist.as_ref())
+                || gpu_blocked(&self.options, f, a)
+                || (ask.has_other
+                    && !a
+                        .free
+                        .unreserved()
+                        .contains_quantities(&ask.demand.resources.scalar_quantities()))
+                || filtered(a)
+            {
+                continue;
+            }
+            let score = self.policy.score(&a.node, ask);
+            let better = match best {
+                None => true,
+                Some((s, r, _)) => score > s || (score == s && a.rank < r),
+            };
+            if better {
+                best = Some((score, a.rank, a.id));
+            }
+        }
+        best.map(|(_, _, id)| id)
+    }
+
+    /// The slice of `agent` that `ask` takes there (it fits).
+    fn slice(&mut self, agent: AgentId, ask: &Ask) -> Option<Resources> {
+        let slot = *self.index.get(&agent)?;
+        let (a, policy) = (&self.agents[slot], &mut self.policy);
+        let node = &a.node;
+        let chosen: Vec<usize> = match ask.gpu {
+            GpuAsk::None => Vec::new(),
+            GpuAsk::Share(m) => {
+                let fits = |i: &usize| node.gpus.get(*i).is_some_and(|&f| f >= m);
+                vec![policy.share_device(node, m).filter(fits)?]
+            }
+            GpuAsk::Whole(k) => {
+                let mut picks = Vec::new();
+                lowest_free(&node.gpus, k, &mut picks).then_some(picks)?
+            }
+        };
+        let pooled = a.free.filter(|r| {
+            r.is_unreserved() && !r.is_gpu_device() && !r.is_revocable() && r.is_scalar()
+        });
+        let want = ask.demand.resources.scalar_quantities();
+        let mut out = pooled.shrink(&want, false);
+        if out.scalar_quantities() != want {
+            return None;
+        }
+        out.add(&ask.demand.resources.filter(|r| !r.is_scalar()));
+        if !a.free.contains(&out) {
+            return None;
+        }
+        out.add(&device_entries(&a.devices, &chosen, ask.gpu.per_device().min(DEVICE_MILLI)));
+        Some(out)
+    }
+
+    fn offer(
+        &mut self,
+        out: &mut OfferBatch,
+        fw: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        r: Resources,
+    ) {
+        if let Some(a) = self.agent_mut(agent) {
+            a.free.subtract(&r);
+        }
+        self.hold(fw, agent, role, &r);
+        self.refresh(agent);
+        match out
+            .offers
+            .iter_mut()
+            .find(|o| o.framework == fw && o.agent == agent && o.role.as_str() == role)
+        {
+            Some(o) => o.resources.add(&r),
+            None => out.offers.push(Allocation::new(fw, agent, role, r)),
+        }
+    }
+
+    /// Places the outstanding requests of every active framework.
+    fn place_requests(&mut self, slots: &[usize], out: &mut OfferBatch) {
+        let ids: Vec<FrameworkId> = self
+            .frameworks
+            .iter()
+            .filter(|(_, f)| f.active && !f.requests.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for fw in ids {
+            let Some(role) = self.frameworks[&fw].role().map(str::to_owned) else { continue };
+            let requests =
+                std::mem::take(&mut self.frameworks.get_mut(&fw).expect("listed").requests);
+            let mut left = Vec::new();
+            for ask in requests {
+                let placed = self
+                    .choose(fw, &role, &ask, slots)
+                    .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
+                match placed {
+                    Some((agent, slice)) => self.offer(out, fw, agent, &role, slice),
+                    None => left.push(ask),
+                }
+            }
+            self.frameworks.get_mut(&fw).expect("listed").requests = left;
+        }
+    }
+
+    /// Offers the candidates' free resources to active frameworks without requests, in turn.
+    fn plain_offers(
+        &mut self,
+        fws: &[FrameworkId],
+        slots: &[usize],
+        periodic: bool,
+        out: &mut OfferBatch,
+    ) {
+        if fws.is_empty() {
+            return;
+        }
+        let mut order: Vec<(u64, AgentId)> = slots
+            .iter()
+            .map(|&i| &self.agents[i])
+            .filter(|a| offerable(a, self.whitelist.as_ref()))
+            .map(|a| (a.rank, a.id))
+            .collect();
+        order.sort_unstable();
+        for (_, agent) in order {
+            'frameworks: for k in 0..fws.len() {
+                let fw = fws[(self.turn + k) % fws.len()];
+                let f = &self.frameworks[&fw];
+                let Some(a) = self.agent(agent) else { break };
+                if gpu_blocked(&self.options, f, a) {
+                    continue;
+                }
+                for role in f.info.roles.iter().map(RString::as_str) {
+                    if f.suppressed.contains(role) {
+                        continue;
+                    }
+                    let mut offer = a.free.allocatable_to(role);
+                    if !f.info.capabilities.has(FrameworkCapabilities::REVOCABLE_RESOURCES) {
+                        offer = offer.non_revocable();
+                    }
+                    if !f.info.capabilities.has(FrameworkCapabilities::RESERVATION_REFINEMENT) {
+                        offer = offer.filter(|r| !r.is_refined_reservation());
+                    }
+                    if offer.is_empty() || f.blocked(agent, role, &offer, self.now, periodic) {
+                        continue;
+                    }
+                    let role = role.to_owned();
+                    self.offer(out, fw, agent, &role, offer);
+                    self.turn = (self.turn + k + 1) % fws.len();
+                    break 'frameworks;
+                }
+            }
+        }
+    }
+
+    fn record_used(&mut self, used: &[Allocation], skip_known: bool) {
+        for u in used {
+            let key = (u.framework, u.agent, u.role.to_string());
+            if skip_known && self.held.contains_key(&key) {
+                continue;
+            }
+            let Some(a) = self.agent_mut(u.agent) else { continue };
+            a.free.subtract(&u.resources);
+            self.held.entry(key).or_default().add(&u.resources);
+            self.refresh(u.agent);
+        }
+    }
+}
+
+impl<P: Placement> Allocator for PlacementAllocator<P> {
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        self.now = now;
+        Ok(())
+    }
+
+    fn add_framework(
+        &mut self,
+        info: &FrameworkInfo,
+        used: &[Allocation],
+        active: bool,
+        options: &FrameworkOptions,
+    ) -> Result<()> {
+        if self.frameworks.contains_key(&info.id) {
+            return Err(ModuleError::rejected(format!("add_framework: {} is present", info.id)));
+        }
+        let suppressed = options.suppressed_roles.iter().map(|r| r.to_string()).collect();
+        self.frameworks.insert(
+            info.id,
+            Framework {
+                info: info.clone(),
+                active,
+                suppressed,
+                filters: BTreeMap::new(),
+                requests: Vec::new(),
+            },
+        );
+        let mine: Vec<Allocation> =
+            used.iter().filter(|u| u.framework == info.id).cloned().collect();
+        self.record_used(&mine, true);
+        Ok(())
+    }
+
+    fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        self.frameworks.remove(&framework).ok_or_else(|| unknown("remove_framework", framework))?;
+        let keys: Vec<_> = self
+            .held
+            .range((framework, AgentId(0), String::new())..)
+            .take_while(|(k, _)| k.0 == framework)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            let r = self.held.remove(&key).expect("listed");
+            if let Some(a) = self.agent_mut(key.1) {
+                a.free.add(&r);
+                self.refresh(key.1);
+            }
+        }
+        Ok(())
+    }
+
+    fn activate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        let f = self
+            .frameworks
+            .get_mut(&framework)
+            .ok_or_else(|| unknown("activate_framework", framework))?;
+        f.active = true;
+        Ok(())
+    }
+
+    fn deactivate_framework(&mut self, framework: FrameworkId) -> Result<()> {
+        let f = self
+            .frameworks
+            .get_mut(&framework)
+            .ok_or_else(|| unknown("deactivate_framework", framework))?;
+        f.active = false;
+        f.filters.clear();
+        Ok(())
+    }
+
+    fn update_framework(&mut self, info: &FrameworkInfo, options: &FrameworkOptions) -> Result<()> {
+        let f = self
+            .frameworks
+            .get_mut(&info.id)
+            .ok_or_else(|| unknown("update_framework", info.id))?;
+        f.info = info.clone();
+        f.suppressed = options.suppressed_roles.iter().map(|r| r.to_string()).collect();
+        Ok(())
+    }
+
+    fn add_agent(
+        &mut self,
+        info: &AgentInfo,
+        _unavailability: Option<&Unavailability>,
+        total: &Resources,
+        used: &[Allocation],
+    ) -> Result<()> {
+        if self.index.contains_key(&info.id) {
+            return Err(ModuleError::rejected(format!("add_agent: {} is present", info.id)));
+        }
+        let mut devices = Vec::new();
+        total.gpu_devices_into(&mut devices);
+        let agent = Agent {
+            id: info.id,
+            node: Node::default(),
+            info: info.clone(),
+            total: total.clone(),
+            free: total.clone(),
+            devices,
+            active: true,
+            rank: rank(self.options.seed, &info.name),
+        };
+        self.index.insert(info.id, self.agents.len());
+        self.agents.push(agent);
+        self.stale = true;
+        self.refresh(info.id);
+        let mine: Vec<Allocation> = used.iter().filter(|u| u.agent == info.id).cloned().collect();
+        self.record_used(&mine, false);
+        Ok(())
+    }
+
+    fn remove_agent(&mut self, agent: AgentId) -> Result<()> {
+        let slot = self.index.remove(&agent).ok_or_else(|| unknown("remove_agent", agent))?;
+        self.agents.swap_remove(slot);
+        if let Some(moved) = self.agents.get(slot) {
+            self.index.insert(moved.id, slot);
+        }
+        self.stale = true;
+        self.held.retain(|k, _| k.1 != agent);
+        for f in self.frameworks.values_mut() {
+            f.filters.retain(|k, _| k.0 != agent);
+        }
+        Ok(())
+    }
+
+    fn update_agent(&mut self, info: &AgentInfo, total: Option<&Resources>) -> Result<()> {
+        let a = self.agent_mut(info.id).ok_or_else(|| unknown("update_agent", info.id))?;
+        let attributes_changed = a.info.attributes != info.attributes;
+        a.info = info.clone();
+        if let Some(total) = total {
+            let used = a.total.clone() - &a.free;
+            a.free = total.clone() - &used;
+            a.total = total.clone();
+            total.gpu_devices_into(&mut a.devices);
+        }
+        if attributes_changed {
+            for f in self.frameworks.values_mut() {
+                f.filters.retain(|k, _| k.0 != info.id);
+            }
+        }
+        self.refresh(info.id);
+        Ok(())
+    }
+
+    fn activate_agent(&mut self, agent: AgentId) -> Result<()> {
+        self.agent_mut(agent).ok_or_else(|| unknown("activate_agent", agent))?.active = true;
+        Ok(())
+    }
+
+    fn deactivate_agent(&mut self, agent: AgentId) -> Result<()> {
+        self.agent_mut(agent).ok_or_else(|| unknown("deactivate_agent", agent))?.active = false;
+        Ok(())
+    }
+
+    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
+        self.whitelist = hostnames.map(|h| h.iter().map(|s| s.to_string()).collect());
+        Ok(())
+    }
+
+    /// Replaces the framework's outstanding requests (see the type's documentation).
+    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
+        let asks = requests
+            .iter()
+            .map(|r| Demand::from_request(r).map(Ask::new))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| ModuleError::rejected(format!("request_resources: {e}")))?;
+        let f = self
+            .frameworks
+            .get_mut(&framework)
+            .ok_or_else(|| unknown("request_resources", framework))?;
+        f.requests = asks;
+        Ok(())
+    }
+
+    fn recover_resources(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        resources: &Resources,
+        refuse_seconds: Option<f64>,
+    ) -> Result<()> {
+        if !self.index.contains_key(&agent) || !self.frameworks.contains_key(&framework) {
+            return Ok(());
+        }
+        let key = (framework, agent, role.to_owned());
+        let held = self.held.get_mut(&key).filter(|h| h.contains(resources)).ok_or_else(|| {
+            ModuleError::rejected(format!(
+                "recover_resources: {framework} does not hold {resources} on {agent} under '{role}'"
+            ))
+        })?;
+        held.subtract(resources);
+        if held.is_empty() {
+            self.held.remove(&key);
+        }
+        let a = self.agent_mut(agent).expect("checked");
+        a.free.add(resources);
+        self.refresh(agent);
+        let lifetime = match refuse_seconds {
+            None => None,
+            Some(s) if s.is_nan() || s == 0.0 => None,
+            Some(s) if s < 0.0 => Some(5.0),
+            Some(s) => Some(s.min(365.0 * 86_400.0)),
+        };
+        if let Some(l) = lifetime {
+            let until = self.now + l.max(self.options.allocation_interval);
+            let f = self.frameworks.get_mut(&framework).expect("checked");
+            let filter = f.filters.entry((agent, role.to_owned())).or_insert(Filter {
+                refused: Resources::new(),
+                until,
+                next_periodic: true,
+            });
+            filter.refused = resources.clone();
+            filter.until = until;
+            filter.next_periodic = true;
+        }
+        Ok(())
+    }
+
+    fn suppress_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        let f = self
+            .frameworks
+            .get_mut(&framework)
+            .ok_or_else(|| unknown("suppress_offers", framework))?;
+        let all: Vec<String> = f.info.roles.iter().map(|r| r.to_string()).collect();
+        let roles: Vec<String> =
+            if roles.is_empty() { all } else { roles.iter().map(|r| r.to_string()).collect() };
+        f.suppressed.extend(roles);
+        Ok(())
+    }
+
+    fn revive_offers(&mut self, framework: FrameworkId, roles: &[RString]) -> Result<()> {
+        let f = self
+            .frameworks
+            .get_mut(&framework)
+            .ok_or_else(|| unknown("revive_offers", framework))?;
+        if roles.is_empty() {
+            f.suppressed.clear();
+            f.filters.clear();
+        } else {
+            for r in roles {
+                f.suppressed.remove(r.as_str());
+                f.filters.retain(|k, _| k.1 != r.as_str());
+            }
+        }
+        Ok(())
+    }
+
+    fn pause(&mut self) -> Result<()> {
+        self.paused = true;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        self.paused = false;
+        Ok(())
+    }
+
+    fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
+        if self.paused {
+            return Ok(());
+        }
+        let slots = self.candidate_slots(agents);
+        // Decided before placing: a framework whose requests are placed now gets nothing else.
+        let plain: Vec<FrameworkId> = self
+            .frameworks
+            .iter()
+            .filter(|(_, f)| f.active && f.requests.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        self.place_requests(&slots, out);
+        self.plain_offers(&plain, &slots, periodic, out);
+        let now = self.now;
+        for f in self.frameworks.values_mut() {
+            if periodic {
+                f.filters.values_mut().for_each(|x| x.next_periodic = false);
+            }
+            f.filters.retain(|_, x| now < x.until || x.next_periodic);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,141 @@
+//! GPU fragmentation as the FGD artifact measures it (reference §1.5 and §3.6).
+//!
+//! The **typical tasks** of a workload are its most common task shapes (CPU, per-GPU milli,
+//! GPU count, accepted models), taken from the most frequent down until they cover 95 % of its
+//! tasks, with their frequencies renormalised to sum to 1. A node's fragmentation is the
+//! expected amount of its free GPU that a typical task could **not** use:
+//!
+//! * for a task without GPUs, one whose models exclude the node's, or one that does not fit
+//!   (too little CPU, or fewer than `k` devices with room for its per-GPU share): all of the
+//!   node's free GPU;
+//! * for a task that fits: the free GPU of the devices that each have less room than its
+//!   per-GPU share.
+//!
+//! The cluster's fragmentation is the sum over nodes. Memory is not part of the measure.
+
+use std::collections::HashMap;
+
+use crate::node::Node;
+
+/// One typical task shape and its (renormalised) frequency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypicalTask {
+    /// Milli-CPU.
+    pub cpu: i64,
+    /// Milli-GPU per device (0 for a task without GPUs; 1000 for whole GPUs).
+    pub gpu_milli: i64,
+    /// Devices (0, 1 for a share, or k whole).
+    pub gpus: u32,
+    /// Accepted GPU models (empty: any).
+    pub models: Vec<String>,
+    /// Its frequency among the typical tasks (they sum to 1).
+    pub p: f64,
+}
+
+/// The typical tasks of a workload whose tasks are `(cpu milli, per-GPU milli, GPU count,
+/// accepted models)`: the most frequent shapes (ties: the larger shape first) until they cover
+/// `coverage` (0.95 in the artifact) of the tasks, renormalised.
+pub fn typical_tasks<'a>(
+    tasks: impl IntoIterator<Item = (i64, i64, u32, &'a [String])>,
+    coverage: f64,
+) -> Vec<TypicalTask> {
+    let mut counts: HashMap<(i64, i64, u32, Vec<String>), u64> = HashMap::new();
+    let mut total = 0u64;
+    for (cpu, milli, gpus, models) in tasks {
+        *counts.entry((cpu, milli, gpus, models.to_vec())).or_default() += 1;
+        total += 1;
+    }
+    let mut shapes: Vec<_> = counts.into_iter().collect();
+    shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    let mut kept = Vec::new();
+    let mut covered = 0u64;
+    for (shape, n) in shapes {
+        if total > 0 && covered as f64 >= coverage * total as f64 {
+            break;
+        }
+        covered += n;
+        kept.push((shape, n));
+    }
+    kept.into_iter()
+        .map(|((cpu, gpu_milli, gpus, models), n)| TypicalTask {
+            cpu,
+            gpu_milli,
+            gpus,
+            models,
+            p: n as f64 / covered as f64,
+        })
+        .collect()
+}
+
+/// The node's fragmentation against the typical tasks, in milli-GPU.
+pub fn node_fragmentation(node: &Node, typical: &[TypicalTask]) -> f64 {
+    let free = node.gpu_free() as f64;
+    if free <= 0.0 {
+        return 0.0;
+    }
+    typical.iter().map(|t| t.p * task_fragmentation(node, t, free)).sum()
+}
+
+fn task_fragmentation(node: &Node, t: &TypicalTask, free: f64) -> f64 {
+    let model_ok = t.models.is_empty()
+        || node.model.as_deref().is_some_and(|m| t.models.iter().any(|x| x == m));
+    if t.gpu_milli == 0 || !model_ok || t.cpu > node.cpu {
+        return free;
+    }
+    let with_room = node.gpus.iter().filter(|&&r| r >= t.gpu_milli).count();
+    if with_room < t.gpus as usize {
+        return free;
+    }
+    node.gpus.iter().filter(|&&r| r < t.gpu_milli).map(|&r| r as f64).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(cpu: i64, gpus: &[i64]) -> Node {
+        Node { cpu, mem: 0, gpus: gpus.to_vec(), model: Some("T4".into()) }
+    }
+
+    #[test]
+    fn typical_tasks_cover_the_most_frequent_shapes() {
+        let none: &[String] = &[];
+        let tasks = [(1000, 500, 1, none); 6]
+            .into_iter()
+            .chain([(2000, 1000, 1, none); 3])
+            .chain([(1, 0, 0, none)]);
+        let t = typical_tasks(tasks, 0.9);
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert!((t[0].p - 6.0 / 9.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn devices_too_small_for_the_share_are_fragments() {
+        let half = TypicalTask { cpu: 1000, gpu_milli: 500, gpus: 1, models: vec![], p: 1.0 };
+        // 300 of device 0 cannot take a 500 share; device 1 (1000) can.
+        assert_eq!(
+            node_fragmentation(&node(4000, &[300, 1000]), std::slice::from_ref(&half)),
+            300.0
+        );
+        // Without CPU, all free GPU is a fragment.
+        assert_eq!(node_fragmentation(&node(500, &[300, 1000]), &[half]), 1300.0);
+    }
+
+    #[test]
+    fn a_cpu_only_task_counts_every_free_gpu() {
+        let cpu = TypicalTask { cpu: 1000, gpu_milli: 0, gpus: 0, models: vec![], p: 1.0 };
+        assert_eq!(node_fragmentation(&node(4000, &[1000, 1000]), &[cpu]), 2000.0);
+    }
+
+    #[test]
+    fn a_model_the_task_excludes_makes_all_free_gpu_a_fragment() {
+        let v100 = TypicalTask {
+            cpu: 1,
+            gpu_milli: 1000,
+            gpus: 1,
+            models: vec!["V100M16".into()],
+            p: 1.0,
+        };
+        assert_eq!(node_fragmentation(&node(4000, &[1000]), &[v100]), 1000.0);
+    }
+}

@@ -1,0 +1,93 @@
+//! What a placement policy sees of an agent ([`Node`]) and of a task ([`Ask`]).
+
+use allocator_api::resources::ResourceFlags;
+use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, MODEL_ATTRIBUTE};
+use allocator_api::{AgentInfo, Resource, Resources};
+
+/// An agent's free, placeable resources: unreserved, non-revocable CPUs, memory and GPU
+/// devices, and its GPU model.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Node {
+    /// Free CPUs, in milli-CPU.
+    pub cpu: i64,
+    /// Free memory, in thousandths of a MiB (the resource's fixed point).
+    pub mem: i64,
+    /// Free milli-GPU of each device, in device order; a fully used device is 0.
+    pub gpus: Vec<i64>,
+    /// Its `gpu_model` attribute.
+    pub model: Option<String>,
+}
+
+impl Node {
+    /// Free milli-GPU over all devices (`R_n`).
+    pub fn gpu_free(&self) -> i64 {
+        self.gpus.iter().sum()
+    }
+
+    /// Devices with nothing in use.
+    pub fn idle_devices(&self) -> usize {
+        self.gpus.iter().filter(|&&f| f >= DEVICE_MILLI).count()
+    }
+
+    /// Whether the node can take `ask`: CPU, memory, the GPU model and the sharing rule
+    /// (other resources are checked by the allocator).
+    pub fn fits(&self, ask: &Ask) -> bool {
+        self.cpu >= ask.cpu
+            && self.mem >= ask.mem
+            && ask.demand.accepts_model(self.model.as_deref())
+            && ask.gpu.fits(self.gpus.iter().copied())
+    }
+
+    /// Rebuilds the view from an agent's free resources, its devices (from its total) and its
+    /// info.
+    pub(crate) fn refresh(&mut self, free: &Resources, devices: &[Device], info: &AgentInfo) {
+        let plain = |r: &&Resource| r.is_unreserved() && r.flags == ResourceFlags::NONE;
+        self.cpu =
+            free.iter().filter(plain).filter(|r| r.name.as_str() == "cpus").map(millis).sum();
+        self.mem = free.iter().filter(plain).filter(|r| r.name.as_str() == "mem").map(millis).sum();
+        self.gpus.clear();
+        self.gpus.extend(devices.iter().map(|d| {
+            free.iter()
+                .find(|r| r.is_gpu_device() && plain(r) && r.volume == d.id)
+                .map_or(0, millis)
+        }));
+        self.model = info
+            .attributes
+            .iter()
+            .find(|a| a.name.as_str() == MODEL_ATTRIBUTE)
+            .map(|a| a.value.to_string());
+    }
+}
+
+fn millis(r: &Resource) -> i64 {
+    r.value.quantity().millis()
+}
+
+/// A task's demand, as placement scores it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ask {
+    /// CPUs asked, in milli-CPU.
+    pub cpu: i64,
+    /// Memory asked, in thousandths of a MiB.
+    pub mem: i64,
+    /// What it asks of the GPU devices.
+    pub gpu: GpuAsk,
+    /// The whole demand (models, other resources).
+    pub demand: Demand,
+    /// It asks for something besides CPUs, memory and GPUs.
+    pub(crate) has_other: bool,
+}
+
+impl Ask {
+    /// The ask of a demand.
+    pub fn new(demand: Demand) -> Ask {
+        let r = &demand.resources;
+        Ask {
+            cpu: r.scalar("cpus").millis(),
+            mem: r.scalar("mem").millis(),
+            gpu: demand.gpus,
+            has_other: r.iter().any(|x| x.name.as_str() != "cpus" && x.name.as_str() != "mem"),
+            demand,
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The policy lab: GPU devices, placement modules honouring stated demands, and the packing
+//! experiment (SPEC 7), run through the real binary and the shipped modules.
+
+use workspace_tests::{run_master, workspace_root};
+
+const MODULES: &str = "examples/modules.json";
+const NODES: &str = "tests/fixtures/policy_lab/nodes.csv";
+const PODS: &str = "tests/fixtures/policy_lab/pods.csv";
+
+fn experiment(jobs: &str, out: &str) -> (String, String) {
+    let output = run_master(&[
+        "experiment",
+        "--modules",
+        MODULES,
+        "--nodes",
+        NODES,
+        "--pods",
+        PODS,
+        "--allocator",
+        "Random,BestFit",
+        "--seeds",
+        "1-4",
+        "--inflation",
+        "1.2",
+        "--jobs",
+        jobs,
+        "--output",
+        out,
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    (std::fs::read_to_string(workspace_root().join(out)).expect("results written"), stdout)
+}
+
+#[test]
+fn the_experiment_is_deterministic_whatever_jobs_is() {
+    let dir = std::env::temp_dir().join(format!("policy-lab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (one, _) = experiment("1", dir.join("one.csv").to_str().unwrap());
+    let (two, _) = experiment("2", dir.join("two.csv").to_str().unwrap());
+    assert_eq!(one, two);
+}
+
+#[test]
+fn the_results_have_the_artifacts_layout() {
+    let dir = std::env::temp_dir().join(format!("policy-lab-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (csv, _) = experiment("2", dir.join("r.csv").to_str().unwrap());
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[..6], ["workload", "sc_policy", "tune", "seed", "total_gpus", "0"]);
+    assert_eq!(header.last(), Some(&"130"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 8, "2 allocators × 4 seeds");
+    assert_eq!(rows[0][..5], ["pods", "Random", "1.2", "1", "7"]);
+    assert!(rows.iter().all(|r| r.len() == header.len()));
+}
+
+#[test]
+fn a_pod_no_agent_can_take_is_dropped_and_still_counts_as_arrived() {
+    let dir = std::env::temp_dir().join(format!("policy-lab-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (_, stdout) = experiment("1", dir.join("d.csv").to_str().unwrap());
+    // p4 asks for 64 CPUs, more than any node has: every run drops it at least once.
+    let bestfit = stdout.lines().find(|l| l.contains("BestFit")).expect("a summary row");
+    let dropped: f64 = bestfit.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(dropped >= 1.0, "{stdout}");
+}
+
+#[test]
+fn a_placement_module_offers_the_device_it_chose_and_the_framework_launches_there() {
+    let output = run_master(&[
+        "--modules",
+        MODULES,
+        "--scenario",
+        "tests/fixtures/policy_lab/placement.json",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("expectations: 6 passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_placement_modules_pass_conformance() {
+    for allocator in ["Random", "BestFit"] {
+        let output = run_master(&["conformance", "--modules", MODULES, "--allocator", allocator]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{allocator}: {stdout}");
+        assert!(stdout.contains("9 passed, 0 failed"), "{stdout}");
+    }
+}
+
+#[test]
+fn an_unknown_allocator_is_one_clear_error() {
+    let output = run_master(&[
+        "experiment",
+        "--modules",
+        MODULES,
+        "--nodes",
+        NODES,
+        "--pods",
+        PODS,
+        "--allocator",
+        "NoSuch",
+        "--seeds",
+        "1",
+        "--output",
+        "/dev/null",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no allocator named 'NoSuch'"), "{stderr}");
+}
