@@ -93,7 +93,7 @@ fn failed<E: Display>(picture: &str) -> impl Fn(E) -> ReportError + '_ {
 }
 
 /// Series colours, handed out in order; grey is kept for reference lines.
-const PALETTE: [RGBColor; 16] = [
+pub(crate) const PALETTE: [RGBColor; 16] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -112,7 +112,7 @@ const PALETTE: [RGBColor; 16] = [
     RGBColor(0x84, 0x3c, 0x39),
 ];
 const REFERENCE: RGBColor = RGBColor(0x55, 0x55, 0x55);
-const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+pub(crate) const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const NOTE: RGBColor = RGBColor(0x66, 0x66, 0x66);
 const ZOOM: RGBColor = RGBColor(0xb0, 0x30, 0x00);
 const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
@@ -131,7 +131,7 @@ const ROW: i32 = 17;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// Text of `px` pixels (plotters' SVG backend writes the size divided by 1.24).
-fn text(px: f64, colour: RGBColor, h: HPos, bold: bool) -> TextStyle<'static> {
+pub(crate) fn text(px: f64, colour: RGBColor, h: HPos, bold: bool) -> TextStyle<'static> {
     let style = if bold { FontStyle::Bold } else { FontStyle::Normal };
     TextStyle {
         font: (FONT, px * 1.24, style).into_font(),

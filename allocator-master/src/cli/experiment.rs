@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use super::{CallLimitFlags, ModuleFlags, load_modules};
 use crate::experiment::{self, Options};
+use allocator_host::master::{Master, Setup};
 
 /// `allocator-master experiment` arguments.
 #[derive(clap::Args, Debug, Clone)]
@@ -79,21 +80,12 @@ pub fn run(
     }
     let modules = a.modules.clone().or(outer_modules);
     let limits = a.limits.clone().or(outer_limits);
-    // Checked once here so that a bad manifest or allocator name is one clear error.
     let registry = load_modules(&modules, &limits)?;
+    // Each allocator is created once here, so that a bad name is one clear error up front.
     for name in &a.allocator {
-        let built_in = matches!(name.as_str(), "hierarchical" | "HierarchicalDRF");
-        if !built_in
-            && !registry
-                .modules()
-                .any(|m| m.name == *name && m.kind == allocator_api::ModuleKind::ALLOCATOR)
-        {
-            return Err(format!(
-                "--allocator: no allocator named '{name}' (load it with --modules)"
-            ));
-        }
+        Master::new(&registry, Setup::new(name, "drf", "drf"))
+            .map_err(|e| format!("--allocator: {e}"))?;
     }
-    drop(registry);
     let options = Options {
         nodes: a.nodes.clone(),
         pods: a.pods.clone(),
@@ -116,8 +108,7 @@ pub fn run(
         bar.set_position(done as u64);
     };
     let started = std::time::Instant::now();
-    let registry_for = || load_modules(&modules, &limits);
-    let (capacity, rows) = experiment::run_all(&options, &registry_for, &progress)?;
+    let (capacity, rows) = experiment::run_all(&options, &registry, &progress)?;
     bar.finish_and_clear();
     std::fs::write(&a.output, experiment::csv(&rows, a.inflation, capacity))
         .map_err(|e| format!("cannot write '{}': {e}", a.output.display()))?;

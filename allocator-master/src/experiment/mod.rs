@@ -110,11 +110,11 @@ pub fn buckets(
         .collect()
 }
 
-/// Runs every (pod list, allocator, seed), in parallel; rows in that order. `progress` is
-/// called after each experiment with (done, total).
+/// Runs every (pod list, allocator, seed), in parallel over one registry; rows in that order.
+/// `progress` is called after each experiment with (done, total).
 pub fn run_all(
     options: &Options,
-    registry_for: &(dyn Fn() -> Result<ModuleRegistry, String> + Sync),
+    registry: &ModuleRegistry,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(i64, Vec<Row>), String> {
     let nodes = trace::read_nodes(&options.nodes)?;
@@ -140,17 +140,14 @@ pub fn run_all(
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                let registry = registry_for();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= total {
                         break;
                     }
                     let (w, allocator, seed) = &jobs[i];
-                    let row = match &registry {
-                        Ok(r) => one(r, &nodes, &workloads[*w], allocator, *seed, target, capacity),
-                        Err(e) => Err(e.clone()),
-                    };
+                    let row =
+                        one(registry, &nodes, &workloads[*w], allocator, *seed, target, capacity);
                     let failed = row.is_err();
                     results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
                     progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);

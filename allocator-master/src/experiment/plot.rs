@@ -6,26 +6,14 @@
 use std::collections::BTreeMap;
 
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::text_anchor::HPos;
 
 use super::{MAX_BUCKET, Row};
+use crate::report::{INK, PALETTE};
 
-const COLOURS: [RGBColor; 6] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-];
-const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
-
+/// Text in the report's style (plain, dark).
 fn text(px: f64, h: HPos) -> TextStyle<'static> {
-    TextStyle {
-        font: ("sans-serif", px * 1.24, FontStyle::Normal).into_font(),
-        color: INK.to_backend_color(),
-        pos: Pos::new(h, VPos::Top),
-    }
+    crate::report::text(px, INK, h, false)
 }
 
 /// One allocator's (q1, median, q3) per bucket.
@@ -111,7 +99,7 @@ fn draw_chart(
         .draw()
         .map_err(err)?;
     for (i, b) in series.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
+        let colour = PALETTE[i % PALETTE.len()];
         let pts = points(b);
         let mut band: Vec<(f64, f64)> = pts.iter().map(|(a, v)| (*a as f64, v.2)).collect();
         band.extend(pts.iter().rev().map(|(a, v)| (*a as f64, v.0)));

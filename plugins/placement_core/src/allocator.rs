@@ -45,6 +45,14 @@ struct Filter {
     next_periodic: bool,
 }
 
+impl Filter {
+    /// Whether it blocks a run at `now` (before it expires, and the first periodic run after
+    /// it was made, whenever that comes).
+    fn in_force(&self, now: f64, periodic: bool) -> bool {
+        now < self.until || (periodic && self.next_periodic)
+    }
+}
+
 struct Framework {
     info: FrameworkInfo,
     active: bool,
@@ -67,9 +75,9 @@ impl Framework {
         now: f64,
         periodic: bool,
     ) -> bool {
-        self.filters.get(&(agent, role.to_owned())).is_some_and(|f| {
-            (now < f.until || (periodic && f.next_periodic)) && f.refused.contains(offer)
-        })
+        self.filters
+            .get(&(agent, role.to_owned()))
+            .is_some_and(|f| f.in_force(now, periodic) && f.refused.contains(offer))
     }
 }
 
@@ -164,7 +172,8 @@ impl<P: Placement> PlacementAllocator<P> {
         }
     }
 
-    /// Where the candidate agents are in `agents` (known ones only), cached between runs.
+    /// Where the candidate agents are in `agents` (known ones only), cached between runs; the
+    /// caller gives the list back with [`Self::return_slots`].
     fn candidate_slots(&mut self, agents: &[AgentId]) -> Vec<usize> {
         if self.stale || self.candidates.0 != agents {
             self.candidates.0 = agents.to_vec();
@@ -172,7 +181,11 @@ impl<P: Placement> PlacementAllocator<P> {
                 agents.iter().filter_map(|id| self.index.get(id).copied()).collect();
             self.stale = false;
         }
-        self.candidates.1.clone()
+        std::mem::take(&mut self.candidates.1)
+    }
+
+    fn return_slots(&mut self, slots: Vec<usize>) {
+        self.candidates.1 = slots;
     }
 
     fn hold(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
@@ -192,19 +205,16 @@ impl<P: Placement> PlacementAllocator<P> {
             !f.filters.is_empty()
                 && f.filters
                     .get(&(a.id, role.to_owned()))
-                    .is_some_and(|x| self.now < x.until || x.next_periodic)
+                    .is_some_and(|x| x.in_force(self.now, true))
         };
+        let other = ask.has_other.then(|| ask.demand.resources.scalar_quantities());
         let mut best: Option<(i64, u64, AgentId)> = None;
         for &slot in slots {
             let a = &self.agents[slot];
             if !a.node.fits(ask)
                 || !offerable(a, self.whitelist.as_ref())
                 || gpu_blocked(&self.options, f, a)
-                || (ask.has_other
-                    && !a
-                        .free
-                        .unreserved()
-                        .contains_quantities(&ask.demand.resources.scalar_quantities()))
+                || other.as_ref().is_some_and(|q| !a.free.unreserved().contains_quantities(q))
                 || filtered(a)
             {
                 continue;
@@ -637,12 +647,14 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .collect();
         self.place_requests(&slots, out);
         self.plain_offers(&plain, &slots, periodic, out);
+        self.return_slots(slots);
         let now = self.now;
         for f in self.frameworks.values_mut() {
             if periodic {
                 f.filters.values_mut().for_each(|x| x.next_periodic = false);
             }
-            f.filters.retain(|_, x| now < x.until || x.next_periodic);
+            // A filter that would block no later run (periodic or not) is gone.
+            f.filters.retain(|_, x| x.in_force(now, true));
         }
         Ok(())
     }
