@@ -192,20 +192,22 @@ impl<P: Placement> PlacementAllocator<P> {
         self.held.entry((fw, agent, role.to_owned())).or_default().add(r);
     }
 
-    /// The best agent for `ask` among the agents at `slots`, for framework `fw` under `role`.
+    /// The best agent for `ask` among the agents at `slots`, for framework `fw` under `role`,
+    /// in a periodic run or not.
     fn choose(
         &mut self,
         fw: FrameworkId,
         role: &str,
         ask: &Ask,
         slots: &[usize],
+        periodic: bool,
     ) -> Option<AgentId> {
         let f = &self.frameworks[&fw];
         let filtered = |a: &Agent| {
             !f.filters.is_empty()
                 && f.filters
                     .get(&(a.id, role.to_owned()))
-                    .is_some_and(|x| x.in_force(self.now, true))
+                    .is_some_and(|x| x.in_force(self.now, periodic))
         };
         let other = ask.has_other.then(|| ask.demand.resources.scalar_quantities());
         let mut best: Option<(i64, u64, AgentId)> = None;
@@ -287,7 +289,7 @@ impl<P: Placement> PlacementAllocator<P> {
     }
 
     /// Places the outstanding requests of every active framework.
-    fn place_requests(&mut self, slots: &[usize], out: &mut OfferBatch) {
+    fn place_requests(&mut self, slots: &[usize], periodic: bool, out: &mut OfferBatch) {
         let ids: Vec<FrameworkId> = self
             .frameworks
             .iter()
@@ -301,7 +303,7 @@ impl<P: Placement> PlacementAllocator<P> {
             let mut left = Vec::new();
             for ask in requests {
                 let placed = self
-                    .choose(fw, &role, &ask, slots)
+                    .choose(fw, &role, &ask, slots, periodic)
                     .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
                 match placed {
                     Some((agent, slice)) => self.offer(out, fw, agent, &role, slice),
@@ -645,7 +647,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .filter(|(_, f)| f.active && f.requests.is_empty())
             .map(|(id, _)| *id)
             .collect();
-        self.place_requests(&slots, out);
+        self.place_requests(&slots, periodic, out);
         self.plain_offers(&plain, &slots, periodic, out);
         self.return_slots(slots);
         let now = self.now;
@@ -657,5 +659,58 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             f.filters.retain(|_, x| x.in_force(now, true));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api::{AgentCapabilities, RVec};
+
+    struct First;
+    impl Placement for First {
+        fn score(&mut self, _node: &Node, _ask: &Ask) -> i64 {
+            0
+        }
+    }
+
+    fn res(s: &str) -> Resources {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_expired_filter_does_not_block_a_placement_in_an_event_triggered_run() {
+        // Interval 10 s: a 2 s filter made at 0 lives until 10 and would still block the first
+        // periodic run (at 10 or later); an event-triggered run at 10.5 is not blocked (R5).
+        let options = AllocatorOptions { allocation_interval: 10.0, ..AllocatorOptions::default() };
+        let mut a = PlacementAllocator::new(First, &options);
+        let info = FrameworkInfo {
+            id: FrameworkId(0),
+            name: "f".into(),
+            roles: vec![RString::from("r")].into(),
+            capabilities: FrameworkCapabilities::MULTI_ROLE,
+        };
+        a.add_framework(&info, &[], true, &FrameworkOptions::default()).unwrap();
+        let agent = AgentInfo {
+            id: AgentId(0),
+            name: "a".into(),
+            hostname: "a".into(),
+            attributes: RVec::new(),
+            capabilities: AgentCapabilities::all(),
+        };
+        a.add_agent(&agent, None, &res("cpus:4;mem:100"), &[]).unwrap();
+        let mut out = OfferBatch::default();
+        a.allocate(&[AgentId(0)], false, &mut out).unwrap();
+        let offered = out.offers[0].resources.clone();
+        a.recover_resources(FrameworkId(0), AgentId(0), "r", &offered, Some(2.0)).unwrap();
+        a.request_resources(FrameworkId(0), &[res("cpus:1;mem:10")]).unwrap();
+        a.set_time(5.0).unwrap();
+        out.clear();
+        a.allocate(&[AgentId(0)], false, &mut out).unwrap();
+        assert!(out.offers.is_empty(), "the filter is in force at 5");
+        a.set_time(10.5).unwrap();
+        a.allocate(&[AgentId(0)], false, &mut out).unwrap();
+        assert_eq!(out.offers.len(), 1, "expired at 10, and this run is not periodic");
+        assert_eq!(out.offers[0].resources, res("cpus:1;mem:10"));
     }
 }
