@@ -84,6 +84,7 @@ fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, ops: &[Op]) -> Run
         on_module_failure: FailurePolicy::Stop,
         call_budget_ms: None,
         call_timeout_ms: Some(30_000.0),
+        allocator_parameters: Vec::new(),
     };
     let buf = Arc::new(Mutex::new(Vec::new()));
     let mut out = EventStream::writer(Box::new(Buf(buf.clone())));

@@ -1,14 +1,16 @@
 //! `allocator-master import alibaba-gpu-v2023`: converts the Alibaba GPU cluster trace v2023
 //! ("openb") into a SPEC scenario.
 //!
-//! * each node becomes an agent: `cpus` = cpu_milli / 1000, `mem` = memory_mib, `gpus` = gpu,
+//! * each node becomes an agent: `cpus` = cpu_milli / 1000, `mem` = memory_mib, `gpus` = gpu
+//!   (pooled, or with [`ImportOptions::devices`] one `gpus[ID]:1` device per GPU, ids from 0),
 //!   attribute `gpu_model` = model;
 //! * each QoS class becomes a role (`ls`, `be`, `burstable`, `guaranteed`) with one trace-driven,
 //!   GPU-capable framework (`<role>-pods`);
 //! * each pod becomes a `submit_task` at its creation time (divided by the time scale) holding
 //!   `cpus`, `mem` and `gpus` (num_gpu, or gpu_milli / 1000 for a GPU-sharing pod) for deletion −
 //!   scheduled time (deletion − creation when never scheduled), with its `gpu_spec` as a
-//!   `gpu_model` constraint.
+//!   `gpu_model` constraint; with [`ImportOptions::request`] each framework states its next
+//!   pod to the allocator (`"request": true`), for a placement module to place.
 //!
 //! Bad rows are reported on stderr with their line number and skipped.
 
@@ -24,6 +26,19 @@ pub struct ImportOptions {
     pub time_scale: f64,
     /// Import at most this many pods (the first rows of the pod list).
     pub limit: Option<usize>,
+    /// Write each node's GPUs as individual devices (`gpus[0]:1;gpus[1]:1;…`) instead of one
+    /// pooled `gpus:N`.
+    pub devices: bool,
+    /// Mark every framework `"request": true`: it states its next pod with
+    /// `requestResources`.
+    pub request: bool,
+}
+
+impl Default for ImportOptions {
+    /// Trace time as is, every pod, pooled GPUs, no requests.
+    fn default() -> Self {
+        ImportOptions { time_scale: 1.0, limit: None, devices: false, request: false }
+    }
 }
 
 /// One skipped row.
@@ -148,7 +163,14 @@ pub fn alibaba_gpu_v2023(
                 return Err("a node with no cpu and no memory".into());
             }
             let mut resources = format!("cpus:{};mem:{}", scalar(c / 1000.0), scalar(m));
-            if g > 0.0 {
+            if g > 0.0 && options.devices {
+                if g.fract() != 0.0 {
+                    return Err(format!("{g} GPUs cannot be written as devices"));
+                }
+                for id in 0..g as u64 {
+                    resources.push_str(&format!(";gpus[{id}]:1"));
+                }
+            } else if g > 0.0 {
                 resources.push_str(&format!(";gpus:{}", scalar(g)));
             }
             let mut agent = json!({"op": "add_agent", "agent": name, "resources": resources});
@@ -235,7 +257,8 @@ pub fn alibaba_gpu_v2023(
     for role in roles.keys() {
         events.push(
             json!({"op": "add_framework", "framework": format!("{role}-pods"), "roles": [role],
-                           "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"], "tasks": {}}),
+                           "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"],
+                           "tasks": if options.request { json!({"request": true}) } else { json!({}) }}),
         );
     }
     submissions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -274,9 +297,9 @@ mod tests {
         p
     }
 
-    #[test]
-    fn converts_nodes_and_pods_and_reports_bad_rows() {
-        let dir = std::env::temp_dir().join(format!("import-test-{}", std::process::id()));
+    /// A node list and a pod list with one bad row each, in a directory of their own.
+    fn fixture(test: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("import-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let nodes = write(
             &dir,
@@ -291,9 +314,14 @@ mod tests {
              p1,8000,16384,2,1000,V100M16|T4,BE,Running,50,1050,\n\
              p2,1000,1024,0,0,,LS,Failed,10,5,8\n",
         );
-        let out =
-            alibaba_gpu_v2023(&nodes, &pods, &ImportOptions { time_scale: 10.0, limit: None })
-                .unwrap();
+        (nodes, pods)
+    }
+
+    #[test]
+    fn converts_nodes_and_pods_and_reports_bad_rows() {
+        let (nodes, pods) = fixture("pooled");
+        let options = ImportOptions { time_scale: 10.0, ..Default::default() };
+        let out = alibaba_gpu_v2023(&nodes, &pods, &options).unwrap();
         assert_eq!((out.nodes, out.pods), (2, 2));
         assert_eq!(out.bad_rows.len(), 2);
         assert_eq!(out.bad_rows[0].line, 3);
@@ -315,5 +343,23 @@ mod tests {
         let frameworks: Vec<&Value> =
             events.iter().filter(|e| e["op"] == "add_framework").collect();
         assert_eq!(frameworks.len(), 2);
+    }
+
+    #[test]
+    fn devices_writes_one_gpu_entry_per_device_and_request_marks_the_frameworks() {
+        let (nodes, pods) = fixture("devices");
+        let options = ImportOptions { devices: true, request: true, ..Default::default() };
+        let out = alibaba_gpu_v2023(&nodes, &pods, &options).unwrap();
+        let events = out.scenario["events"].as_array().unwrap();
+        assert_eq!(events[0]["resources"], "cpus:32;mem:262144;gpus[0]:1;gpus[1]:1");
+        assert_eq!(events[1]["resources"], "cpus:16;mem:65536", "no GPUs, no devices");
+        let submit = events.iter().find(|e| e["op"] == "submit_task").unwrap();
+        assert_eq!(submit["resources"], "cpus:8;mem:16384;gpus:2", "tasks still ask by count");
+        for framework in events.iter().filter(|e| e["op"] == "add_framework") {
+            assert_eq!(framework["tasks"], json!({"request": true}));
+        }
+        let scenario = serde_json::to_string(&out.scenario).unwrap();
+        let doc = crate::scenario::Document::parse(&scenario, "imported").unwrap();
+        crate::allocator_scenario::AllocatorScenario::parse(&doc).expect("the scenario loads");
     }
 }

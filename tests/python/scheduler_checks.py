@@ -739,5 +739,55 @@ def check_plan():
     run(S(), framework("planner", roles=("r1",)))
 
 
+def summary(o):
+    """An offer's resources as the allocator's resource text, a device as `gpus[ID]:share`."""
+    parts = []
+    for r in o["resources"]:
+        device = r.get("disk", {}).get("persistence", {}).get("id")
+        parts.append("%s%s:%g" % (r["name"], "[%s]" % device if device else "",
+                                  r["scalar"]["value"]))
+    return o["agent_id"]["value"] + " " + ";".join(sorted(parts))
+
+
+def check_request():
+    """A GPU framework states its next task with `REQUEST` (cpus 1, mem 128, half a GPU), twice:
+    each time it is offered exactly the slice the placement module picks, launches its task on
+    it, and asks again. Offers that are not a placement (the plain offers before the first
+    request is seen) are declined without a filter."""
+    seen.update(placements=[], updates=[], other_offers=0)
+    ask = [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}},
+           {"name": "mem", "type": "SCALAR", "scalar": {"value": 128}},
+           {"name": "gpus", "type": "SCALAR", "scalar": {"value": 0.5}}]
+
+    class S(Scheduler):
+        def registered(self, driver, framework_id, master_info):
+            driver.requestResources([{"resources": ask}])
+
+        def resourceOffers(self, driver, offers):
+            for o in offers:
+                cpus = sum(r["scalar"]["value"] for r in o["resources"] if r["name"] == "cpus")
+                if cpus != 1 or len(seen["placements"]) == 2:
+                    seen["other_offers"] += 1
+                    driver.declineOffer(o["id"], filters={"refuse_seconds": 0})
+                    continue
+                seen["placements"].append(summary(o))
+                n = len(seen["placements"])
+                t = {"name": "p-%d" % n, "task_id": {"value": "p-%d" % n},
+                     "agent_id": o["agent_id"], "resources": o["resources"],
+                     "command": {"value": "sleep 3600"}}
+                driver.launchTasks(o["id"], [t])
+                if n < 2:
+                    driver.requestResources([{"resources": ask}])
+
+        def statusUpdate(self, driver, update):
+            seen["updates"].append([update["task_id"]["value"], update["state"]])
+            running = [u for u in seen["updates"] if u[1] == "TASK_RUNNING"]
+            if len(running) == 2:
+                done()
+
+    run(S(), framework("placed", roles=("ml",),
+                       capabilities=[{"type": "MULTI_ROLE"}, {"type": "GPU_RESOURCES"}]))
+
+
 if __name__ == "__main__":
     globals()["check_" + sys.argv[2]]()

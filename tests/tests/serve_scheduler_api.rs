@@ -465,3 +465,17 @@ fn a_plan_forks_the_master_with_the_frameworks_connected_over_the_scheduler_api(
     assert_eq!(seen["with_change"], json!(others), "offers on every agent left: {seen}");
     assert_eq!(seen["without"], json!(["a1", "a2", "a3", "a4"]), "offers on every agent: {seen}");
 }
+
+#[test]
+fn a_pymesos_request_is_offered_the_placement_module_s_slice_and_launches_there() {
+    let Some(python) = python_or_skip() else { return };
+    let flags = ["--modules", "examples/modules.json", "--allocator", "BestFit"];
+    let seen = start("tests/python/gpu_cluster.json", &flags).check(&python, "request", &[]);
+    // BestFit: the smaller agent is left fullest; half a GPU goes to the tightest-fitting
+    // device, so the second half lands on the device the first one started.
+    assert_eq!(
+        seen["placements"],
+        json!(["small cpus:1;gpus[0]:0.5;mem:128", "small cpus:1;gpus[0]:0.5;mem:128"]),
+        "{seen}"
+    );
+}

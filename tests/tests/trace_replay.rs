@@ -21,7 +21,7 @@ fn imported_slice() -> AllocatorScenario {
     let imported = alibaba_gpu_v2023(
         &dir.join("openb_node_list_all_node.csv"),
         &dir.join("openb_pod_list_default.csv"),
-        &ImportOptions { time_scale: 20_000.0, limit: Some(300) },
+        &ImportOptions { time_scale: 20_000.0, limit: Some(300), ..Default::default() },
     )
     .unwrap();
     assert_eq!(imported.nodes, 1523);

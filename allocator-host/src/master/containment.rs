@@ -151,7 +151,11 @@ impl Master<'_> {
                     "allocator-master: allocator module '{name}' failed in {what} ({e}); restarting it ({count})"
                 );
                 let mut fresh = registry
-                    .create_allocator_module(&name, &self.setup.options)
+                    .create_allocator_module_with(
+                        &name,
+                        &self.setup.options,
+                        &self.setup.allocator_parameters,
+                    )
                     .map_err(|e| e.to_string())?;
                 replay(fresh.as_mut(), &self.records()).map_err(|e| {
                     format!("allocator module '{name}' refused the host's records: {e}")

@@ -80,6 +80,9 @@ pub struct Setup {
     /// A module call still running after this long is taken as hung: the master stops with
     /// the reason (exit code 2), since a blocked call cannot be interrupted. `None`: no limit.
     pub call_timeout_ms: Option<f64>,
+    /// Parameters given to an allocator module after its manifest's, overriding keys it also
+    /// has ([`ModuleRegistry::create_allocator_module_with`]); empty by default.
+    pub allocator_parameters: Vec<allocator_api::abi::Parameter>,
 }
 
 impl Setup {
@@ -101,6 +104,7 @@ impl Setup {
             on_module_failure: FailurePolicy::Fallback,
             call_budget_ms: None,
             call_timeout_ms: None,
+            allocator_parameters: Vec::new(),
         }
     }
 }
@@ -495,7 +499,11 @@ fn create_engine(registry: &ModuleRegistry, setup: &Setup) -> Result<Engine, Str
         log::info!("allocator: module '{}'", setup.allocator);
         Ok(Engine::Module(
             registry
-                .create_allocator_module(&setup.allocator, &setup.options)
+                .create_allocator_module_with(
+                    &setup.allocator,
+                    &setup.options,
+                    &setup.allocator_parameters,
+                )
                 .map_err(|e| e.to_string())?,
         ))
     }

@@ -3,7 +3,7 @@
 //! factories for the built-in allocator; the built-in allocator in a worker beside isolated
 //! sorter modules; and the raw instances a module worker creates.
 
-use allocator_api::abi::{AnyFactory, AnySorterFactory, ModuleKind};
+use allocator_api::abi::{AnyFactory, AnySorterFactory, ModuleKind, Parameter};
 use allocator_api::{Allocator, AllocatorOptions, ErrorKind, Sorter, SorterConfig};
 
 use crate::guard::CheckedSorter;
@@ -192,6 +192,19 @@ impl ModuleRegistry {
         name: &str,
         options: &AllocatorOptions,
     ) -> Result<Box<dyn Allocator>, CreateError> {
+        self.create_allocator_module_with(name, options, &[])
+    }
+
+    /// [`create_allocator_module`](Self::create_allocator_module) with `extra` parameters after
+    /// the manifest's: a module reading a key takes its last value
+    /// ([`allocator_api::Parameters::get`]), so these override the manifest for this instance
+    /// (how `allocator-master experiment` gives `FGD` each pod list's typical tasks).
+    pub fn create_allocator_module_with(
+        &self,
+        name: &str,
+        options: &AllocatorOptions,
+        extra: &[Parameter],
+    ) -> Result<Box<dyn Allocator>, CreateError> {
         let Some(m) = self.module_of_kind(name, ModuleKind::ALLOCATOR, "--allocator")? else {
             return Err(CreateError::Unknown {
                 what: "allocator",
@@ -200,10 +213,17 @@ impl ModuleRegistry {
                 loaded: self.loaded_names(),
             });
         };
+        let merged;
+        let parameters = if extra.is_empty() {
+            &m.parameters
+        } else {
+            merged = m.parameters.iter().chain(extra).cloned().collect::<Vec<_>>();
+            &merged
+        };
         if self.isolation_of(m) == Isolation::Process {
             return self
                 .isolator
-                .create_allocator(&m.name, &m.library, &m.parameters, options, &self.watchdog)
+                .create_allocator(&m.name, &m.library, parameters, options, &self.watchdog)
                 .map(|a| Box::new(a) as Box<dyn Allocator>)
                 .map_err(|e| create_error("allocator", m, e));
         }
@@ -211,7 +231,7 @@ impl ModuleRegistry {
         let label = format!("allocator '{}'", m.name);
         let created = self
             .watchdog
-            .call(&label, &"create", || factory(options, m.parameters.as_slice().into()));
+            .call(&label, &"create", || factory(options, parameters.as_slice().into()));
         match created.into_result() {
             Ok(a) => Ok(Box::new(WatchedAllocator::new(Box::new(a), &m.name, &self.watchdog))),
             Err(e) => Err(create_error("allocator", m, e)),

@@ -523,6 +523,13 @@ pub struct ImportArgs {
     /// Import only the first N pods.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// Write each node's GPUs as devices (`gpus[0]:1;gpus[1]:1;…`), not one pooled `gpus:N`.
+    #[arg(long)]
+    pub devices: bool,
+    /// Let each framework state its next pod to the allocator (`"request": true`), for a
+    /// placement module (`Random`, `BestFit`, …) to place.
+    #[arg(long)]
+    pub request: bool,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.
@@ -968,7 +975,12 @@ fn run_soak(a: &SoakArgs) -> Result<u8, String> {
 }
 
 fn run_import(args: &ImportArgs) -> Result<u8, String> {
-    let options = crate::import::ImportOptions { time_scale: args.time_scale, limit: args.limit };
+    let options = crate::import::ImportOptions {
+        time_scale: args.time_scale,
+        limit: args.limit,
+        devices: args.devices,
+        request: args.request,
+    };
     let imported = crate::import::alibaba_gpu_v2023(&args.nodes, &args.pods, &options)?;
     for bad in &imported.bad_rows {
         eprintln!("{bad}");
@@ -1061,6 +1073,7 @@ pub fn setup(
         role_sorter,
         framework_sorter,
         options,
+        allocator_parameters: Vec::new(),
     })
 }
 

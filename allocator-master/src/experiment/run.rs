@@ -9,12 +9,15 @@
 
 use std::sync::Arc;
 
+use allocator_api::abi::Parameter;
 use allocator_api::resources::GPUS;
 use allocator_api::{Allocation, Attribute, FrameworkCapabilities};
 use allocator_host::ModuleRegistry;
 use allocator_host::master::{Command, Event, Master, Setup};
 use placement_core::Node;
-use placement_core::frag::{TypicalTask, node_fragmentation};
+use placement_core::frag::{
+    TYPICAL_TASKS_PARAMETER, TypicalTask, format_table, node_fragmentation,
+};
 
 use super::trace::{NodeSpec, Pod};
 use crate::clients::simulated::take;
@@ -51,6 +54,7 @@ impl Cluster {
                 mem: n.resources.scalar("mem").millis(),
                 gpus: vec![allocator_api::resources::DEVICE_MILLI; n.gpus as usize],
                 model: Some(n.model.clone()).filter(|m| !m.is_empty()),
+                ..Node::default()
             })
             .collect();
         let frag: Vec<f64> = nodes.iter().map(|n| node_fragmentation(n, typical)).collect();
@@ -91,6 +95,12 @@ pub fn run_one(
 ) -> Result<Curve, String> {
     let mut setup = Setup::new(allocator, "drf", "drf");
     setup.options.seed = seed;
+    // The pod list's typical tasks, for a policy that measures fragmentation (FGD); other
+    // modules ignore the parameter.
+    setup.allocator_parameters = vec![Parameter {
+        key: TYPICAL_TASKS_PARAMETER.into(),
+        value: format_table(typical).into(),
+    }];
     let mut master = Master::new(registry, setup)?;
     let mut add = Command::add_framework(FRAMEWORK, &["packing"]);
     if let Command::AddFramework { capabilities, active, .. } = &mut add {

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `name`, `type` and `scalar.value` / `ranges.range[{begin,end}]` / `set.item` | `name`, `value` |
 //! | `reservations` (the last one: its `role`, `type` `DYNAMIC`), or legacy `role` (+ `reservation` for dynamic) | `reservation`, the `dynamic` flag |
-//! | `disk.persistence.id` | `volume` |
+//! | `disk.persistence.id` | `volume` (a persistent volume's id, or a GPU device's: `gpus[0]`) |
 //! | `revocable: {}`, `shared: {}` | the `revocable`, `shared` flags |
 //! | `allocation_info.role` | not kept: it says whom an offer is for (set on output) |
 //!
@@ -308,7 +308,10 @@ fn entry_to_mesos(
     if !r.volume.is_empty() {
         out.disk = Some(DiskInfo {
             persistence: Some(Persistence { id: r.volume.to_string(), principal: None }),
-            volume: Some(serde_json::json!({"container_path": r.volume.as_str(), "mode": "RW"})),
+            // A GPU device's id travels in the same place (Mesos has no device id), without
+            // the container path a volume needs.
+            volume: (r.name.as_str() != api::GPUS)
+                .then(|| serde_json::json!({"container_path": r.volume.as_str(), "mode": "RW"})),
             source: None,
         });
     }
@@ -387,6 +390,17 @@ mod tests {
         let expected: Resources =
             "cpus{revocable}:4;disk(r1)[vol1]{shared,dynamic}:100".parse().unwrap();
         assert_eq!(r, expected);
+    }
+
+    #[test]
+    fn a_gpu_device_travels_as_its_persistence_id_and_comes_back_the_same_device() {
+        let r: Resources = "cpus:1;gpus[3]:0.5".parse().unwrap();
+        let json = to_mesos(&r, Some("ml"), ResourceFormat::Refined);
+        let gpu = json.iter().find(|e| e.name == "gpus").unwrap();
+        let disk = gpu.disk.as_ref().unwrap();
+        assert_eq!(disk.persistence.as_ref().unwrap().id, "3");
+        assert!(disk.volume.is_none(), "a device has no container path");
+        assert_eq!(from_mesos(&json).unwrap(), r);
     }
 
     #[test]

@@ -54,7 +54,7 @@ mod tests {
     use allocator_api::resources::Demand;
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
-        Node { cpu, mem: 1 << 40, gpus: gpus.to_vec(), model: None }
+        Node { cpu, mem: 1 << 40, gpus: gpus.to_vec(), ..Node::default() }
     }
 
     #[test]

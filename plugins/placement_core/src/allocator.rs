@@ -10,7 +10,7 @@ use allocator_api::{
     Resources, Result, Unavailability,
 };
 
-use crate::node::{Ask, Node};
+use crate::node::{Ask, Node, count_task, task_shape};
 use crate::order::rank;
 
 /// A placement policy: scores the agents that can take a task and picks the device of a share.
@@ -20,10 +20,17 @@ pub trait Placement: Send {
     /// feasible agent, in the host's candidate order.
     fn score(&mut self, node: &Node, ask: &Ask) -> i64;
 
-    /// The device a share of `milli` goes to on the chosen node (one that fits). The default
-    /// is the tightest fit ([`allocator_api::resources::tightest_fit`]).
-    fn share_device(&mut self, node: &Node, milli: i64) -> Option<usize> {
-        allocator_api::resources::tightest_fit(&node.gpus, milli)
+    /// The device the share that `ask` asks for ([`GpuAsk::Share`]) goes to on the chosen
+    /// node (one with room for it). The default is the tightest fit
+    /// ([`allocator_api::resources::tightest_fit`]).
+    fn share_device(&mut self, node: &Node, ask: &Ask) -> Option<usize> {
+        allocator_api::resources::tightest_fit(&node.gpus, ask.gpu.per_device())
+    }
+
+    /// A framework stated `ask` (each task of a `request_resources` call, before it is
+    /// placed): for policies that learn from the demand they see. The default does nothing.
+    fn requested(&mut self, ask: &Ask) {
+        let _ = ask;
     }
 }
 
@@ -113,6 +120,9 @@ pub struct PlacementAllocator<P> {
     held: BTreeMap<(FrameworkId, AgentId, String), Resources>,
     /// Where the plain offers' turn over frameworks resumes.
     turn: usize,
+    /// The GPU tasks each framework has on each agent, by shape (their sum per agent is
+    /// [`Node::gpu_tasks`]).
+    tasks: BTreeMap<(FrameworkId, AgentId), Vec<(GpuAsk, u32)>>,
 }
 
 fn gpu_blocked(options: &AllocatorOptions, fw: &Framework, agent: &Agent) -> bool {
@@ -145,6 +155,7 @@ impl<P: Placement> PlacementAllocator<P> {
             frameworks: BTreeMap::new(),
             held: BTreeMap::new(),
             turn: 0,
+            tasks: BTreeMap::new(),
         }
     }
 
@@ -242,7 +253,7 @@ impl<P: Placement> PlacementAllocator<P> {
             GpuAsk::None => Vec::new(),
             GpuAsk::Share(m) => {
                 let fits = |i: &usize| node.gpus.get(*i).is_some_and(|&f| f >= m);
-                vec![policy.share_device(node, m).filter(fits)?]
+                vec![policy.share_device(node, ask).filter(fits)?]
             }
             GpuAsk::Whole(k) => {
                 let mut picks = Vec::new();
@@ -306,7 +317,10 @@ impl<P: Placement> PlacementAllocator<P> {
                     .choose(fw, &role, &ask, slots, periodic)
                     .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
                 match placed {
-                    Some((agent, slice)) => self.offer(out, fw, agent, &role, slice),
+                    Some((agent, slice)) => {
+                        self.offer(out, fw, agent, &role, slice);
+                        self.count_task(fw, agent, ask.gpu, true);
+                    }
                     None => left.push(ask),
                 }
             }
@@ -360,6 +374,22 @@ impl<P: Placement> PlacementAllocator<P> {
                     break 'frameworks;
                 }
             }
+        }
+    }
+
+    /// Adds or removes one GPU task of `shape` that `fw` has on `agent` (removing one it does
+    /// not have does nothing).
+    fn count_task(&mut self, fw: FrameworkId, agent: AgentId, shape: GpuAsk, add: bool) {
+        if shape == GpuAsk::None {
+            return;
+        }
+        let mine = self.tasks.entry((fw, agent)).or_default();
+        let counted = count_task(mine, shape, add);
+        if mine.is_empty() {
+            self.tasks.remove(&(fw, agent));
+        }
+        if let (true, Some(a)) = (counted, self.agent_mut(agent)) {
+            count_task(&mut a.node.gpu_tasks, shape, add);
         }
     }
 
@@ -418,6 +448,22 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .take_while(|(k, _)| k.0 == framework)
             .map(|(k, _)| k.clone())
             .collect();
+        let placed: Vec<_> = self
+            .tasks
+            .range((framework, AgentId(0))..)
+            .take_while(|(k, _)| k.0 == framework)
+            .map(|(k, v)| (k.1, v.clone()))
+            .collect();
+        for (agent, shapes) in placed {
+            self.tasks.remove(&(framework, agent));
+            if let Some(a) = self.agent_mut(agent) {
+                for (shape, n) in shapes {
+                    for _ in 0..n {
+                        count_task(&mut a.node.gpu_tasks, shape, false);
+                    }
+                }
+            }
+        }
         for key in keys {
             let r = self.held.remove(&key).expect("listed");
             if let Some(a) = self.agent_mut(key.1) {
@@ -496,6 +542,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
         }
         self.stale = true;
         self.held.retain(|k, _| k.1 != agent);
+        self.tasks.retain(|k, _| k.1 != agent);
         for f in self.frameworks.values_mut() {
             f.filters.retain(|k, _| k.0 != agent);
         }
@@ -547,6 +594,9 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .frameworks
             .get_mut(&framework)
             .ok_or_else(|| unknown("request_resources", framework))?;
+        for ask in &asks {
+            self.policy.requested(ask);
+        }
         f.requests = asks;
         Ok(())
     }
@@ -575,6 +625,9 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
         let a = self.agent_mut(agent).expect("checked");
         a.free.add(resources);
         self.refresh(agent);
+        if let Some(shape) = task_shape(resources) {
+            self.count_task(framework, agent, shape, false);
+        }
         let lifetime = match refuse_seconds {
             None => None,
             Some(s) if s.is_nan() || s == 0.0 => None,

@@ -17,6 +17,10 @@ use std::collections::HashMap;
 
 use crate::node::Node;
 
+/// The module parameter that carries a typical-task table inline ([`format_table`]'s text):
+/// `FGD` reads it, and `allocator-master experiment` passes each pod list's table in it.
+pub const TYPICAL_TASKS_PARAMETER: &str = "typical_tasks";
+
 /// One typical task shape and its (renormalised) frequency.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypicalTask {
@@ -69,24 +73,91 @@ pub fn typical_tasks<'a>(
 
 /// The node's fragmentation against the typical tasks, in milli-GPU.
 pub fn node_fragmentation(node: &Node, typical: &[TypicalTask]) -> f64 {
-    let free = node.gpu_free() as f64;
-    if free <= 0.0 {
-        return 0.0;
-    }
-    typical.iter().map(|t| t.p * task_fragmentation(node, t, free)).sum()
+    fragmentation(node.cpu, &node.gpus, node.model.as_deref(), typical)
 }
 
-fn task_fragmentation(node: &Node, t: &TypicalTask, free: f64) -> f64 {
-    let model_ok = t.models.is_empty()
-        || node.model.as_deref().is_some_and(|m| t.models.iter().any(|x| x == m));
-    if t.gpu_milli == 0 || !model_ok || t.cpu > node.cpu {
+/// The fragmentation of a node with `cpu` milli-CPU free, `gpus` milli-GPU free per device and
+/// GPU model `model` ([`node_fragmentation`] without a [`Node`]).
+pub fn fragmentation(cpu: i64, gpus: &[i64], model: Option<&str>, typical: &[TypicalTask]) -> f64 {
+    let free: i64 = gpus.iter().sum();
+    if free <= 0 {
+        return 0.0;
+    }
+    let free = free as f64;
+    typical.iter().map(|t| t.p * task_fragmentation(cpu, gpus, model, t, free)).sum()
+}
+
+fn task_fragmentation(
+    cpu: i64,
+    gpus: &[i64],
+    model: Option<&str>,
+    t: &TypicalTask,
+    free: f64,
+) -> f64 {
+    let model_ok = t.models.is_empty() || model.is_some_and(|m| t.models.iter().any(|x| x == m));
+    if t.gpu_milli == 0 || !model_ok || t.cpu > cpu {
         return free;
     }
-    let with_room = node.gpus.iter().filter(|&&r| r >= t.gpu_milli).count();
+    let with_room = gpus.iter().filter(|&&r| r >= t.gpu_milli).count();
     if with_room < t.gpus as usize {
         return free;
     }
-    node.gpus.iter().filter(|&&r| r < t.gpu_milli).map(|&r| r as f64).sum()
+    gpus.iter().filter(|&&r| r < t.gpu_milli).map(|&r| r as f64).sum()
+}
+
+/// Writes a typical-task table as text: one task per line, `cpu_milli,gpu_milli,gpus,models,p`
+/// with the models `|`-separated (empty: any) and `p` its frequency. [`parse_table`] reads it
+/// back exactly (`p` is written with Rust's shortest round-trip form).
+pub fn format_table(typical: &[TypicalTask]) -> String {
+    let mut out = String::new();
+    for t in typical {
+        out.push_str(&format!(
+            "{},{},{},{},{:?}\n",
+            t.cpu,
+            t.gpu_milli,
+            t.gpus,
+            t.models.join("|"),
+            t.p
+        ));
+    }
+    out
+}
+
+/// Reads a typical-task table ([`format_table`]'s text; lines or `;` separate tasks, blank
+/// ones and `#` comments are skipped, as is a header line starting `cpu_milli`). The
+/// frequencies are renormalised to sum to 1.
+pub fn parse_table(text: &str) -> Result<Vec<TypicalTask>, String> {
+    let mut out = Vec::new();
+    for (i, row) in text.split(['\n', ';']).map(str::trim).enumerate() {
+        if row.is_empty() || row.starts_with('#') || row.starts_with("cpu_milli") {
+            continue;
+        }
+        let bad = |why: &str| format!("typical task {} ('{row}'): {why}", i + 1);
+        let f: Vec<&str> = row.split(',').map(str::trim).collect();
+        let [cpu, gpu_milli, gpus, models, p] = f[..] else {
+            return Err(bad("expected cpu_milli,gpu_milli,gpus,models,p"));
+        };
+        let int = |v: &str| v.parse::<i64>().map_err(|_| bad(&format!("'{v}' is not an integer")));
+        let t = TypicalTask {
+            cpu: int(cpu)?,
+            gpu_milli: int(gpu_milli)?,
+            gpus: u32::try_from(int(gpus)?).map_err(|_| bad("a negative GPU count"))?,
+            models: models.split('|').filter(|m| !m.is_empty()).map(str::to_owned).collect(),
+            p: p.parse::<f64>().map_err(|_| bad(&format!("'{p}' is not a number")))?,
+        };
+        if !(t.p.is_finite() && t.p > 0.0) || t.cpu < 0 || !(0..=1000).contains(&t.gpu_milli) {
+            return Err(bad("p must be positive, cpu_milli ≥ 0 and gpu_milli 0..=1000"));
+        }
+        out.push(t);
+    }
+    let total: f64 = out.iter().map(|t| t.p).sum();
+    if out.is_empty() {
+        return Err("the typical-task table is empty".into());
+    }
+    for t in &mut out {
+        t.p /= total;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -94,7 +165,7 @@ mod tests {
     use super::*;
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
-        Node { cpu, mem: 0, gpus: gpus.to_vec(), model: Some("T4".into()) }
+        Node { cpu, mem: 0, gpus: gpus.to_vec(), model: Some("T4".into()), ..Node::default() }
     }
 
     #[test]
@@ -119,6 +190,23 @@ mod tests {
         );
         // Without CPU, all free GPU is a fragment.
         assert_eq!(node_fragmentation(&node(500, &[300, 1000]), &[half]), 1300.0);
+    }
+
+    #[test]
+    fn a_table_written_as_text_reads_back_the_same() {
+        let tasks = [
+            TypicalTask { cpu: 3152, gpu_milli: 810, gpus: 1, models: vec![], p: 0.25 },
+            TypicalTask {
+                cpu: 8000,
+                gpu_milli: 1000,
+                gpus: 2,
+                models: vec!["T4".into(), "A10".into()],
+                p: 0.75,
+            },
+        ];
+        assert_eq!(parse_table(&format_table(&tasks)).unwrap(), tasks);
+        assert_eq!(parse_table("1000,0,0,,1;2000,500,1,,3").unwrap()[1].p, 0.75);
+        assert!(parse_table("1000,x,0,,1").unwrap_err().contains("'x' is not an integer"));
     }
 
     #[test]

@@ -16,6 +16,12 @@ pub struct Node {
     pub gpus: Vec<i64>,
     /// Its `gpu_model` attribute.
     pub model: Option<String>,
+    /// The GPU tasks placed here that are still here, by shape: `(ask, count)`, counts above
+    /// zero, in the order the shapes first came. Kept by the allocator: a placed request adds
+    /// its shape; resources recovered from the agent in exactly one task's shape (one device's
+    /// share, or whole devices) remove one; a removed framework's go. Plain offers (no
+    /// request) are not counted.
+    pub gpu_tasks: Vec<(GpuAsk, u32)>,
 }
 
 impl Node {
@@ -27,6 +33,11 @@ impl Node {
     /// Devices with nothing in use.
     pub fn idle_devices(&self) -> usize {
         self.gpus.iter().filter(|&&f| f >= DEVICE_MILLI).count()
+    }
+
+    /// GPU tasks of shape `shape` placed here.
+    pub fn tasks_of(&self, shape: GpuAsk) -> u32 {
+        self.gpu_tasks.iter().find(|(s, _)| *s == shape).map_or(0, |(_, n)| *n)
     }
 
     /// Whether the node can take `ask`: CPU, memory, the GPU model and the sharing rule
@@ -90,4 +101,33 @@ impl Ask {
             demand,
         }
     }
+}
+
+/// Counts of GPU tasks by shape (see [`Node::gpu_tasks`]).
+pub(crate) fn count_task(tasks: &mut Vec<(GpuAsk, u32)>, shape: GpuAsk, add: bool) -> bool {
+    match tasks.iter().position(|(s, _)| *s == shape) {
+        Some(i) if add => tasks[i].1 += 1,
+        Some(i) => {
+            tasks[i].1 -= 1;
+            if tasks[i].1 == 0 {
+                tasks.remove(i);
+            }
+        }
+        None if add => tasks.push((shape, 1)),
+        None => return false,
+    }
+    true
+}
+
+/// The shape of one task's GPUs in `resources`, when its device entries are exactly one: a
+/// share of one device, or whole devices; `None` for no devices or anything else.
+pub(crate) fn task_shape(resources: &Resources) -> Option<GpuAsk> {
+    let mut shares = resources.iter().filter(|r| r.is_gpu_device()).map(millis);
+    let first = shares.next()?;
+    let rest: Vec<i64> = shares.collect();
+    if rest.is_empty() && first < DEVICE_MILLI {
+        return Some(GpuAsk::Share(first));
+    }
+    (first == DEVICE_MILLI && rest.iter().all(|&m| m == DEVICE_MILLI))
+        .then(|| GpuAsk::Whole(1 + rest.len() as u32))
 }

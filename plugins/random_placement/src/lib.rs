@@ -32,7 +32,8 @@ impl Placement for RandomPlacement {
     }
 
     /// A device drawn uniformly from those with room for the share.
-    fn share_device(&mut self, node: &Node, milli: i64) -> Option<usize> {
+    fn share_device(&mut self, node: &Node, ask: &Ask) -> Option<usize> {
+        let milli = ask.gpu.per_device();
         let fitting = node.gpus.iter().filter(|&&f| f >= milli).count() as u64;
         if fitting == 0 {
             return None;
