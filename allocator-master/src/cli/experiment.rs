@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::{CallLimitFlags, ModuleFlags, load_modules};
-use crate::experiment::{self, Options};
+use crate::experiment::{self, Measure, Options};
 use allocator_host::master::{Master, Setup};
 
 /// `allocator-master experiment` arguments.
@@ -13,11 +13,12 @@ pub struct ExperimentArgs {
     /// are devices.
     #[arg(long, value_name = "NODES.csv")]
     pub nodes: PathBuf,
-    /// The pod lists, comma-separated.
-    #[arg(long, value_name = "PODS.csv[,PODS.csv…]", value_delimiter = ',', required = true)]
+    /// The pod lists, comma-separated; a directory stands for the 17 pod lists of the paper's
+    /// evaluation in it (`openb_pod_list_default.csv`, `…_cpu050.csv`, …).
+    #[arg(long, value_name = "PODS.csv[,PODS.csv…]|DIR", value_delimiter = ',', required = true)]
     pub pods: Vec<PathBuf>,
-    /// The allocators, comma-separated: built-in (`hierarchical`) or module names (`Random`,
-    /// `BestFit` with the shipped manifest).
+    /// The allocators, comma-separated: built-in (`hierarchical`) or module names (with the
+    /// shipped manifest: `Random`, `DotProd`, `GpuClustering`, `GpuPacking`, `BestFit`, `FGD`).
     #[arg(long, value_name = "NAME[,NAME…]", value_delimiter = ',', required = true)]
     pub allocator: Vec<String>,
     /// The seeds: `A-B` (inclusive) or one number.
@@ -32,6 +33,14 @@ pub struct ExperimentArgs {
     /// The results CSV (the artifact's `analysis_allo_discrete.csv` layout).
     #[arg(long, value_name = "RESULTS.csv")]
     pub output: PathBuf,
+    /// Also write the fragmentation amount per bucket (% of GPU capacity), in the same layout
+    /// (the artifact's `analysis_frag_discrete.csv`).
+    #[arg(long = "frag_output", alias = "frag-output", value_name = "FRAG.csv")]
+    pub frag_output: Option<PathBuf>,
+    /// Also write the fragmentation ratio per bucket (% of unallocated GPU), in the same
+    /// layout (the artifact's `analysis_frag_ratio_discrete.csv`).
+    #[arg(long = "frag_ratio_output", alias = "frag-ratio-output", value_name = "RATIO.csv")]
+    pub frag_ratio_output: Option<PathBuf>,
     /// Also draw the first pod list's results as an SVG: unallocated GPU % (the paper's
     /// Fig. 9(a)) and fragmentation against arrived demand.
     #[arg(long, value_name = "FILE.svg")]
@@ -42,6 +51,50 @@ pub struct ExperimentArgs {
     /// The module call budget and watchdog.
     #[command(flatten)]
     pub limits: CallLimitFlags,
+}
+
+/// The 17 pod lists the paper's evaluation runs (the artifact's `FILELIST`), in its order.
+pub const EVALUATION_TRACES: [&str; 17] = [
+    "default",
+    "cpu050",
+    "cpu100",
+    "cpu200",
+    "cpu250",
+    "gpushare40",
+    "gpushare60",
+    "gpushare80",
+    "gpushare100",
+    "gpuspec10",
+    "gpuspec20",
+    "gpuspec25",
+    "gpuspec33",
+    "multigpu20",
+    "multigpu30",
+    "multigpu40",
+    "multigpu50",
+];
+
+/// `--pods`: files as given; a directory becomes its 17 evaluation pod lists.
+fn pod_lists(given: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in given {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        for t in EVALUATION_TRACES {
+            let file = p.join(format!("openb_pod_list_{t}.csv"));
+            if !file.is_file() {
+                return Err(format!(
+                    "--pods {}: the evaluation's pod list '{}' is not there",
+                    p.display(),
+                    file.display()
+                ));
+            }
+            out.push(file);
+        }
+    }
+    Ok(out)
 }
 
 /// Parses `A-B` or `N`.
@@ -88,7 +141,7 @@ pub fn run(
     }
     let options = Options {
         nodes: a.nodes.clone(),
-        pods: a.pods.clone(),
+        pods: pod_lists(&a.pods)?,
         allocators: a.allocator.clone(),
         seeds: seeds.clone(),
         inflation: a.inflation,
@@ -110,8 +163,17 @@ pub fn run(
     let started = std::time::Instant::now();
     let (capacity, rows) = experiment::run_all(&options, &registry, &progress)?;
     bar.finish_and_clear();
-    std::fs::write(&a.output, experiment::csv(&rows, a.inflation, capacity))
-        .map_err(|e| format!("cannot write '{}': {e}", a.output.display()))?;
+    let outputs = [
+        (Some(&a.output), Measure::Allocated),
+        (a.frag_output.as_ref(), Measure::FragAmount),
+        (a.frag_ratio_output.as_ref(), Measure::FragRatio),
+    ];
+    for (path, measure) in outputs {
+        if let Some(path) = path {
+            std::fs::write(path, experiment::csv_of(&rows, a.inflation, capacity, measure))
+                .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+        }
+    }
     if let (Some(path), Some(first)) = (&a.plot, rows.first()) {
         let svg = experiment::plot::render_svg(&rows, &first.workload, seeds.len())?;
         std::fs::write(path, svg).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;

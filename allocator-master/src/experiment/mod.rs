@@ -54,8 +54,12 @@ pub struct Row {
     /// 100 × allocated / capacity, mean per arrived-% bucket (`None`: no pod in the bucket or
     /// its neighbours).
     pub allocated: Vec<Option<f64>>,
-    /// 100 × fragmentation / capacity, mean per bucket.
+    /// The fragmentation amount, 100 × fragmentation / capacity, mean per bucket (the
+    /// artifact's `analysis_frag_discrete.csv`).
     pub fragmentation: Vec<Option<f64>>,
+    /// The fragmentation ratio, 100 × fragmentation / unallocated GPU, mean per bucket (the
+    /// artifact's `analysis_frag_ratio_discrete.csv`; 0 when no GPU is unallocated).
+    pub frag_ratio: Vec<Option<f64>>,
     /// Pods dropped.
     pub dropped: usize,
     /// Pods arrived.
@@ -83,17 +87,16 @@ fn round_half_even(x: f64) -> i64 {
 /// window [a − 1, a + 1].
 pub fn buckets(
     arrived: &[i64],
-    values: &[f64],
+    percents: &[f64],
     capacity: i64,
     round_each: bool,
 ) -> Vec<Option<f64>> {
     let mut sum = vec![0.0; MAX_BUCKET + 1];
     let mut count = vec![0usize; MAX_BUCKET + 1];
-    for (a, v) in arrived.iter().zip(values) {
+    for (a, &v) in arrived.iter().zip(percents) {
         let pct = *a as f64 / capacity as f64 * 100.0;
         let b = round_half_even(pct);
         if (0..=MAX_BUCKET as i64).contains(&b) {
-            let v = 100.0 * v / capacity as f64;
             sum[b as usize] += if round_each { (v * 100.0).round() / 100.0 } else { v };
             count[b as usize] += 1;
         }
@@ -199,13 +202,19 @@ fn one(
     let order = trace::arrival_order(&w.pods, seed, target);
     let curve: Curve = run::run_one(registry, allocator, seed, nodes, &w.pods, &order, &w.typical)
         .map_err(|e| format!("{} with {allocator}, seed {seed}: {e}", w.name))?;
-    let allocated: Vec<f64> = curve.allocated.iter().map(|&a| a as f64).collect();
+    let cap = capacity as f64;
+    let allocated: Vec<f64> = curve.allocated.iter().map(|&a| 100.0 * a as f64 / cap).collect();
+    let amount: Vec<f64> = curve.fragmentation.iter().map(|&f| 100.0 * f / cap).collect();
+    let ratio: Vec<f64> = (curve.fragmentation.iter().zip(&curve.allocated))
+        .map(|(&f, &a)| if a < capacity { 100.0 * f / (capacity - a) as f64 } else { 0.0 })
+        .collect();
     Ok(Row {
         workload: w.name.clone(),
         policy: allocator.to_owned(),
         seed,
         allocated: buckets(&curve.arrived, &allocated, capacity, true),
-        fragmentation: buckets(&curve.arrived, &curve.fragmentation, capacity, false),
+        fragmentation: buckets(&curve.arrived, &amount, capacity, false),
+        frag_ratio: buckets(&curve.arrived, &ratio, capacity, false),
         dropped: curve.dropped,
         pods: order.len(),
     })
@@ -253,8 +262,35 @@ pub fn summary(rows: &[Row], seconds: f64, jobs: usize) -> String {
     out
 }
 
+/// Which per-bucket values a CSV holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Allocated GPU % (SPEC 7's CSV, the artifact's `analysis_allo_discrete.csv`).
+    Allocated,
+    /// Fragmentation amount % of capacity (`analysis_frag_discrete.csv`).
+    FragAmount,
+    /// Fragmentation % of unallocated GPU (`analysis_frag_ratio_discrete.csv`).
+    FragRatio,
+}
+
+impl Row {
+    /// The per-bucket values of `measure`.
+    pub fn values(&self, measure: Measure) -> &[Option<f64>] {
+        match measure {
+            Measure::Allocated => &self.allocated,
+            Measure::FragAmount => &self.fragmentation,
+            Measure::FragRatio => &self.frag_ratio,
+        }
+    }
+}
+
 /// The CSV of SPEC 7 (`workload,sc_policy,tune,seed,total_gpus,0,…,130`).
 pub fn csv(rows: &[Row], inflation: f64, capacity: i64) -> String {
+    csv_of(rows, inflation, capacity, Measure::Allocated)
+}
+
+/// The CSV of SPEC 7's layout holding `measure` per bucket (two decimals).
+pub fn csv_of(rows: &[Row], inflation: f64, capacity: i64, measure: Measure) -> String {
     let mut out = String::from("workload,sc_policy,tune,seed,total_gpus");
     for a in 0..=MAX_BUCKET {
         out.push_str(&format!(",{a}"));
@@ -269,7 +305,7 @@ pub fn csv(rows: &[Row], inflation: f64, capacity: i64) -> String {
             r.seed,
             capacity / 1000
         ));
-        for v in &r.allocated {
+        for v in r.values(measure) {
             match v {
                 Some(v) => out.push_str(&format!(",{v:.2}")),
                 None => out.push(','),
@@ -296,7 +332,7 @@ mod tests {
     fn a_bucket_is_the_mean_of_its_pods() {
         // Capacity 1000 milli: 1 % per 10 milli arrived.
         let arrived = [10, 12, 20];
-        let allocated = [10.0, 12.0, 20.0];
+        let allocated = [1.0, 1.2, 2.0];
         let b = buckets(&arrived, &allocated, 1000, true);
         assert_eq!(b[1], Some(1.1)); // pods at 1.0 % and 1.2 % arrived: mean of 1.0 and 1.2
         assert_eq!(b[2], Some(2.0));
