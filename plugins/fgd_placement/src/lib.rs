@@ -35,6 +35,8 @@
 
 #![deny(missing_docs)]
 
+use std::collections::HashMap;
+
 use allocator_api::Parameters;
 use allocator_api::resources::GpuAsk;
 use placement_core::frag::{
@@ -58,19 +60,70 @@ pub struct Fgd {
     source: Source,
     /// Scratch: a node's devices after a placement.
     after: Vec<i64>,
+    /// Scores already computed, by node state and task shape (see [`Memo`]).
+    memo: Memo,
+}
+
+/// Node scores already computed. A score depends only on the node's free CPU, its GPU model
+/// and the **multiset** of its devices' free milli (not their order), and on the task's CPU,
+/// GPU ask and models: so a score is kept under that key and reused by every node in the same
+/// state (a large cluster has few distinct states: most nodes are alike and change one task at
+/// a time). Answers are exactly those computed without it. Nodes with more than
+/// [`MEMO_DEVICES`] devices are not memoised.
+#[derive(Debug, Default)]
+struct Memo {
+    scores: HashMap<(StateKey, AskKey), i64>,
+    names: HashMap<String, u32>,
+}
+
+/// Nodes with at most this many devices are memoised.
+const MEMO_DEVICES: usize = 8;
+
+/// A node state: free milli-CPU, interned model, sorted free milli per device (padded).
+type StateKey = (i64, u32, [u16; MEMO_DEVICES], u8);
+/// A task: milli-CPU, per-device milli, device count, interned model list.
+type AskKey = (i64, i64, u32, u32);
+
+impl Memo {
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.names.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32 + 1;
+        self.names.insert(name.to_owned(), id);
+        id
+    }
+
+    fn key(&mut self, node: &Node, ask: &Ask) -> Option<(StateKey, AskKey)> {
+        if node.gpus.len() > MEMO_DEVICES {
+            return None;
+        }
+        let mut gpus = [0u16; MEMO_DEVICES];
+        for (slot, &g) in gpus.iter_mut().zip(&node.gpus) {
+            *slot = u16::try_from(g).ok()?;
+        }
+        gpus[..node.gpus.len()].sort_unstable();
+        let model = node.model.as_deref().map_or(0, |m| self.intern(m));
+        let models = match ask.demand.models.as_slice() {
+            [] => 0,
+            list => self.intern(&list.join("|")),
+        };
+        let state = (node.cpu, model, gpus, node.gpus.len() as u8);
+        Some((state, (ask.cpu, ask.gpu.per_device(), ask.gpu.devices(), models)))
+    }
 }
 
 impl Fgd {
     /// A policy with a fixed typical-task table.
     pub fn with_table(typical: Vec<TypicalTask>) -> Fgd {
-        Fgd { typical, source: Source::Given, after: Vec::new() }
+        Fgd { typical, source: Source::Given, after: Vec::new(), memo: Memo::default() }
     }
 
     /// A policy that learns the table from the tasks it sees stated, cut at `coverage` and
     /// relearned after every `every` tasks.
     pub fn learning(coverage: f64, every: usize) -> Fgd {
         let source = Source::Learned { seen: Vec::new(), coverage, every: every.max(1), since: 0 };
-        Fgd { typical: Vec::new(), source, after: Vec::new() }
+        Fgd { typical: Vec::new(), source, after: Vec::new(), memo: Memo::default() }
     }
 
     /// The policy its module parameters describe (see the crate documentation).
@@ -154,7 +207,13 @@ fn sigmoid(x: f64) -> f64 {
 
 impl Placement for Fgd {
     fn score(&mut self, node: &Node, ask: &Ask) -> i64 {
-        self.best(node, ask).0
+        let Some(key) = self.memo.key(node, ask) else { return self.best(node, ask).0 };
+        if let Some(&score) = self.memo.scores.get(&key) {
+            return score;
+        }
+        let score = self.best(node, ask).0;
+        self.memo.scores.insert(key, score);
+        score
     }
 
     fn share_device(&mut self, node: &Node, ask: &Ask) -> Option<usize> {
@@ -174,6 +233,7 @@ impl Placement for Fgd {
             *since = 0;
             let shapes = seen.iter().map(|(c, m, g, models)| (*c, *m, *g, models.as_slice()));
             self.typical = typical_tasks(shapes, *coverage);
+            self.memo.scores.clear();
         }
     }
 }
