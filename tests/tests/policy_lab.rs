@@ -82,7 +82,7 @@ fn a_placement_module_offers_the_device_it_chose_and_the_framework_launches_ther
 
 #[test]
 fn the_placement_modules_pass_conformance() {
-    for allocator in ["Random", "BestFit"] {
+    for allocator in ["Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD"] {
         let output = run_master(&["conformance", "--modules", MODULES, "--allocator", allocator]);
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{allocator}: {stdout}");

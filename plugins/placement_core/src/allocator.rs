@@ -7,9 +7,10 @@ use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entr
 use allocator_api::{
     AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkCapabilities,
     FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError, OfferBatch, RString,
-    Resources, Result, Unavailability,
+    Resources, Result, RoleWeight, Unavailability,
 };
 
+use crate::fairness::RoleOrder;
 use crate::node::{Ask, Node, count_task, task_shape};
 use crate::order::rank;
 
@@ -67,6 +68,8 @@ struct Framework {
     filters: BTreeMap<(AgentId, String), Filter>,
     /// Its outstanding requests, in the order it stated them.
     requests: Vec<Ask>,
+    /// The roles it is counted under in the role order.
+    counted: Vec<String>,
 }
 
 impl Framework {
@@ -123,6 +126,8 @@ pub struct PlacementAllocator<P> {
     /// The GPU tasks each framework has on each agent, by shape (their sum per agent is
     /// [`Node::gpu_tasks`]).
     tasks: BTreeMap<(FrameworkId, AgentId), Vec<(GpuAsk, u32)>>,
+    /// Whose requests are placed first: roles by weighted DRF.
+    roles: RoleOrder,
 }
 
 fn gpu_blocked(options: &AllocatorOptions, fw: &Framework, agent: &Agent) -> bool {
@@ -156,6 +161,13 @@ impl<P: Placement> PlacementAllocator<P> {
             held: BTreeMap::new(),
             turn: 0,
             tasks: BTreeMap::new(),
+            roles: RoleOrder::new(
+                &options
+                    .fairness_excluded_resource_names
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 
@@ -201,6 +213,21 @@ impl<P: Placement> PlacementAllocator<P> {
 
     fn hold(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
         self.held.entry((fw, agent, role.to_owned())).or_default().add(r);
+        // Cannot fail: the role is counted before anything is held under it, and the agent
+        // is in the pool while it is known.
+        let _ = self.roles.allocated(role, agent, r);
+    }
+
+    /// `fw` gives back `r` on `agent` under `role` (it holds it).
+    fn release(&mut self, fw: FrameworkId, agent: AgentId, role: &str, r: &Resources) {
+        let key = (fw, agent, role.to_owned());
+        if let Some(held) = self.held.get_mut(&key) {
+            held.subtract(r);
+            if held.is_empty() {
+                self.held.remove(&key);
+            }
+        }
+        let _ = self.roles.unallocated(role, agent, r);
     }
 
     /// The best agent for `ask` among the agents at `slots`, for framework `fw` under `role`,
@@ -299,32 +326,55 @@ impl<P: Placement> PlacementAllocator<P> {
         }
     }
 
-    /// Places the outstanding requests of every active framework.
+    /// Places the outstanding requests of every active framework, one at a time: each time,
+    /// the first request (in the order its framework stated them) of a framework (by id) of
+    /// the role first in DRF order that has one left to try. A request no agent can take now
+    /// is not tried again in this run and stays outstanding.
     fn place_requests(&mut self, slots: &[usize], periodic: bool, out: &mut OfferBatch) {
-        let ids: Vec<FrameworkId> = self
+        let mut pending: BTreeMap<FrameworkId, (String, std::collections::VecDeque<Ask>)> = self
             .frameworks
-            .iter()
+            .iter_mut()
             .filter(|(_, f)| f.active && !f.requests.is_empty())
-            .map(|(id, _)| *id)
+            .filter_map(|(id, f)| {
+                let role = f.role()?.to_owned();
+                Some((*id, (role, std::mem::take(&mut f.requests).into())))
+            })
             .collect();
-        for fw in ids {
-            let Some(role) = self.frameworks[&fw].role().map(str::to_owned) else { continue };
-            let requests =
-                std::mem::take(&mut self.frameworks.get_mut(&fw).expect("listed").requests);
-            let mut left = Vec::new();
-            for ask in requests {
-                let placed = self
-                    .choose(fw, &role, &ask, slots, periodic)
-                    .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
-                match placed {
-                    Some((agent, slice)) => {
-                        self.offer(out, fw, agent, &role, slice);
-                        self.count_task(fw, agent, ask.gpu, true);
-                    }
-                    None => left.push(ask),
-                }
+        let mut left: BTreeMap<FrameworkId, Vec<Ask>> = BTreeMap::new();
+        let mut order = Vec::new();
+        while !pending.is_empty() {
+            if pending.values().map(|(r, _)| r).collect::<BTreeSet<_>>().len() > 1 {
+                let _ = self.roles.sorted(&mut order);
+            } else {
+                order.clear();
             }
-            self.frameworks.get_mut(&fw).expect("listed").requests = left;
+            // The framework to serve: of the first role in DRF order with a request to try.
+            let fw = order
+                .iter()
+                .find_map(|role| pending.iter().find(|(_, (r, _))| r == role).map(|(id, _)| *id))
+                .or_else(|| pending.keys().next().copied())
+                .expect("not empty");
+            let (role, asks) = pending.get_mut(&fw).expect("listed");
+            let role = role.clone();
+            let ask = asks.pop_front().expect("non-empty queues only");
+            if asks.is_empty() {
+                pending.remove(&fw);
+            }
+            let placed = self
+                .choose(fw, &role, &ask, slots, periodic)
+                .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
+            match placed {
+                Some((agent, slice)) => {
+                    self.offer(out, fw, agent, &role, slice);
+                    self.count_task(fw, agent, ask.gpu, true);
+                }
+                None => left.entry(fw).or_default().push(ask),
+            }
+        }
+        for (fw, asks) in left {
+            if let Some(f) = self.frameworks.get_mut(&fw) {
+                f.requests = asks;
+            }
         }
     }
 
@@ -377,6 +427,19 @@ impl<P: Placement> PlacementAllocator<P> {
         }
     }
 
+    /// Counts `fw` under each of its roles not counted yet (a role stays counted until the
+    /// framework is removed).
+    fn count_roles(&mut self, fw: FrameworkId) -> Result<()> {
+        let Some(f) = self.frameworks.get_mut(&fw) else { return Ok(()) };
+        for role in f.info.roles.iter().map(RString::as_str) {
+            if !f.counted.iter().any(|r| r == role) {
+                self.roles.add_user(role)?;
+                f.counted.push(role.to_owned());
+            }
+        }
+        Ok(())
+    }
+
     /// Adds or removes one GPU task of `shape` that `fw` has on `agent` (removing one it does
     /// not have does nothing).
     fn count_task(&mut self, fw: FrameworkId, agent: AgentId, shape: GpuAsk, add: bool) {
@@ -401,7 +464,7 @@ impl<P: Placement> PlacementAllocator<P> {
             }
             let Some(a) = self.agent_mut(u.agent) else { continue };
             a.free.subtract(&u.resources);
-            self.held.entry(key).or_default().add(&u.resources);
+            self.hold(u.framework, u.agent, &u.role, &u.resources);
             self.refresh(u.agent);
         }
     }
@@ -432,8 +495,10 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
                 suppressed,
                 filters: BTreeMap::new(),
                 requests: Vec::new(),
+                counted: Vec::new(),
             },
         );
+        self.count_roles(info.id)?;
         let mine: Vec<Allocation> =
             used.iter().filter(|u| u.framework == info.id).cloned().collect();
         self.record_used(&mine, true);
@@ -441,7 +506,10 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
     }
 
     fn remove_framework(&mut self, framework: FrameworkId) -> Result<()> {
-        self.frameworks.remove(&framework).ok_or_else(|| unknown("remove_framework", framework))?;
+        let removed = self
+            .frameworks
+            .remove(&framework)
+            .ok_or_else(|| unknown("remove_framework", framework))?;
         let keys: Vec<_> = self
             .held
             .range((framework, AgentId(0), String::new())..)
@@ -465,11 +533,15 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             }
         }
         for key in keys {
-            let r = self.held.remove(&key).expect("listed");
+            let r = self.held.get(&key).expect("listed").clone();
+            self.release(framework, key.1, &key.2, &r);
             if let Some(a) = self.agent_mut(key.1) {
                 a.free.add(&r);
                 self.refresh(key.1);
             }
+        }
+        for role in &removed.counted {
+            self.roles.remove_user(role)?;
         }
         Ok(())
     }
@@ -500,7 +572,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .ok_or_else(|| unknown("update_framework", info.id))?;
         f.info = info.clone();
         f.suppressed = options.suppressed_roles.iter().map(|r| r.to_string()).collect();
-        Ok(())
+        self.count_roles(info.id)
     }
 
     fn add_agent(
@@ -525,6 +597,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             active: true,
             rank: rank(self.options.seed, &info.name),
         };
+        self.roles.add_agent(info.id, total)?;
         self.index.insert(info.id, self.agents.len());
         self.agents.push(agent);
         self.stale = true;
@@ -541,7 +614,16 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             self.index.insert(moved.id, slot);
         }
         self.stale = true;
-        self.held.retain(|k, _| k.1 != agent);
+        let here: Vec<_> = self
+            .held
+            .iter()
+            .filter(|(k, _)| k.1 == agent)
+            .map(|(k, r)| (k.clone(), r.clone()))
+            .collect();
+        for ((fw, _, role), r) in here {
+            self.release(fw, agent, &role, &r);
+        }
+        self.roles.remove_agent(agent)?;
         self.tasks.retain(|k, _| k.1 != agent);
         for f in self.frameworks.values_mut() {
             f.filters.retain(|k, _| k.0 != agent);
@@ -558,6 +640,8 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             a.free = total.clone() - &used;
             a.total = total.clone();
             total.gpu_devices_into(&mut a.devices);
+            self.roles.remove_agent(info.id)?;
+            self.roles.add_agent(info.id, total)?;
         }
         if attributes_changed {
             for f in self.frameworks.values_mut() {
@@ -613,15 +697,12 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             return Ok(());
         }
         let key = (framework, agent, role.to_owned());
-        let held = self.held.get_mut(&key).filter(|h| h.contains(resources)).ok_or_else(|| {
-            ModuleError::rejected(format!(
+        if !self.held.get(&key).is_some_and(|h| h.contains(resources)) {
+            return Err(ModuleError::rejected(format!(
                 "recover_resources: {framework} does not hold {resources} on {agent} under '{role}'"
-            ))
-        })?;
-        held.subtract(resources);
-        if held.is_empty() {
-            self.held.remove(&key);
+            )));
         }
+        self.release(framework, agent, role, resources);
         let a = self.agent_mut(agent).expect("checked");
         a.free.add(resources);
         self.refresh(agent);
@@ -688,6 +769,10 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
         Ok(())
     }
 
+    fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()> {
+        self.roles.update_weights(weights)
+    }
+
     fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
         if self.paused {
             return Ok(());
@@ -729,6 +814,70 @@ mod tests {
 
     fn res(s: &str) -> Resources {
         s.parse().unwrap()
+    }
+
+    fn framework(id: u32, role: &str) -> FrameworkInfo {
+        FrameworkInfo {
+            id: FrameworkId(id),
+            name: format!("f{id}").into(),
+            roles: vec![RString::from(role)].into(),
+            capabilities: FrameworkCapabilities::MULTI_ROLE,
+        }
+    }
+
+    fn agent(id: u32) -> AgentInfo {
+        AgentInfo {
+            id: AgentId(id),
+            name: format!("a{id}").into(),
+            hostname: format!("a{id}").into(),
+            attributes: RVec::new(),
+            capabilities: AgentCapabilities::all(),
+        }
+    }
+
+    #[test]
+    fn requests_are_placed_role_by_role_in_weighted_drf_order() {
+        // Room for three 1-CPU tasks; two roles each ask for three. Role `a` already holds 2
+        // CPUs, so `b` goes first, then whichever is lower: b, a, b... with weights equal,
+        // b gets two and a one.
+        let mut p = PlacementAllocator::new(First, &AllocatorOptions::default());
+        p.add_framework(&framework(0, "a"), &[], true, &FrameworkOptions::default()).unwrap();
+        p.add_framework(&framework(1, "b"), &[], true, &FrameworkOptions::default()).unwrap();
+        let used = [Allocation::new(FrameworkId(0), AgentId(0), "a", res("cpus:2;mem:20"))];
+        p.add_agent(&agent(0), None, &res("cpus:5;mem:100"), &used).unwrap();
+        let one = res("cpus:1;mem:10");
+        for fw in [0, 1] {
+            p.request_resources(FrameworkId(fw), &[one.clone(), one.clone(), one.clone()]).unwrap();
+        }
+        let mut out = OfferBatch::default();
+        p.allocate(&[AgentId(0)], false, &mut out).unwrap();
+        let cpus = |fw: u32| {
+            out.offers
+                .iter()
+                .filter(|o| o.framework == FrameworkId(fw))
+                .map(|o| o.resources.scalar("cpus").millis())
+                .sum::<i64>()
+        };
+        assert_eq!((cpus(0), cpus(1)), (1000, 2000), "{:?}", out.offers);
+        // A heavier weight on `a` turns it around.
+        let mut q = PlacementAllocator::new(First, &AllocatorOptions::default());
+        q.update_weights(&[RoleWeight { role: "a".into(), weight: 10.0 }]).unwrap();
+        q.add_framework(&framework(0, "a"), &[], true, &FrameworkOptions::default()).unwrap();
+        q.add_framework(&framework(1, "b"), &[], true, &FrameworkOptions::default()).unwrap();
+        q.add_agent(&agent(0), None, &res("cpus:5;mem:100"), &used).unwrap();
+        for fw in [0, 1] {
+            q.request_resources(FrameworkId(fw), &[one.clone(), one.clone(), one.clone()]).unwrap();
+        }
+        out.clear();
+        q.allocate(&[AgentId(0)], false, &mut out).unwrap();
+        let a_cpus: i64 = out
+            .offers
+            .iter()
+            .filter(|o| o.framework == FrameworkId(0))
+            .map(|o| o.resources.scalar("cpus").millis())
+            .sum();
+        // b (share 0) first; then a's weighted share (0.4/10, 0.6/10) stays below b's 0.2.
+        assert_eq!(a_cpus, 2000, "weight 10 on a: {:?}", out.offers);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod allocator;
+pub mod fairness;
 pub mod frag;
 mod node;
 pub mod order;

@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod clients;
+pub mod drf;
 mod held;
 mod holdings;
 mod ordering;
