@@ -26,18 +26,31 @@ pub struct ImportOptions {
     pub time_scale: f64,
     /// Import at most this many pods (the first rows of the pod list).
     pub limit: Option<usize>,
+    /// End the scenario this many seconds (after scaling) past the last pod's arrival, with
+    /// whatever still runs or waits then (`None`: once every task that started has ended).
+    pub horizon: Option<f64>,
+    /// Multiplies the offered load: pods arrive this many times as often (creation times are
+    /// divided by it as well as by the time scale) while each runs as long as before.
+    pub load: f64,
     /// Write each node's GPUs as individual devices (`gpus[0]:1;gpus[1]:1;…`) instead of one
     /// pooled `gpus:N`.
     pub devices: bool,
-    /// Mark every framework `"request": true`: it states its next pod with
+    /// Mark every framework `"request": N` (0: not at all): it states its next N pods with
     /// `requestResources`.
-    pub request: bool,
+    pub request: u32,
 }
 
 impl Default for ImportOptions {
     /// Trace time as is, every pod, pooled GPUs, no requests.
     fn default() -> Self {
-        ImportOptions { time_scale: 1.0, limit: None, devices: false, request: false }
+        ImportOptions {
+            time_scale: 1.0,
+            limit: None,
+            horizon: None,
+            load: 1.0,
+            devices: false,
+            request: 0,
+        }
     }
 }
 
@@ -138,7 +151,11 @@ pub fn alibaba_gpu_v2023(
     if !(options.time_scale.is_finite() && options.time_scale > 0.0) {
         return Err(format!("--time-scale must be a positive number, got {}", options.time_scale));
     }
+    if !(options.load.is_finite() && options.load > 0.0) {
+        return Err(format!("--load must be a positive number, got {}", options.load));
+    }
     let k = options.time_scale;
+    let arrive = k * options.load;
     let mut bad_rows = Vec::new();
     let mut events: Vec<Value> = Vec::new();
 
@@ -243,7 +260,7 @@ pub fn alibaba_gpu_v2023(
                 let models: Vec<&str> = spec.split('|').filter(|s| !s.is_empty()).collect();
                 task["constraints"] = json!({"gpu_model": models});
             }
-            Ok((t_create / k, task, role))
+            Ok((t_create / arrive, task, role))
         })();
         match parsed {
             Ok((at, task, role)) => {
@@ -257,8 +274,11 @@ pub fn alibaba_gpu_v2023(
     for role in roles.keys() {
         events.push(
             json!({"op": "add_framework", "framework": format!("{role}-pods"), "roles": [role],
-                           "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"],
-                           "tasks": if options.request { json!({"request": true}) } else { json!({}) }}),
+            "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"],
+            "tasks": match options.request {
+                0 => json!({}),
+                n => json!({"request": n}),
+            }}),
         );
     }
     submissions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -271,13 +291,19 @@ pub fn alibaba_gpu_v2023(
         }
         events.push(task);
     }
-    // Let every task that started finish.
-    if last_end > now {
-        events.push(json!({"op": "advance", "seconds": (last_end - now).ceil() + 1.0}));
+    // Let every task that started finish, or stop at the horizon.
+    let end = match options.horizon {
+        Some(h) => now + h,
+        None if last_end > now => now + (last_end - now).ceil() + 1.0,
+        None => now,
+    };
+    if end > now {
+        events.push(json!({"op": "advance", "seconds": end - now}));
     }
     let description = format!(
-        "Alibaba GPU cluster trace v2023: {node_count} nodes, {pods_count} pods from {}, time scale {k}",
-        Path::new(&p.file).file_name().map_or(p.file.clone(), |f| f.to_string_lossy().into_owned())
+        "Alibaba GPU cluster trace v2023: {node_count} nodes, {pods_count} pods from {}, time scale {k}{}",
+        Path::new(&p.file).file_name().map_or(p.file.clone(), |f| f.to_string_lossy().into_owned()),
+        if options.load == 1.0 { String::new() } else { format!(", load ×{}", options.load) }
     );
     Ok(Imported {
         scenario: json!({"description": description, "config": {"allocation_interval": 1}, "events": events}),
@@ -348,7 +374,7 @@ mod tests {
     #[test]
     fn devices_writes_one_gpu_entry_per_device_and_request_marks_the_frameworks() {
         let (nodes, pods) = fixture("devices");
-        let options = ImportOptions { devices: true, request: true, ..Default::default() };
+        let options = ImportOptions { devices: true, request: 16, ..Default::default() };
         let out = alibaba_gpu_v2023(&nodes, &pods, &options).unwrap();
         let events = out.scenario["events"].as_array().unwrap();
         assert_eq!(events[0]["resources"], "cpus:32;mem:262144;gpus[0]:1;gpus[1]:1");
@@ -356,10 +382,27 @@ mod tests {
         let submit = events.iter().find(|e| e["op"] == "submit_task").unwrap();
         assert_eq!(submit["resources"], "cpus:8;mem:16384;gpus:2", "tasks still ask by count");
         for framework in events.iter().filter(|e| e["op"] == "add_framework") {
-            assert_eq!(framework["tasks"], json!({"request": true}));
+            assert_eq!(framework["tasks"], json!({"request": 16}));
         }
         let scenario = serde_json::to_string(&out.scenario).unwrap();
         let doc = crate::scenario::Document::parse(&scenario, "imported").unwrap();
         crate::allocator_scenario::AllocatorScenario::parse(&doc).expect("the scenario loads");
+    }
+
+    #[test]
+    fn load_brings_arrivals_closer_and_horizon_ends_the_scenario_after_the_last() {
+        let (nodes, pods) = fixture("load");
+        let options = ImportOptions { load: 10.0, horizon: Some(5.0), ..Default::default() };
+        let out = alibaba_gpu_v2023(&nodes, &pods, &options).unwrap();
+        let events = out.scenario["events"].as_array().unwrap();
+        let advances: Vec<f64> = events
+            .iter()
+            .filter(|e| e["op"] == "advance")
+            .map(|e| e["seconds"].as_f64().unwrap())
+            .collect();
+        // Pods created at 50 and 100 arrive at 5 and 10; durations stay 1000 and 300.
+        assert_eq!(advances, [5.0, 5.0, 5.0], "to 5, to 10, then the horizon");
+        let submits: Vec<&Value> = events.iter().filter(|e| e["op"] == "submit_task").collect();
+        assert_eq!(submits[0]["duration"], 1000.0);
     }
 }

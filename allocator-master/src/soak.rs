@@ -96,7 +96,7 @@ fn framework_op(i: usize, rng: &mut Rng) -> Op {
             duration: if long { None } else { Some(5.0 + rng.below(60) as f64) },
             per_offer: Some(16),
             refuse_seconds: 2.0,
-            request: false,
+            request: 0,
         }),
     })
 }

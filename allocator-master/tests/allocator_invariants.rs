@@ -106,7 +106,7 @@ fn op() -> impl Strategy<Value = Op> {
                     duration: Some(2.5),
                     per_offer: Some(2),
                     refuse_seconds: 1.0,
-                    request: false,
+                    request: 0,
                 });
                 add_framework(f, ROLES[r], caps, tasks)
             }

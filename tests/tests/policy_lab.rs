@@ -101,3 +101,49 @@ fn an_unknown_allocator_is_one_clear_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn stated_tasks_of_two_roles_are_placed_in_drf_order() {
+    let output = run_master(&[
+        "--modules",
+        MODULES,
+        "--scenario",
+        "tests/fixtures/policy_lab/drf_requests.json",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("expectations: 3 passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_fragmentation_outputs_have_the_same_layout_and_start_at_the_idle_clusters_measure() {
+    let dir = std::env::temp_dir().join(format!("policy-lab-frag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (alloc, amount, ratio) = (dir.join("a.csv"), dir.join("f.csv"), dir.join("r.csv"));
+    let output = run_experiment(&[
+        "--allocator",
+        "FGD",
+        "--seeds",
+        "1-2",
+        "--output",
+        alloc.to_str().unwrap(),
+        "--frag_output",
+        amount.to_str().unwrap(),
+        "--frag_ratio_output",
+        ratio.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    let (alloc, amount, ratio) = (read(&alloc), read(&amount), read(&ratio));
+    let header = |csv: &str| csv.lines().next().unwrap().to_owned();
+    assert_eq!(header(&alloc), header(&amount));
+    assert_eq!(header(&alloc), header(&ratio));
+    assert_eq!(amount.lines().count(), 3, "one row per seed");
+    // At an empty cluster every free GPU is a fragment to the CPU-only typical tasks only, so
+    // amount = ratio (all GPU is unallocated), and both are below 100 %.
+    let first = |csv: &str| -> f64 {
+        csv.lines().nth(1).unwrap().split(',').nth(5).unwrap().parse().unwrap()
+    };
+    assert_eq!(first(&amount), first(&ratio));
+    assert!(first(&amount) < 100.0);
+}

@@ -52,6 +52,7 @@ fn the_trace_replays_with_every_sorter_without_over_committing_an_agent() {
             on_module_failure: Default::default(),
             call_budget_ms: None,
             call_timeout_ms: None,
+            allocator_parameters: Vec::new(),
         };
         let mut sim = Driver::new(&registry, setup, "trace").unwrap();
         let mut out = EventStream::sink();

@@ -20,11 +20,11 @@ pub struct TaskSpec {
     pub per_offer: Option<u64>,
     /// Seconds of the refuse filter when declining what was not used.
     pub refuse_seconds: f64,
-    /// The framework states its next task's demand to the allocator (Mesos's
-    /// `requestResources`) whenever that task changes, so that an allocator module that honours
-    /// requests can offer exactly where it places it. The built-in allocator ignores requests,
-    /// as Mesos's does.
-    pub request: bool,
+    /// How many of its next tasks the framework states to the allocator (Mesos's
+    /// `requestResources`), whenever they change: 0 none, 1 its next task, N its next N (queue
+    /// order), so that an allocator module that honours requests can offer exactly where it
+    /// places each. The built-in allocator ignores requests, as Mesos's does.
+    pub request: u32,
 }
 
 /// A task submitted to a simulated framework's queue ([`Command::SubmitTask`](super::Command::SubmitTask)).

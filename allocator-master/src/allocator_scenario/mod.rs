@@ -816,7 +816,7 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
         duration: None,
         per_offer: None,
         refuse_seconds: 5.0,
-        request: false,
+        request: 0,
     };
     for (k, v) in obj {
         let num = || {
@@ -842,9 +842,12 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
             "duration" => spec.duration = Some(num()?),
             "per_offer" => spec.per_offer = Some(int()?),
             "request" => {
-                spec.request = v
-                    .as_bool()
-                    .ok_or_else(|| f.error("tasks", "'request' must be true or false"))?
+                spec.request = match v {
+                    Value::Bool(b) => u32::from(*b),
+                    _ => v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+                        f.error("tasks", "'request' must be true, false or a number of tasks")
+                    })?,
+                }
             }
             "refuse_seconds" => {
                 spec.refuse_seconds = v

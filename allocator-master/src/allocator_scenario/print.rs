@@ -50,8 +50,10 @@ fn task_spec_json(t: &TaskSpec) -> Value {
         m.insert("per_offer".into(), json!(p));
     }
     m.insert("refuse_seconds".into(), json!(t.refuse_seconds));
-    if t.request {
-        m.insert("request".into(), json!(true));
+    match t.request {
+        0 => {}
+        1 => _ = m.insert("request".into(), json!(true)),
+        n => _ = m.insert("request".into(), json!(n)),
     }
     Value::Object(m)
 }

@@ -45,6 +45,12 @@ pub struct ExperimentArgs {
     /// Fig. 9(a)) and fragmentation against arrived demand.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Also draw the paper's bar figures as an SVG: per trace family (gpushare, multigpu,
+    /// gpuspec, cpu; `default` first for reference), the unallocated GPU % at 100 % arrived
+    /// demand per pod list and allocator (mean over seeds, min–max whiskers), above the first
+    /// pod list's fragmentation amount and ratio against arrived demand.
+    #[arg(long, value_name = "FILE.svg")]
+    pub bars: Option<PathBuf>,
     /// Where modules come from.
     #[command(flatten)]
     pub modules: ModuleFlags,
@@ -178,13 +184,33 @@ pub fn run(
         let svg = experiment::plot::render_svg(&rows, &first.workload, seeds.len())?;
         std::fs::write(path, svg).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     }
+    if let Some(path) = &a.bars {
+        let svg = experiment::plot::render_bars_svg(&rows)?;
+        std::fs::write(path, svg).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    }
     println!("{}", experiment::summary(&rows, started.elapsed().as_secs_f64(), jobs));
     Ok(0)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_seeds;
+    use super::{EVALUATION_TRACES, parse_seeds, pod_lists};
+
+    #[test]
+    fn a_directory_stands_for_the_seventeen_evaluation_pod_lists() {
+        let dir = std::env::temp_dir().join(format!("pod-lists-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for t in &EVALUATION_TRACES[1..] {
+            std::fs::write(dir.join(format!("openb_pod_list_{t}.csv")), "").unwrap();
+        }
+        let e = pod_lists(std::slice::from_ref(&dir)).unwrap_err();
+        assert!(e.contains("openb_pod_list_default.csv' is not there"), "{e}");
+        std::fs::write(dir.join("openb_pod_list_default.csv"), "").unwrap();
+        let lists = pod_lists(&[dir.clone(), "x.csv".into()]).unwrap();
+        assert_eq!(lists.len(), 18);
+        assert!(lists[0].ends_with("openb_pod_list_default.csv"));
+        assert_eq!(lists[17], std::path::PathBuf::from("x.csv"), "a file stays as given");
+    }
 
     #[test]
     fn seeds_are_a_range_or_one_number() {

@@ -523,13 +523,21 @@ pub struct ImportArgs {
     /// Import only the first N pods.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// End the scenario S seconds (scaled) after the last pod arrives, whatever still runs
+    /// (default: once every task has ended; the trace's longest pods run for months).
+    #[arg(long, value_name = "S")]
+    pub horizon: Option<f64>,
+    /// Multiplies the offered load: pods arrive K times as often, each running as long (to
+    /// saturate the cluster; the trace itself keeps it below 1 % busy).
+    #[arg(long, default_value_t = 1.0, value_name = "K")]
+    pub load: f64,
     /// Write each node's GPUs as devices (`gpus[0]:1;gpus[1]:1;…`), not one pooled `gpus:N`.
     #[arg(long)]
     pub devices: bool,
-    /// Let each framework state its next pod to the allocator (`"request": true`), for a
-    /// placement module (`Random`, `BestFit`, …) to place.
-    #[arg(long)]
-    pub request: bool,
+    /// Let each framework state its next N pods to the allocator (`"request": N`; the flag
+    /// alone: 1), for a placement module (`Random`, `BestFit`, `FGD`, …) to place.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1", default_value_t = 0)]
+    pub request: u32,
 }
 
 /// Parses the process's arguments and runs; returns the exit code.
@@ -978,6 +986,8 @@ fn run_import(args: &ImportArgs) -> Result<u8, String> {
     let options = crate::import::ImportOptions {
         time_scale: args.time_scale,
         limit: args.limit,
+        horizon: args.horizon,
+        load: args.load,
         devices: args.devices,
         request: args.request,
     };

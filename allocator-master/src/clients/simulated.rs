@@ -38,9 +38,10 @@ struct SimFramework {
     waits: Vec<f64>,
     /// The framework suppressed its offers because it had nothing to launch.
     suppressed: bool,
-    /// Which task it last stated to the allocator as its next (`request` frameworks): a queued
-    /// task's `seq`, or [`FIXED_SHAPE`] plus the fixed-shape tasks launched so far.
-    requested: Option<u64>,
+    /// Which tasks it last stated to the allocator as its next (`request` frameworks): queued
+    /// tasks' `seq`, or [`FIXED_SHAPE`] plus the fixed-shape tasks launched so far (plus 0, 1,
+    /// … for several).
+    requested: Vec<u64>,
 }
 
 impl SimFramework {
@@ -79,7 +80,7 @@ impl SimulatedFrameworks {
             submitted: 0,
             waits: Vec::new(),
             suppressed: false,
-            requested: None,
+            requested: Vec::new(),
         };
         self.frameworks.insert(fw, sim);
     }
@@ -129,32 +130,36 @@ impl SimulatedFrameworks {
         Ok(ran)
     }
 
-    /// Frameworks that state their demand (`request`) tell the allocator their next task
-    /// whenever it changed: the head of their queue (with its `gpu_model` constraint as the
-    /// accepted models), else a task of their fixed shape; an empty request when nothing is
-    /// left.
+    /// Frameworks that state their demand (`request` N) tell the allocator their next N tasks
+    /// whenever they changed: the head of their queue (each with its `gpu_model` constraint as
+    /// the accepted models), else tasks of their fixed shape (as many as are left to launch);
+    /// an empty request when nothing is left.
     fn request_next(&mut self, master: &mut Master<'_>) -> Result<(), String> {
         for (fw, sim) in &mut self.frameworks {
-            if !sim.spec.request || master.framework_info(*fw).is_none() {
+            let n = sim.spec.request as usize;
+            if n == 0 || master.framework_info(*fw).is_none() {
                 continue;
             }
-            let next = match sim.queue.front() {
-                Some(t) => Some((t.seq, demand_of(t))),
-                None if sim.has_pending() => {
-                    sim.spec.resources.clone().map(|r| (FIXED_SHAPE + sim.launched, r))
-                }
-                None => None,
-            };
-            let key = next.as_ref().map(|(k, _)| *k);
-            if key == sim.requested {
+            let mut next: Vec<(u64, Resources)> =
+                sim.queue.iter().take(n).map(|t| (t.seq, demand_of(t))).collect();
+            if next.is_empty()
+                && sim.has_pending()
+                && let Some(r) = &sim.spec.resources
+            {
+                let left = sim.spec.count.map_or(n as u64, |c| (c - sim.launched).min(n as u64));
+                next.extend((0..left).map(|i| (FIXED_SHAPE + sim.launched + i, r.clone())));
+            }
+            if next.len() == sim.requested.len()
+                && next.iter().zip(&sim.requested).all(|((k, _), r)| k == r)
+            {
                 continue;
             }
+            sim.requested = next.iter().map(|(k, _)| *k).collect();
             let request = Command::RequestResources {
                 framework: master.framework_name(*fw).to_owned(),
                 requests: next.into_iter().map(|(_, r)| r).collect(),
             };
             master.apply_from(Origin::Simulated, &request)?;
-            sim.requested = key;
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! [`PlacementAllocator`]: the bookkeeping every placement allocator needs, written once, with
 //! the policy plugged in.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entries, lowest_free};
 use allocator_api::{
@@ -11,7 +11,7 @@ use allocator_api::{
 };
 
 use crate::fairness::RoleOrder;
-use crate::node::{Ask, Node, count_task, task_shape};
+use crate::node::{Ask, Node, Shape, count_task, task_shape};
 use crate::order::rank;
 
 /// A placement policy: scores the agents that can take a task and picks the device of a share.
@@ -28,8 +28,9 @@ pub trait Placement: Send {
         allocator_api::resources::tightest_fit(&node.gpus, ask.gpu.per_device())
     }
 
-    /// A framework stated `ask` (each task of a `request_resources` call, before it is
-    /// placed): for policies that learn from the demand they see. The default does nothing.
+    /// A framework stated a new task, `ask` (once per task: asks a framework restates while
+    /// they are outstanding are not new), before it is placed: for policies that learn from
+    /// the demand they see. The default does nothing.
     fn requested(&mut self, ask: &Ask) {
         let _ = ask;
     }
@@ -341,6 +342,7 @@ impl<P: Placement> PlacementAllocator<P> {
             })
             .collect();
         let mut left: BTreeMap<FrameworkId, Vec<Ask>> = BTreeMap::new();
+        let mut failed_shapes: BTreeMap<FrameworkId, Vec<Ask>> = BTreeMap::new();
         let mut order = Vec::new();
         while !pending.is_empty() {
             if pending.values().map(|(r, _)| r).collect::<BTreeSet<_>>().len() > 1 {
@@ -360,6 +362,13 @@ impl<P: Placement> PlacementAllocator<P> {
             if asks.is_empty() {
                 pending.remove(&fw);
             }
+            // Placing only takes resources away within a run: a task the framework could not
+            // place is not tried again, nor is another of the same shape.
+            let failed = failed_shapes.entry(fw).or_default();
+            if failed.contains(&ask) {
+                left.entry(fw).or_default().push(ask);
+                continue;
+            }
             let placed = self
                 .choose(fw, &role, &ask, slots, periodic)
                 .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
@@ -368,7 +377,10 @@ impl<P: Placement> PlacementAllocator<P> {
                     self.offer(out, fw, agent, &role, slice);
                     self.count_task(fw, agent, ask.gpu, true);
                 }
-                None => left.entry(fw).or_default().push(ask),
+                None => {
+                    failed_shapes.entry(fw).or_default().push(ask.clone());
+                    left.entry(fw).or_default().push(ask);
+                }
             }
         }
         for (fw, asks) in left {
@@ -678,8 +690,17 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .frameworks
             .get_mut(&framework)
             .ok_or_else(|| unknown("request_resources", framework))?;
+        // The policy hears of each task once: a framework restates what is still outstanding
+        // each time its list changes, so only asks beyond those (by shape) are new.
+        let mut outstanding: HashMap<Shape, usize> = HashMap::new();
+        for ask in &f.requests {
+            *outstanding.entry(ask.shape()).or_default() += 1;
+        }
         for ask in &asks {
-            self.policy.requested(ask);
+            match outstanding.get_mut(&ask.shape()) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => self.policy.requested(ask),
+            }
         }
         f.requests = asks;
         Ok(())
@@ -878,6 +899,31 @@ mod tests {
             .sum();
         // b (share 0) first; then a's weighted share (0.4/10, 0.6/10) stays below b's 0.2.
         assert_eq!(a_cpus, 2000, "weight 10 on a: {:?}", out.offers);
+    }
+
+    /// Counts the new tasks it hears of.
+    #[derive(Default)]
+    struct Heard(usize);
+    impl Placement for Heard {
+        fn score(&mut self, _node: &Node, _ask: &Ask) -> i64 {
+            0
+        }
+        fn requested(&mut self, _ask: &Ask) {
+            self.0 += 1;
+        }
+    }
+
+    #[test]
+    fn the_policy_hears_of_each_stated_task_once_however_often_it_is_restated() {
+        let mut p = PlacementAllocator::new(Heard::default(), &AllocatorOptions::default());
+        p.add_framework(&framework(0, "a"), &[], true, &FrameworkOptions::default()).unwrap();
+        let (one, two) = (res("cpus:1;mem:10"), res("cpus:2;mem:10"));
+        p.request_resources(FrameworkId(0), &[one.clone(), one.clone()]).unwrap();
+        p.request_resources(FrameworkId(0), &[one.clone(), one.clone(), two.clone()]).unwrap();
+        p.request_resources(FrameworkId(0), &[one.clone(), two.clone()]).unwrap();
+        assert_eq!(p.policy().0, 3, "two of one shape, then one of another");
+        p.request_resources(FrameworkId(0), &[one.clone(), one, two]).unwrap();
+        assert_eq!(p.policy().0, 4, "a third task of the first shape is new");
     }
 
     #[test]

@@ -22,4 +22,4 @@ mod node;
 pub mod order;
 
 pub use allocator::{Placement, PlacementAllocator};
-pub use node::{Ask, Node};
+pub use node::{Ask, Node, Shape};

@@ -89,7 +89,15 @@ pub struct Ask {
     pub(crate) has_other: bool,
 }
 
+/// A task's shape for counting: milli-CPU, memory, milli-GPU per device, devices, models.
+pub type Shape = (i64, i64, i64, u32, Vec<String>);
+
 impl Ask {
+    /// The ask's shape (what tells two tasks apart for counting).
+    pub fn shape(&self) -> Shape {
+        (self.cpu, self.mem, self.gpu.per_device(), self.gpu.devices(), self.demand.models.clone())
+    }
+
     /// The ask of a demand.
     pub fn new(demand: Demand) -> Ask {
         let r = &demand.resources;

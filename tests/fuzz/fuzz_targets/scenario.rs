@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         on_module_failure: Default::default(),
         call_budget_ms: None,
         call_timeout_ms: None,
+        allocator_parameters: Vec::new(),
     };
     let Ok(mut sim) = Driver::new(&registry, setup, "fuzz") else { return };
     let _ = sim.run(&scenario, &mut EventStream::sink());
