@@ -35,14 +35,13 @@
 
 #![deny(missing_docs)]
 
-use std::collections::HashMap;
-
 use allocator_api::Parameters;
 use allocator_api::resources::GpuAsk;
 use placement_core::frag::{
     TYPICAL_TASKS_PARAMETER, TypicalTask, fragmentation, parse_table, typical_tasks,
 };
 use placement_core::{Ask, Node, Placement, PlacementAllocator};
+use rustc_hash::FxHashMap;
 
 /// Where the typical tasks come from.
 #[derive(Debug)]
@@ -72,8 +71,8 @@ pub struct Fgd {
 /// [`MEMO_DEVICES`] devices are not memoised.
 #[derive(Debug, Default)]
 struct Memo {
-    scores: HashMap<(StateKey, AskKey), i64>,
-    names: HashMap<String, u32>,
+    scores: FxHashMap<(StateKey, AskKey), i64>,
+    names: FxHashMap<String, u32>,
 }
 
 /// Nodes with at most this many devices are memoised.
