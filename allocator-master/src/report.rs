@@ -641,20 +641,23 @@ pub fn decline_offers_curve_svg(
     )
 }
 
+/// The text of every `<text>` element of an SVG, in order (for tests of the pictures).
+#[cfg(test)]
+pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_owned())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The text of every `<text>` element, in order.
-    fn texts(svg: &str) -> Vec<String> {
-        svg.split("<text")
-            .skip(1)
-            .filter_map(|t| {
-                let body = &t[t.find('>')? + 1..];
-                Some(body[..body.find("</text>")?].trim().to_owned())
-            })
-            .collect()
-    }
+    use super::svg_texts as texts;
 
     /// The stroke colour of every `<polyline>` drawn `width` pixels wide, in drawing order.
     fn strokes(svg: &str, width: u32) -> Vec<String> {

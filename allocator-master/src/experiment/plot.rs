@@ -528,16 +528,7 @@ pub fn render_bars_svg(rows: &[Row]) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    /// The text of every `<text>` element, in order.
-    fn texts(svg: &str) -> Vec<String> {
-        svg.split("<text")
-            .skip(1)
-            .filter_map(|t| {
-                let body = &t[t.find('>')? + 1..];
-                Some(body[..body.find("</text>")?].trim().to_owned())
-            })
-            .collect()
-    }
+    use crate::report::svg_texts as texts;
 
     /// A row whose allocated GPU is `allocated` % in every bucket.
     fn row(workload: &str, policy: &str, seed: u64, allocated: f64) -> Row {

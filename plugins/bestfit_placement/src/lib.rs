@@ -51,7 +51,6 @@ allocator_api::export_modules! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use allocator_api::resources::Demand;
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
         Node { cpu, mem: 1 << 40, gpus: gpus.to_vec(), ..Node::default() }
@@ -59,7 +58,7 @@ mod tests {
 
     #[test]
     fn the_agent_left_fullest_scores_highest() {
-        let ask = Ask::new(Demand::from_request(&"cpus:4;gpus:0.5".parse().unwrap()).unwrap());
+        let ask = Ask::parse("cpus:4;gpus:0.5").unwrap();
         let tight = BestFit.score(&node(8000, &[500, 0]), &ask);
         let loose = BestFit.score(&node(96000, &[1000; 8]), &ask);
         assert!(tight > loose, "{tight} vs {loose}");

@@ -252,14 +252,13 @@ allocator_api::export_modules! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use allocator_api::resources::Demand;
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
         Node { cpu, mem: 1 << 40, gpus: gpus.to_vec(), ..Node::default() }
     }
 
     fn ask(text: &str) -> Ask {
-        Ask::new(Demand::from_request(&text.parse().unwrap()).unwrap())
+        Ask::parse(text).unwrap()
     }
 
     fn half_gpu_tasks() -> Fgd {

@@ -74,7 +74,6 @@ allocator_api::export_modules! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use allocator_api::resources::Demand;
 
     fn node(gpus: &[i64], tasks: &[(GpuAsk, u32)]) -> Node {
         Node {
@@ -87,7 +86,7 @@ mod tests {
     }
 
     fn ask(text: &str) -> Ask {
-        Ask::new(Demand::from_request(&text.parse().unwrap()).unwrap())
+        Ask::parse(text).unwrap()
     }
 
     #[test]

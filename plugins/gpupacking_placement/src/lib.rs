@@ -77,14 +77,13 @@ allocator_api::export_modules! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use allocator_api::resources::Demand;
 
     fn node(gpus: &[i64]) -> Node {
         Node { cpu: 64_000, mem: 1 << 40, gpus: gpus.to_vec(), ..Node::default() }
     }
 
     fn ask(text: &str) -> Ask {
-        Ask::new(Demand::from_request(&text.parse().unwrap()).unwrap())
+        Ask::parse(text).unwrap()
     }
 
     #[test]

@@ -98,6 +98,13 @@ impl Ask {
         (self.cpu, self.mem, self.gpu.per_device(), self.gpu.devices(), self.demand.models.clone())
     }
 
+    /// The ask of a request written as resource text (`cpus:4;mem:1024;gpus:0.5`, with
+    /// `gpu_models:{A,B}` for accepted models), as a framework would state it.
+    pub fn parse(request: &str) -> Result<Ask, String> {
+        let resources: Resources = request.parse().map_err(|e| format!("'{request}': {e}"))?;
+        Demand::from_request(&resources).map(Ask::new)
+    }
+
     /// The ask of a demand.
     pub fn new(demand: Demand) -> Ask {
         let r = &demand.resources;
