@@ -177,6 +177,7 @@ pub fn run_allocator_checks(
         recovers_all_resources(registry, allocator),
         counts_used_once(registry, allocator),
         deterministic_under_a_seed(registry, allocator),
+        applies_the_operations_it_accepts(registry, allocator),
         answers_within_a_time_bound(registry, allocator, time_bound_ms),
     ]
 }
@@ -363,6 +364,57 @@ fn deterministic_under_a_seed(registry: &ModuleRegistry, allocator: &str) -> Che
             None
         },
     }
+}
+
+/// The check "applies the operations it accepts (update_allocation)": a module may refuse
+/// operations (the trait's default answers `unsupported`, and the host then refuses the
+/// operation, so the books agree); one that accepts them must apply them to its own books, or a
+/// later call breaks: here a framework reserves half an agent's CPUs for its role and gives
+/// everything back; another role must then be offered only the unreserved half.
+fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str) -> Check {
+    const NAME: &str = "applies the operations it accepts (update_allocation)";
+    let reserve = allocator_api::Operation {
+        kind: allocator_api::OperationKind::RESERVE,
+        resources: "cpus(r1){dynamic}:2".parse().expect("valid"),
+    };
+    let ops = vec![
+        agent("a1", "cpus:4;mem:400"),
+        framework("f1", "r1"),
+        Op::Tick,
+        Op::Command(Command::UpdateAllocation {
+            framework: "f1".into(),
+            agent: "a1".into(),
+            role: "r1".into(),
+            operations: vec![reserve],
+        }),
+        framework("f2", "r2"),
+        recover("f1", "a1", Some(3600.0)),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    if let Some(e) = &r.error
+        && e.contains("is not supported by this module")
+    {
+        return Check {
+            name: NAME,
+            failure: None,
+            skipped: Some(format!("it refuses operations: {e}")),
+        };
+    }
+    let rule = "update_allocation must apply the operations to the module's books \
+                (docs/authoring.md, \"Who does what\": operations)";
+    let mut check = verdict(NAME, &r, |r| {
+        let to_f2: Vec<&Resources> =
+            r.offers.iter().filter(|o| o.1 == "f2").map(|o| &o.4).collect();
+        let cpus: i64 = to_f2.iter().map(|o| o.scalar("cpus").millis()).sum();
+        (cpus != 2000).then(|| {
+            format!("after 2 of a1's 4 CPUs were reserved to r1, r2 was offered {cpus} milli-CPU, not 2000")
+        })
+    });
+    if let Some(f) = &mut check.failure {
+        *f = format!("{f}: {rule}");
+    }
+    check
 }
 
 /// The check "answers within a time bound on a 1,000-agent cluster".

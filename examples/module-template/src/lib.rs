@@ -8,8 +8,9 @@
 //!   free, only unreserved resources and the role's own (or its ancestors') reservations,
 //!   nothing to inactive frameworks, suppressed roles or deactivated agents, refuse filters
 //!   (SPEC 4.1, `Allocator::recover_resources`), min-allocatable sets, GPU filtering, and
-//!   `used` lists counted once. It leaves out quota, weights, shared volumes, maintenance and
-//!   operations (their calls are ignored or answered "unsupported").
+//!   `used` lists counted once, and operations (`update_allocation`, `update_available`) applied
+//!   to its books. It leaves out quota, weights, shared volumes and maintenance (their calls
+//!   are ignored).
 //! * `template_fifo` (sorter): active clients in the order they were added, with the
 //!   allocation queries implemented.
 //!
@@ -20,7 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use allocator_api::{
     AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
     FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError,
-    OfferBatch, Quantities, RString, RVec, Resources, Result, Role, Sorter, Unavailability,
+    OfferBatch, Operation, Quantities, RString, RVec, Resources, Result, Role, Sorter,
+    Unavailability,
 };
 
 /// Mesos's default refuse filter for a negative `refuse_seconds`, and the longest one.
@@ -334,6 +336,47 @@ impl Allocator for FirstFit {
             until: self.now + lifetime,
             first_periodic: self.first_periodic_after(self.now),
         });
+        Ok(())
+    }
+
+    /// Operations (reserve, create a volume, …) on what a framework holds: the held resources
+    /// and the agent's total change, what is free does not. All or nothing. A module may
+    /// instead refuse operations (the trait's default answers `unsupported`); one that accepts
+    /// them must apply them, or its books disagree with the host's from then on.
+    fn update_allocation(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        operations: &[Operation],
+    ) -> Result<()> {
+        let key = (framework, agent, Role::from(role));
+        let (mut held, mut total) = (
+            self.held.get(&key).cloned().unwrap_or_default(),
+            self.agent_mut(agent, "update_allocation")?.total.clone(),
+        );
+        for op in operations {
+            let (consumed, converted) =
+                op.conversion().map_err(|e| rejected("update_allocation", e))?;
+            held = op.apply(&held).map_err(|e| rejected("update_allocation", e))?;
+            total = total - &consumed + &converted;
+        }
+        self.held.insert(key, held);
+        self.agent_mut(agent, "update_allocation")?.total = total;
+        Ok(())
+    }
+
+    /// Operations on an agent's free resources: the free resources and the total change.
+    fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
+        let a = self.agent_mut(agent, "update_available")?;
+        let (mut free, mut total) = (a.free.clone(), a.total.clone());
+        for op in operations {
+            let (consumed, converted) =
+                op.conversion().map_err(|e| rejected("update_available", e))?;
+            free = op.apply(&free).map_err(|e| rejected("update_available", e))?;
+            total = total - &consumed + &converted;
+        }
+        (a.free, a.total) = (free, total);
         Ok(())
     }
 

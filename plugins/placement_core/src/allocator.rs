@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entries, lowest_free};
 use allocator_api::{
     AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkCapabilities,
-    FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError, OfferBatch, RString,
-    Resources, Result, RoleWeight, Unavailability,
+    FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError, OfferBatch, Operation,
+    RString, Resources, Result, RoleWeight, Unavailability,
 };
 
 use crate::fairness::RoleOrder;
@@ -439,6 +439,18 @@ impl<P: Placement> PlacementAllocator<P> {
         }
     }
 
+    /// Records an agent's new total after operations (its devices and its place in the pool
+    /// with it).
+    fn set_total(&mut self, agent: AgentId, total: Resources) -> Result<()> {
+        let a = self.agent_mut(agent).expect("checked by the caller");
+        total.gpu_devices_into(&mut a.devices);
+        a.total = total.clone();
+        self.roles.remove_agent(agent)?;
+        self.roles.add_agent(agent, &total)?;
+        self.refresh(agent);
+        Ok(())
+    }
+
     /// Counts `fw` under each of its roles not counted yet (a role stays counted until the
     /// framework is removed).
     fn count_roles(&mut self, fw: FrameworkId) -> Result<()> {
@@ -788,6 +800,49 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
     fn resume(&mut self) -> Result<()> {
         self.paused = false;
         Ok(())
+    }
+
+    /// Operations on what a framework holds: its held resources and the agent's total change
+    /// (all or nothing); what is free does not.
+    fn update_allocation(
+        &mut self,
+        framework: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        operations: &[Operation],
+    ) -> Result<()> {
+        let old = self.held.get(&(framework, agent, role.to_owned())).cloned().unwrap_or_default();
+        let a = self.agent(agent).ok_or_else(|| unknown("update_allocation", agent))?;
+        let (mut held, mut total) = (old.clone(), a.total.clone());
+        for op in operations {
+            let (consumed, converted) = op
+                .conversion()
+                .map_err(|e| ModuleError::rejected(format!("update_allocation: {e}")))?;
+            held = op
+                .apply(&held)
+                .map_err(|e| ModuleError::rejected(format!("update_allocation on {agent}: {e}")))?;
+            total = total - &consumed + &converted;
+        }
+        self.release(framework, agent, role, &old);
+        self.hold(framework, agent, role, &held);
+        self.set_total(agent, total)
+    }
+
+    /// Operations on an agent's free resources: they and the agent's total change.
+    fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
+        let a = self.agent(agent).ok_or_else(|| unknown("update_available", agent))?;
+        let (mut free, mut total) = (a.free.clone(), a.total.clone());
+        for op in operations {
+            let (consumed, converted) = op
+                .conversion()
+                .map_err(|e| ModuleError::rejected(format!("update_available: {e}")))?;
+            free = op
+                .apply(&free)
+                .map_err(|e| ModuleError::rejected(format!("update_available on {agent}: {e}")))?;
+            total = total - &consumed + &converted;
+        }
+        self.agent_mut(agent).expect("checked").free = free;
+        self.set_total(agent, total)
     }
 
     fn update_weights(&mut self, weights: &[RoleWeight]) -> Result<()> {
