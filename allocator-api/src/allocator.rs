@@ -485,8 +485,33 @@ impl OfferBatch {
 ///
 /// See the [module documentation](self) for the contract. Implement this trait, then export it
 /// with [`export_modules!`](crate::export_modules). Methods with default bodies ignore the call
-/// (they return `Ok(())`), which suits allocators that have no use for that event; `allocate`
-/// and the lifecycle of agents and frameworks must be implemented.
+/// (they return `Ok(())`; `update_allocation` and `update_available` answer "unsupported"),
+/// which suits allocators that have no use for that event; `allocate` and the lifecycle of
+/// agents and frameworks must be implemented. Ignoring [`pause`](Allocator::pause) or
+/// [`update_whitelist`](Allocator::update_whitelist) is not such a case: nothing else carries
+/// them out.
+///
+/// # Who does what
+///
+/// The section *Who does what* of `docs/authoring.md` has one row per responsibility: what the
+/// module must or may do, what the host does, what the host checks afterwards, and which
+/// conformance check covers it. The facts that matter most:
+///
+/// * **The host filters nothing on the way in.** [`allocate`](Allocator::allocate) gets every
+///   present agent, deactivated and non-whitelisted ones included, and the host calls it while
+///   allocation is paused. The module skips those agents and offers nothing while paused.
+/// * **The host checks every offer afterwards, and only this** (the offer guard): it goes to a
+///   known, active framework, under one of its roles that is not suppressed, on a known,
+///   activated agent; it fits in what is free (per GPU device too); it holds no other role's
+///   reservation. What the guard cuts comes back through `recover_resources`, and a cut fails
+///   the conformance checks. Refuse filters, the whitelist, quota, min-allocatable sets and the
+///   GPU and capability gates are the module's alone: nothing checks them.
+/// * **Values arrive as the client gave them.** The host clamps nothing: `refuse_seconds` in
+///   [`recover_resources`](Allocator::recover_resources) and
+///   [`update_inverse_offer`](Allocator::update_inverse_offer) is the framework's value.
+/// * **The host records a change only after the module accepted it.** An `Err` leaves the host
+///   unchanged and fails the command. So a module without a feature refuses its call rather
+///   than accept and ignore it.
 pub trait Allocator: Send {
     /// Moves the allocator's clock to `now` (seconds; never decreasing).
     fn set_time(&mut self, now: f64) -> Result<()> {
@@ -496,6 +521,12 @@ pub trait Allocator: Send {
 
     /// Called before any agent is added after a master failover: sets quotas and may pause
     /// allocation until `expected_agents × agent_recovery_factor` agents are back.
+    ///
+    /// **May** pause; a module that pauses must also end the pause, because the host only
+    /// forwards this call and records the quotas. The built-in pauses only when `quotas` is not
+    /// empty and `floor(expected_agents × agent_recovery_factor)` is above 0. The pause ends at
+    /// the first of: that many agents present, `recovery_timeout` seconds after this call, or
+    /// [`resume`](Self::resume).
     fn recover(&mut self, expected_agents: u32, quotas: &[RoleQuota]) -> Result<()> {
         let _ = (expected_agents, quotas);
         Ok(())
@@ -582,6 +613,10 @@ pub trait Allocator: Send {
     }
 
     /// Only agents with these hostnames are offered; `None` means all agents.
+    ///
+    /// **Must**: the host passes every present agent to [`allocate`](Self::allocate) and the
+    /// offer guard does not look at hostnames. An empty list means no agent. No allocation run
+    /// follows.
     fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
         let _ = hostnames;
         Ok(())
@@ -594,6 +629,12 @@ pub trait Allocator: Send {
     }
 
     /// Applies operations to resources offered to `framework` under `role` on `agent`.
+    ///
+    /// **May**: this default answers "unsupported", and the host then refuses the operation
+    /// and changes nothing. The host calls only with operations that apply to what its ledger
+    /// says the framework holds there. After `Ok` it records the converted holding and sets the
+    /// agent's total to `total - consumed + converted` ([`Operation::conversion`]), so a module
+    /// that answers `Ok` must change its own records the same way. No allocation run follows.
     fn update_allocation(
         &mut self,
         framework: FrameworkId,
@@ -607,6 +648,11 @@ pub trait Allocator: Send {
 
     /// Applies operations to the agent's available resources; rejects them (changing nothing)
     /// when they cannot be applied.
+    ///
+    /// **May**, as [`update_allocation`](Self::update_allocation). The host checks only that
+    /// each operation is well formed; whether it applies to what is free is the module's check.
+    /// After `Ok` the host sets the agent's total to `total - consumed + converted` (its ledger
+    /// is unchanged). No allocation run follows.
     fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
         let _ = (agent, operations);
         Err(crate::ModuleError::unsupported("update_available"))
@@ -624,6 +670,15 @@ pub trait Allocator: Send {
 
     /// Records a framework's answer to an inverse offer (or its expiry when `status` is
     /// `None`), optionally refusing further inverse offers for `refuse_seconds`.
+    ///
+    /// **Must**, for a module that sends inverse offers; the host never sends them itself.
+    /// `refuse_seconds` arrives unclamped. The clamps are those of offer filters
+    /// ([`recover_resources`](Self::recover_resources)): `None`, `0` or NaN means no filter, a
+    /// negative value 5 s, and at most 365 days. The lifetime is not: the filter lives exactly
+    /// that long, with no `allocation_interval` floor and no first-periodic-run rule. It blocks
+    /// inverse offers to this framework for this agent only. The call ends the outstanding
+    /// inverse offer: without a filter, the next run sends another if the framework still holds
+    /// something on the agent.
     fn update_inverse_offer(
         &mut self,
         agent: AgentId,
@@ -708,6 +763,11 @@ pub trait Allocator: Send {
     }
 
     /// Sets a role's quota (the default quota removes it).
+    ///
+    /// **May**; the host records it and checks only the role name. A module that accepts a quota
+    /// must enforce its limits, serve its guarantees, and hold back their unmet part from other
+    /// roles, as Mesos's allocator does. A module that does not should refuse the call: this
+    /// default accepts and ignores it.
     fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
         let _ = (role, quota);
         Ok(())
@@ -720,11 +780,17 @@ pub trait Allocator: Send {
     }
 
     /// Stops allocation runs until [`resume`](Self::resume) (idempotent).
+    ///
+    /// **Must**: the host keeps calling [`allocate`](Self::allocate) while paused (periodic and
+    /// event-triggered runs), and `allocate` must write nothing then, inverse offers included.
     fn pause(&mut self) -> Result<()> {
         Ok(())
     }
 
     /// Resumes allocation runs (idempotent).
+    ///
+    /// **Must**, with [`pause`](Self::pause). It also ends a [`recover`](Self::recover) pause.
+    /// The host makes no run on resume; the next periodic run offers.
     fn resume(&mut self) -> Result<()> {
         Ok(())
     }

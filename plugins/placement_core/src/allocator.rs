@@ -104,8 +104,9 @@ impl Framework {
 /// until it is replaced. A framework with outstanding requests is offered nothing else.
 /// Placement uses unreserved, non-revocable resources only, and only GPUs carried as devices
 /// (`gpus[ID]`); it honours GPU filtering, the whitelist, pause, inactive agents and
-/// frameworks, and skips agents where the framework has a refuse filter in force. Suppression
-/// stops plain offers, not the placement of what a framework explicitly asked for.
+/// frameworks, and skips agents where the framework has a refuse filter in force. A suppressed
+/// role gets neither plain offers nor placements (the host's guard refuses any offer under a
+/// suppressed role); its requests stay outstanding until it revives.
 pub struct PlacementAllocator<P> {
     policy: P,
     options: AllocatorOptions,
@@ -338,6 +339,9 @@ impl<P: Placement> PlacementAllocator<P> {
             .filter(|(_, f)| f.active && !f.requests.is_empty())
             .filter_map(|(id, f)| {
                 let role = f.role()?.to_owned();
+                if f.suppressed.contains(&role) {
+                    return None;
+                }
                 Some((*id, (role, std::mem::take(&mut f.requests).into())))
             })
             .collect();
