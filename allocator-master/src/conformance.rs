@@ -178,8 +178,103 @@ pub fn run_allocator_checks(
         counts_used_once(registry, allocator),
         deterministic_under_a_seed(registry, allocator),
         applies_the_operations_it_accepts(registry, allocator),
+        honours_the_whitelist(registry, allocator),
+        offers_nothing_while_paused(registry, allocator),
+        keeps_gpu_agents_for_gpu_frameworks(registry, allocator),
         answers_within_a_time_bound(registry, allocator, time_bound_ms),
     ]
+}
+
+/// `check`'s failure, if any, followed by the rule it breaks and where the docs state it.
+fn citing(mut check: Check, rule: &str) -> Check {
+    if let Some(f) = &mut check.failure {
+        *f = format!("{f} — {rule} (docs/authoring.md, \"Who does what\")");
+    }
+    check
+}
+
+/// The check "honours the whitelist": no offer on an agent whose hostname is not listed.
+fn honours_the_whitelist(registry: &ModuleRegistry, allocator: &str) -> Check {
+    let ops = vec![
+        agent("a1", "cpus:2;mem:1024"),
+        agent("a2", "cpus:2;mem:1024"),
+        Op::Command(Command::UpdateWhitelist(Some(vec!["a1".into()]))),
+        framework("f1", "r1"),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    let check = verdict("honours the whitelist", &r, |r| {
+        let bad: Vec<String> =
+            r.offers.iter().filter(|o| o.3 == "a2").map(|o| format!("{} on a2", o.4)).collect();
+        if !bad.is_empty() {
+            Some(format!("with only a1 whitelisted it offered {}", bad.join("; ")))
+        } else if !r.offers.iter().any(|o| o.3 == "a1") {
+            Some("it offered nothing on the whitelisted a1".into())
+        } else {
+            None
+        }
+    });
+    citing(check, "update_whitelist: a module must offer only whitelisted agents")
+}
+
+/// The check "offers nothing while paused": no offer between `pause` and `resume`, offers
+/// again after.
+fn offers_nothing_while_paused(registry: &ModuleRegistry, allocator: &str) -> Check {
+    let ops = vec![
+        agent("a1", "cpus:2;mem:1024"),
+        Op::Command(Command::Pause),
+        framework("f1", "r1"),
+        Op::Advance(2.0),
+        Op::Command(Command::Resume),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    let check = verdict("offers nothing while paused", &r, |r| {
+        let during: Vec<String> = r
+            .offers
+            .iter()
+            .filter(|o| o.0 <= 2.0)
+            .map(|o| format!("{} on {} at t={}", o.4, o.3, o.0))
+            .collect();
+        if !during.is_empty() {
+            Some(format!("while paused it offered {}", during.join("; ")))
+        } else if r.offers.is_empty() {
+            Some("it offered nothing after resume".into())
+        } else {
+            None
+        }
+    });
+    citing(
+        check,
+        "pause: a module must make no offers until resume; the host keeps calling allocate",
+    )
+}
+
+/// The check "keeps GPU agents for GPU frameworks": with GPU filtering (the default), a
+/// framework without `GPU_RESOURCES` gets nothing from an agent with GPUs.
+fn keeps_gpu_agents_for_gpu_frameworks(registry: &ModuleRegistry, allocator: &str) -> Check {
+    let ops = vec![
+        agent("gpu", "cpus:2;mem:1024;gpus:1"),
+        agent("plain", "cpus:2;mem:1024"),
+        framework("f1", "r1"),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    let check = verdict("keeps GPU agents for GPU frameworks", &r, |r| {
+        let bad: Vec<String> =
+            r.offers.iter().filter(|o| o.3 == "gpu").map(|o| format!("{} on gpu", o.4)).collect();
+        if !bad.is_empty() {
+            Some(format!("a framework without GPU_RESOURCES was offered {}", bad.join("; ")))
+        } else if !r.offers.iter().any(|o| o.3 == "plain") {
+            Some("it offered nothing on the agent without GPUs".into())
+        } else {
+            None
+        }
+    });
+    citing(
+        check,
+        "filter_gpu_resources: a framework without GPU_RESOURCES must get nothing from an agent with GPUs",
+    )
 }
 
 /// The check "never offers more than an agent has".
@@ -401,9 +496,7 @@ fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str)
             skipped: Some(format!("it refuses operations: {e}")),
         };
     }
-    let rule = "update_allocation must apply the operations to the module's books \
-                (docs/authoring.md, \"Who does what\": operations)";
-    let mut check = verdict(NAME, &r, |r| {
+    let check = verdict(NAME, &r, |r| {
         let to_f2: Vec<&Resources> =
             r.offers.iter().filter(|o| o.1 == "f2").map(|o| &o.4).collect();
         let cpus: i64 = to_f2.iter().map(|o| o.scalar("cpus").millis()).sum();
@@ -411,10 +504,10 @@ fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str)
             format!("after 2 of a1's 4 CPUs were reserved to r1, r2 was offered {cpus} milli-CPU, not 2000")
         })
     });
-    if let Some(f) = &mut check.failure {
-        *f = format!("{f}: {rule}");
-    }
-    check
+    citing(
+        check,
+        "update_allocation: a module that accepts operations must apply them to its books",
+    )
 }
 
 /// The check "answers within a time bound on a 1,000-agent cluster".

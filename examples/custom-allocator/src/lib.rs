@@ -6,8 +6,8 @@
 //! allocated fraction of CPUs), each to the next framework in round-robin order that may use
 //! it. It honours what every allocator must: offers only what is free on an agent, only
 //! unreserved resources and reservations of the framework's role (or its ancestors), nothing
-//! to inactive frameworks or suppressed roles, refuse filters, and it gives back everything a
-//! removed framework or agent held.
+//! to inactive frameworks or suppressed roles, refuse filters, the whitelist, pause and resume,
+//! GPU filtering, and it gives back everything a removed framework or agent held.
 //!
 //! Parameters (manifest `parameters`):
 //! * `min_free_cpus` (default `0.5`): agents with fewer free CPUs than this are not offered
@@ -16,11 +16,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use allocator_api::{
-    AgentId, AgentInfo, Allocation, Allocator, FrameworkId, FrameworkInfo, FrameworkOptions,
-    ModuleError, OfferBatch, Parameters, RString, Resources, Result, Scalar, Unavailability,
+    AgentId, AgentInfo, Allocation, Allocator, FrameworkCapabilities, FrameworkId, FrameworkInfo,
+    FrameworkOptions, ModuleError, OfferBatch, Parameters, RString, Resources, Result, Scalar,
+    Unavailability,
 };
 
 struct Agent {
+    hostname: String,
     total: Resources,
     free: Resources,
     active: bool,
@@ -29,6 +31,8 @@ struct Agent {
 struct Framework {
     role: String,
     active: bool,
+    /// It has the `GPU_RESOURCES` capability.
+    gpus: bool,
     suppressed: BTreeSet<String>,
     /// Refuse filters: agent → (refused resources, until).
     filters: BTreeMap<AgentId, (Resources, f64)>,
@@ -44,6 +48,12 @@ pub struct BinPack {
     held: BTreeMap<(FrameworkId, AgentId), Resources>,
     /// Where the round-robin over frameworks resumes.
     next: usize,
+    /// `pause` until `resume`: the host keeps calling `allocate`, which offers nothing.
+    paused: bool,
+    /// The hostnames that may be offered (`None`: all); the host does not filter them.
+    whitelist: Option<BTreeSet<String>>,
+    /// Agents with GPUs only go to `GPU_RESOURCES` frameworks (`--filter_gpu_resources`).
+    filter_gpus: bool,
 }
 
 impl BinPack {
@@ -61,7 +71,16 @@ impl BinPack {
             frameworks: BTreeMap::new(),
             held: BTreeMap::new(),
             next: 0,
+            paused: false,
+            whitelist: None,
+            filter_gpus: true,
         })
+    }
+
+    /// Sets GPU filtering (the host's `AllocatorOptions::filter_gpu_resources`).
+    pub fn filtering_gpus(mut self, on: bool) -> BinPack {
+        self.filter_gpus = on;
+        self
     }
 
     fn busy_fraction(a: &Agent) -> f64 {
@@ -89,8 +108,9 @@ impl Allocator for BinPack {
     ) -> Result<()> {
         let role = f.roles.first().map(RString::to_string).unwrap_or_default();
         let suppressed = o.suppressed_roles.iter().map(RString::to_string).collect();
+        let gpus = f.capabilities.has(FrameworkCapabilities::GPU_RESOURCES);
         self.frameworks
-            .insert(f.id, Framework { role, active, suppressed, filters: BTreeMap::new() });
+            .insert(f.id, Framework { role, active, gpus, suppressed, filters: BTreeMap::new() });
         for u in used {
             if let Some(a) = self.agents.get_mut(&u.agent) {
                 // What the agent already reported for this framework counts once.
@@ -141,7 +161,8 @@ impl Allocator for BinPack {
             free -= &u.resources;
             *self.held.entry((u.framework, a.id)).or_default() += &u.resources;
         }
-        self.agents.insert(a.id, Agent { total: total.clone(), free, active: true });
+        let hostname = a.hostname.to_string();
+        self.agents.insert(a.id, Agent { hostname, total: total.clone(), free, active: true });
         Ok(())
     }
 
@@ -205,12 +226,30 @@ impl Allocator for BinPack {
         Ok(())
     }
 
+    fn pause(&mut self) -> Result<()> {
+        self.paused = true;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        self.paused = false;
+        Ok(())
+    }
+
+    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
+        self.whitelist = hostnames.map(|h| h.iter().map(RString::to_string).collect());
+        Ok(())
+    }
+
     fn allocate(
         &mut self,
         agents: &[AgentId],
         _periodic: bool,
         out: &mut OfferBatch,
     ) -> Result<()> {
+        if self.paused {
+            return Ok(());
+        }
         let eligible: Vec<FrameworkId> = self
             .frameworks
             .iter()
@@ -224,7 +263,11 @@ impl Allocator for BinPack {
         let mut order: Vec<AgentId> = agents
             .iter()
             .copied()
-            .filter(|a| self.agents.get(a).is_some_and(|x| x.active))
+            .filter(|a| {
+                self.agents.get(a).is_some_and(|x| {
+                    x.active && self.whitelist.as_ref().is_none_or(|w| w.contains(&x.hostname))
+                })
+            })
             .collect();
         order.sort_by(|a, b| {
             let (fa, fb) =
@@ -236,9 +279,13 @@ impl Allocator for BinPack {
             if self.agents[&agent_id].free.scalar("cpus") < self.min_free_cpus {
                 continue;
             }
+            let has_gpus = self.agents[&agent_id].total.scalar("gpus").is_positive();
             for step in 0..eligible.len() {
                 let fw_id = eligible[(self.next + step) % eligible.len()];
                 let fw = &self.frameworks[&fw_id];
+                if self.filter_gpus && has_gpus && !fw.gpus {
+                    continue;
+                }
                 let offer = self.agents[&agent_id].free.allocatable_to(&fw.role);
                 let filtered = fw
                     .filters
@@ -268,14 +315,16 @@ allocator_api::export_modules! {
         name: "binpack",
         author: "Example Org <infra@example.org>",
         description: "packs offers onto the busiest agents first (parameter min_free_cpus)",
-        create: |_options, params| BinPack::new(params),
+        create: |options, params| {
+            BinPack::new(params).map(|b| b.filtering_gpus(options.filter_gpu_resources))
+        },
     },
 }
 
 #[cfg(test)]
 mod tests {
     use allocator_api::abi::Parameter;
-    use allocator_api::{AgentCapabilities, FrameworkCapabilities, RVec};
+    use allocator_api::{AgentCapabilities, RVec};
 
     use super::*;
 

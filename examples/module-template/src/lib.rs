@@ -8,9 +8,9 @@
 //!   free, only unreserved resources and the role's own (or its ancestors') reservations,
 //!   nothing to inactive frameworks, suppressed roles or deactivated agents, refuse filters
 //!   (SPEC 4.1, `Allocator::recover_resources`), min-allocatable sets, GPU filtering, and
-//!   `used` lists counted once, and operations (`update_allocation`, `update_available`) applied
-//!   to its books. It leaves out quota, weights, shared volumes and maintenance (their calls
-//!   are ignored).
+//!   `used` lists counted once, the whitelist, pause and resume, and operations
+//!   (`update_allocation`, `update_available`) applied to its books. It leaves out quota,
+//!   weights, shared volumes and maintenance (their calls are ignored).
 //! * `template_fifo` (sorter): active clients in the order they were added, with the
 //!   allocation queries implemented.
 //!
@@ -75,6 +75,10 @@ pub struct FirstFit {
     filters: Vec<Filter>,
     /// Where the round-robin over frameworks resumes.
     next: usize,
+    /// Allocation is paused (`pause` until `resume`): `allocate` offers nothing.
+    paused: bool,
+    /// The hostnames that may be offered (`None`: every agent).
+    whitelist: Option<BTreeSet<String>>,
 }
 
 fn rejected(call: &str, what: impl std::fmt::Display) -> ModuleError {
@@ -92,6 +96,8 @@ impl FirstFit {
             held: BTreeMap::new(),
             filters: Vec::new(),
             next: 0,
+            paused: false,
+            whitelist: None,
         }
     }
 
@@ -405,7 +411,27 @@ impl Allocator for FirstFit {
         Ok(())
     }
 
+    /// The host keeps calling `allocate` while paused: the module must offer nothing.
+    fn pause(&mut self) -> Result<()> {
+        self.paused = true;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        self.paused = false;
+        Ok(())
+    }
+
+    /// The host does not filter agents by the whitelist: the module must.
+    fn update_whitelist(&mut self, hostnames: Option<&[RString]>) -> Result<()> {
+        self.whitelist = hostnames.map(|h| h.iter().map(|s| s.to_string()).collect());
+        Ok(())
+    }
+
     fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
+        if self.paused {
+            return Ok(());
+        }
         // Every (framework, role) that may receive offers, in a stable order.
         let eligible: Vec<(FrameworkId, Role)> = self
             .frameworks
@@ -422,7 +448,12 @@ impl Allocator for FirstFit {
         candidates.sort();
         candidates.dedup();
         for agent_id in candidates {
-            let Some(agent) = self.agents.get(&agent_id).filter(|a| a.active) else { continue };
+            let listed = |a: &&Agent| {
+                self.whitelist.as_ref().is_none_or(|w| w.contains(a.info.hostname.as_str()))
+            };
+            let Some(agent) = self.agents.get(&agent_id).filter(|a| a.active).filter(listed) else {
+                continue;
+            };
             if agent.free.is_empty() {
                 continue;
             }
