@@ -181,6 +181,7 @@ pub fn run_allocator_checks(
         honours_the_whitelist(registry, allocator),
         offers_nothing_while_paused(registry, allocator),
         keeps_gpu_agents_for_gpu_frameworks(registry, allocator),
+        offers_no_less_than_the_minimum(registry, allocator),
         answers_within_a_time_bound(registry, allocator, time_bound_ms),
     ]
 }
@@ -247,6 +248,37 @@ fn offers_nothing_while_paused(registry: &ModuleRegistry, allocator: &str) -> Ch
     citing(
         check,
         "pause: a module must make no offers until resume; the host keeps calling allocate",
+    )
+}
+
+/// The check "offers no less than the minimum allocatable": with Mesos's default minimum
+/// (`cpus:0.01` or `mem:32`), an agent with less of both free is not offered.
+fn offers_no_less_than_the_minimum(registry: &ModuleRegistry, allocator: &str) -> Check {
+    let ops = vec![
+        agent("sliver", "cpus:0.005;mem:16"),
+        agent("room", "cpus:1;mem:64"),
+        framework("f1", "r1"),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    let check = verdict("offers no less than the minimum allocatable", &r, |r| {
+        let bad: Vec<String> = r
+            .offers
+            .iter()
+            .filter(|o| o.3 == "sliver")
+            .map(|o| format!("{} on sliver", o.4))
+            .collect();
+        if !bad.is_empty() {
+            Some(format!("below the minimum (cpus:0.01 or mem:32) it offered {}", bad.join("; ")))
+        } else if !r.offers.iter().any(|o| o.3 == "room") {
+            Some("it offered nothing on an agent above the minimum".into())
+        } else {
+            None
+        }
+    });
+    citing(
+        check,
+        "min_allocatable_resources: every offer must hold at least one of the minimum sets",
     )
 }
 

@@ -104,7 +104,9 @@ impl Framework {
 /// until it is replaced. A framework with outstanding requests is offered nothing else.
 /// Placement uses unreserved, non-revocable resources only, and only GPUs carried as devices
 /// (`gpus[ID]`); it honours GPU filtering, the whitelist, pause, inactive agents and
-/// frameworks, and skips agents where the framework has a refuse filter in force. A suppressed
+/// frameworks, and skips agents where the framework has a refuse filter in force. Plain offers
+/// hold at least one of the minimum allocatable sets (`AllocatorOptions`); a placement is what
+/// the framework asked for, whatever its size. A suppressed
 /// role gets neither plain offers nor placements (the host's guard refuses any offer under a
 /// suppressed role); its requests stay outstanding until it revives.
 pub struct PlacementAllocator<P> {
@@ -431,7 +433,10 @@ impl<P: Placement> PlacementAllocator<P> {
                     if !f.info.capabilities.has(FrameworkCapabilities::RESERVATION_REFINEMENT) {
                         offer = offer.filter(|r| !r.is_refined_reservation());
                     }
-                    if offer.is_empty() || f.blocked(agent, role, &offer, self.now, periodic) {
+                    let min = &self.options.min_allocatable_resources;
+                    let allocatable = !offer.is_empty()
+                        && (min.is_empty() || min.iter().any(|q| offer.contains_quantities(q)));
+                    if !allocatable || f.blocked(agent, role, &offer, self.now, periodic) {
                         continue;
                     }
                     let role = role.to_owned();
