@@ -182,6 +182,7 @@ pub fn run_allocator_checks(
         offers_nothing_while_paused(registry, allocator),
         keeps_gpu_agents_for_gpu_frameworks(registry, allocator),
         offers_no_less_than_the_minimum(registry, allocator),
+        revive_clears_refuse_filters(registry, allocator),
         answers_within_a_time_bound(registry, allocator, time_bound_ms),
     ]
 }
@@ -279,6 +280,31 @@ fn offers_no_less_than_the_minimum(registry: &ModuleRegistry, allocator: &str) -
     citing(
         check,
         "min_allocatable_resources: every offer must hold at least one of the minimum sets",
+    )
+}
+
+/// The check "revive clears refuse filters": a framework that declined an agent for an hour
+/// and then revives is offered it again.
+fn revive_clears_refuse_filters(registry: &ModuleRegistry, allocator: &str) -> Check {
+    let ops = vec![
+        agent("a1", "cpus:2;mem:1024"),
+        framework("f1", "r1"),
+        Op::Tick,
+        recover("f1", "a1", Some(3600.0)),
+        Op::Advance(2.0),
+        Op::Command(Command::ReviveOffers("f1".into(), vec![])),
+        Op::Advance(2.0),
+    ];
+    let r = run(registry, allocator, 0, &ops);
+    // Any offer of a1 after t = 0 passes: a module that ignores filters altogether offers it at
+    // once (*respects refuse filters* fails it); one that keeps the filter offers it never.
+    let check = verdict("revive clears refuse filters", &r, |r| {
+        (!r.offers.iter().any(|o| o.0 > 0.0 && o.3 == "a1"))
+            .then(|| "after revive_offers, a1 (declined for an hour) was not offered again".into())
+    });
+    citing(
+        check,
+        "revive_offers: a module must clear the framework's refuse filters for the revived roles",
     )
 }
 
