@@ -461,6 +461,25 @@ impl Operation {
         }
         Ok(resources.clone() - &consumed + &converted)
     }
+
+    /// Applies `operations` in order, all or nothing, to `resources` (what they act on: what a
+    /// framework holds on an agent, or the agent's free resources) and to the agent's `total`
+    /// (`total - consumed + converted` for each): the new `(resources, total)`, or why one of
+    /// them cannot be applied. This is what [`Allocator::update_allocation`] and
+    /// [`Allocator::update_available`] do to an allocator's books.
+    pub fn apply_all(
+        operations: &[Operation],
+        resources: &Resources,
+        total: &Resources,
+    ) -> std::result::Result<(Resources, Resources), String> {
+        let (mut resources, mut total) = (resources.clone(), total.clone());
+        for op in operations {
+            let (consumed, converted) = op.conversion()?;
+            resources = op.apply(&resources)?;
+            total = total - &consumed + &converted;
+        }
+        Ok((resources, total))
+    }
 }
 
 /// A caller-owned batch that [`Allocator::allocate`] fills.
@@ -810,4 +829,30 @@ pub trait Allocator: Send {
     /// At most one offer per (framework, role, agent); offering an agent's resources to two
     /// frameworks, or beyond what is free, is cut by the host's offer guard and logged.
     fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(kind: OperationKind, resources: &str) -> Operation {
+        Operation { kind, resources: resources.parse().unwrap() }
+    }
+
+    #[test]
+    fn operations_apply_in_order_to_the_resources_and_the_total_or_not_at_all() {
+        let held: Resources = "cpus:4;disk(r1):100".parse().unwrap();
+        let total: Resources = "cpus:8;disk(r1):100;mem:64".parse().unwrap();
+        let ops = [
+            op(OperationKind::RESERVE, "cpus(r1){dynamic}:2"),
+            op(OperationKind::CREATE, "disk(r1)[v1]:100"),
+        ];
+        let (held, total) = Operation::apply_all(&ops, &held, &total).unwrap();
+        assert_eq!(held, "cpus:2;cpus(r1){dynamic}:2;disk(r1)[v1]:100".parse().unwrap());
+        assert_eq!(total, "cpus:6;cpus(r1){dynamic}:2;disk(r1)[v1]:100;mem:64".parse().unwrap());
+        // The second reserve finds too few unreserved CPUs left: an error, nothing returned.
+        let too_much = [ops[0].clone(), op(OperationKind::RESERVE, "cpus(r1){dynamic}:3")];
+        let e = Operation::apply_all(&too_much, &"cpus:4".parse().unwrap(), &total).unwrap_err();
+        assert!(e.contains("is not available"), "{e}");
+    }
 }

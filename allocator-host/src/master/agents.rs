@@ -200,13 +200,8 @@ impl Master<'_> {
         operations: &[Operation],
     ) -> Result<(), String> {
         let held = self.ledger.held(fw, agent, role);
-        let mut new_held = held.clone();
-        let mut total = self.agents[agent.index()].total.clone();
-        for op in operations {
-            let (consumed, converted) = op.conversion()?;
-            new_held = op.apply(&new_held)?;
-            total = total - &consumed + &converted;
-        }
+        let (new_held, total) =
+            Operation::apply_all(operations, &held, &self.agents[agent.index()].total)?;
         self.call("update_allocation", |al| al.update_allocation(fw, agent, role, operations))?;
         self.ledger.remove(fw, agent, role, &held);
         self.ledger.add(fw, agent, role, &new_held);

@@ -140,24 +140,29 @@ impl SimulatedFrameworks {
             if n == 0 || master.framework_info(*fw).is_none() {
                 continue;
             }
-            let mut next: Vec<(u64, Resources)> =
-                sim.queue.iter().take(n).map(|t| (t.seq, demand_of(t))).collect();
-            if next.is_empty()
-                && sim.has_pending()
-                && let Some(r) = &sim.spec.resources
-            {
-                let left = sim.spec.count.map_or(n as u64, |c| (c - sim.launched).min(n as u64));
-                next.extend((0..left).map(|i| (FIXED_SHAPE + sim.launched + i, r.clone())));
-            }
-            if next.len() == sim.requested.len()
-                && next.iter().zip(&sim.requested).all(|((k, _), r)| k == r)
-            {
+            // The fixed-shape tasks stated when the queue is empty: as many as are left.
+            let fixed = match &sim.spec.resources {
+                Some(_) if sim.queue.is_empty() && sim.has_pending() => {
+                    sim.spec.count.map_or(n as u64, |c| (c - sim.launched).min(n as u64))
+                }
+                _ => 0,
+            };
+            // Compared by key first: the demands are only built when the tasks changed.
+            let keys: Vec<u64> = match fixed {
+                0 => sim.queue.iter().take(n).map(|t| t.seq).collect(),
+                _ => (0..fixed).map(|i| FIXED_SHAPE + sim.launched + i).collect(),
+            };
+            if keys == sim.requested {
                 continue;
             }
-            sim.requested = next.iter().map(|(k, _)| *k).collect();
+            sim.requested = keys;
+            let requests: Vec<Resources> = match (&sim.spec.resources, fixed) {
+                (Some(r), 1..) => std::iter::repeat_n(r, fixed as usize).cloned().collect(),
+                _ => sim.queue.iter().take(n).map(demand_of).collect(),
+            };
             let request = Command::RequestResources {
                 framework: master.framework_name(*fw).to_owned(),
-                requests: next.into_iter().map(|(_, r)| r).collect(),
+                requests,
             };
             master.apply_from(Origin::Simulated, &request)?;
         }

@@ -357,16 +357,10 @@ impl Allocator for FirstFit {
         operations: &[Operation],
     ) -> Result<()> {
         let key = (framework, agent, Role::from(role));
-        let (mut held, mut total) = (
-            self.held.get(&key).cloned().unwrap_or_default(),
-            self.agent_mut(agent, "update_allocation")?.total.clone(),
-        );
-        for op in operations {
-            let (consumed, converted) =
-                op.conversion().map_err(|e| rejected("update_allocation", e))?;
-            held = op.apply(&held).map_err(|e| rejected("update_allocation", e))?;
-            total = total - &consumed + &converted;
-        }
+        let held = self.held.get(&key).cloned().unwrap_or_default();
+        let total = &self.agent_mut(agent, "update_allocation")?.total;
+        let (held, total) = Operation::apply_all(operations, &held, total)
+            .map_err(|e| rejected("update_allocation", e))?;
         self.held.insert(key, held);
         self.agent_mut(agent, "update_allocation")?.total = total;
         Ok(())
@@ -375,14 +369,8 @@ impl Allocator for FirstFit {
     /// Operations on an agent's free resources: the free resources and the total change.
     fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
         let a = self.agent_mut(agent, "update_available")?;
-        let (mut free, mut total) = (a.free.clone(), a.total.clone());
-        for op in operations {
-            let (consumed, converted) =
-                op.conversion().map_err(|e| rejected("update_available", e))?;
-            free = op.apply(&free).map_err(|e| rejected("update_available", e))?;
-            total = total - &consumed + &converted;
-        }
-        (a.free, a.total) = (free, total);
+        (a.free, a.total) = Operation::apply_all(operations, &a.free, &a.total)
+            .map_err(|e| rejected("update_available", e))?;
         Ok(())
     }
 

@@ -351,10 +351,8 @@ impl<P: Placement> PlacementAllocator<P> {
         let mut failed_shapes: BTreeMap<FrameworkId, Vec<Ask>> = BTreeMap::new();
         let mut order = Vec::new();
         while !pending.is_empty() {
-            if pending.values().map(|(r, _)| r).collect::<BTreeSet<_>>().len() > 1 {
-                let _ = self.roles.sorted(&mut order);
-            } else {
-                order.clear();
+            if self.roles.sorted(&mut order).is_err() {
+                order.clear(); // cannot happen (every framework's roles are counted): by id
             }
             // The framework to serve: of the first role in DRF order with a request to try.
             let fw = order
@@ -822,16 +820,8 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
     ) -> Result<()> {
         let old = self.held.get(&(framework, agent, role.to_owned())).cloned().unwrap_or_default();
         let a = self.agent(agent).ok_or_else(|| unknown("update_allocation", agent))?;
-        let (mut held, mut total) = (old.clone(), a.total.clone());
-        for op in operations {
-            let (consumed, converted) = op
-                .conversion()
-                .map_err(|e| ModuleError::rejected(format!("update_allocation: {e}")))?;
-            held = op
-                .apply(&held)
-                .map_err(|e| ModuleError::rejected(format!("update_allocation on {agent}: {e}")))?;
-            total = total - &consumed + &converted;
-        }
+        let (held, total) = Operation::apply_all(operations, &old, &a.total)
+            .map_err(|e| ModuleError::rejected(format!("update_allocation on {agent}: {e}")))?;
         self.release(framework, agent, role, &old);
         self.hold(framework, agent, role, &held);
         self.set_total(agent, total)
@@ -840,16 +830,8 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
     /// Operations on an agent's free resources: they and the agent's total change.
     fn update_available(&mut self, agent: AgentId, operations: &[Operation]) -> Result<()> {
         let a = self.agent(agent).ok_or_else(|| unknown("update_available", agent))?;
-        let (mut free, mut total) = (a.free.clone(), a.total.clone());
-        for op in operations {
-            let (consumed, converted) = op
-                .conversion()
-                .map_err(|e| ModuleError::rejected(format!("update_available: {e}")))?;
-            free = op
-                .apply(&free)
-                .map_err(|e| ModuleError::rejected(format!("update_available on {agent}: {e}")))?;
-            total = total - &consumed + &converted;
-        }
+        let (free, total) = Operation::apply_all(operations, &a.free, &a.total)
+            .map_err(|e| ModuleError::rejected(format!("update_available on {agent}: {e}")))?;
         self.agent_mut(agent).expect("checked").free = free;
         self.set_total(agent, total)
     }
