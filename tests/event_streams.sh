@@ -37,14 +37,6 @@ record() {
         run "$n" --scenario "$f"
         run "$n.modules" --scenario "$f" --modules examples/modules.json
     done
-    for f in tests/scenarios/sorters/common/*.json; do
-        for s in weighted_priority random; do
-            local n
-            n=sorters_common_$(basename "$f" .json).$s
-            jq --arg s "$s" '.sorter = $s' "$f" >"$tmp/$n.json"
-            run "$n" --scenario "$tmp/$n.json" --modules examples/modules.json
-        done
-    done
     run default_workload
     run default_workload.random_weighted_priority --modules examples/modules.json \
         --role_sorter random --framework_sorter weighted_priority

@@ -19,7 +19,7 @@
 //!   chunked bodies, streamed answers); [`mesos`]: the JSON of Mesos's v1 scheduler and
 //!   operator APIs, resource conversion and RecordIO.
 //! * [`bench`](mod@bench), [`cli::bench`]: Mesos's benchmarks and their subcommand;
-//!   [`conformance`]: the conformance suite; [`soak`]: the churn soak; [`import`]: the trace
+//!   `conformance` runs the [`allocator_conformance`] suite; [`soak`]: the churn soak; [`import`]: the trace
 //!   importer.
 //! * [`progress`], [`interrupt`]: signs of life and SIGINT/SIGTERM for long runs.
 #![deny(missing_docs)]
@@ -29,7 +29,6 @@ pub mod auth;
 pub mod bench;
 pub mod cli;
 pub mod clients;
-pub mod conformance;
 pub mod driver;
 pub mod experiment;
 pub mod explain;

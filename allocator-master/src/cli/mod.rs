@@ -601,11 +601,12 @@ pub fn run(args: &Args) -> Result<u8, String> {
             let (subject, checks) = match (&c.allocator, &c.sorter) {
                 (Some(a), _) => (
                     format!("allocator '{a}'"),
-                    crate::conformance::run_allocator_checks(&registry, a, c.time_bound_ms),
+                    allocator_conformance::run_allocator_checks(&registry, a, c.time_bound_ms),
                 ),
-                (None, Some(s)) => {
-                    (format!("sorter '{s}'"), crate::conformance::run_sorter_checks(&registry, s))
-                }
+                (None, Some(s)) => (
+                    format!("sorter '{s}'"),
+                    allocator_conformance::run_sorter_checks(&registry, s),
+                ),
                 (None, None) => {
                     return Err(
                         "conformance needs the subject to check: --allocator NAME or --sorter NAME"
@@ -613,7 +614,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
                     );
                 }
             };
-            Ok(if crate::conformance::report(&subject, &checks) {
+            Ok(if allocator_conformance::report(&subject, &checks) {
                 0
             } else {
                 EXIT_EXPECTATION_FAILED

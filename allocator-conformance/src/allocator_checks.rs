@@ -1,153 +1,15 @@
-//! `allocator-master conformance`: a built-in suite of checks any allocator module (or the
-//! built-in) should pass, each reported as pass or fail with the reason. Faults are not
-//! contained here (`--on_module_failure stop`): the module itself is under test.
+//! The allocator checks: each runs a short list of [`Step`]s against the allocator under test
+//! through the host's master core (offer guard included) and judges what it offered. Every
+//! check but *stays deterministic under a seed* also fails when the guard had to cut an offer.
 
-use std::sync::{Arc, Mutex};
-
-use allocator_api::{AllocatorOptions, Resources};
-use serde_json::Value;
-
-use crate::allocator_scenario::Op;
-use crate::driver::Driver;
-use crate::output::EventStream;
+use allocator_api::Resources;
 use allocator_host::master::Command;
-use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::ModuleRegistry;
 
-/// The result of one check.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Check {
-    /// What is checked.
-    pub name: &'static str,
-    /// `None` when it passed, else why it failed.
-    pub failure: Option<String>,
-    /// Set when the check does not apply (the module does not implement an optional call).
-    pub skipped: Option<String>,
-}
+use crate::check::Check;
+use crate::cluster::{Run, Step, agent, framework, recover, run};
 
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Buf {
-    fn write(&mut self, d: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("buffer").extend_from_slice(d);
-        Ok(d.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// One run of a list of events against the allocator under test.
-struct Run {
-    offers: Vec<(f64, String, String, String, Resources)>,
-    /// Durations of the periodic runs (time > 0), in milliseconds.
-    periodic_ms: Vec<f64>,
-    guard_dropped: u64,
-    error: Option<String>,
-    stream: Vec<String>,
-}
-
-fn agent(name: &str, resources: &str) -> Op {
-    Op::Command(Command::AddAgent {
-        agent: name.into(),
-        resources: resources.parse().expect("valid"),
-        hostname: None,
-        capabilities: None,
-        attributes: vec![],
-        used: vec![],
-        unavailability: None,
-    })
-}
-
-fn framework(name: &str, role: &str) -> Op {
-    Op::Command(Command::add_framework(name, &[role]))
-}
-
-fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Op {
-    Op::Command(Command::RecoverResources {
-        framework: fw.into(),
-        agent: agent.into(),
-        resources: None,
-        role: None,
-        refuse_seconds: refuse,
-    })
-}
-
-/// Runs `ops` against `allocator` and collects what happened.
-fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, ops: &[Op]) -> Run {
-    let options = AllocatorOptions { seed, ..Default::default() };
-    let setup = Setup {
-        allocator: allocator.into(),
-        role_sorter: "drf".into(),
-        framework_sorter: "drf".into(),
-        options,
-        on_module_failure: FailurePolicy::Stop,
-        call_budget_ms: None,
-        call_timeout_ms: Some(30_000.0),
-        allocator_parameters: Vec::new(),
-    };
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let mut out = EventStream::writer(Box::new(Buf(buf.clone())));
-    let mut error = None;
-    match Driver::new(registry, setup, "conformance") {
-        Err(e) => error = Some(e),
-        Ok(mut sim) => {
-            for (i, op) in ops.iter().enumerate() {
-                if let Err(e) = sim.apply(i, op, &mut out) {
-                    error = Some(format!("event {i} ({op:?}): {e}"));
-                    break;
-                }
-            }
-            let summary = sim.run(
-                &crate::allocator_scenario::AllocatorScenario {
-                    file: "conformance".into(),
-                    description: None,
-                    config: Default::default(),
-                    events: vec![],
-                },
-                &mut out,
-            );
-            if let Err(e) = summary {
-                error.get_or_insert(e.to_string());
-            }
-        }
-    }
-    out.flush();
-    drop(out);
-    let text = String::from_utf8(buf.lock().expect("buffer").clone()).unwrap_or_default();
-    let mut offers = Vec::new();
-    let mut guard_dropped = 0;
-    let mut stream = Vec::new();
-    let mut periodic_ms = Vec::new();
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
-        match v["event"].as_str() {
-            Some("offer") => {
-                let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-                let r: Resources = s("resources").parse().unwrap_or_default();
-                offers.push((
-                    v["time"].as_f64().unwrap_or(0.0),
-                    s("framework"),
-                    s("role"),
-                    s("agent"),
-                    r,
-                ));
-                stream.push(line.to_owned());
-            }
-            Some("summary") => {
-                guard_dropped =
-                    v["metrics"]["allocator/guard/dropped_offers"].as_u64().unwrap_or(0);
-            }
-            Some("inverse_offer") => stream.push(line.to_owned()),
-            Some("allocation_run") if v["time"].as_f64().unwrap_or(0.0) > 0.0 => {
-                periodic_ms.push(v["micros"].as_f64().unwrap_or(0.0) / 1000.0);
-            }
-            _ => {}
-        }
-    }
-    Run { offers, periodic_ms, guard_dropped, error, stream }
-}
-
+/// Fails `name` when the run failed or the guard cut something, else judges it with `extra`.
 fn verdict(name: &'static str, r: &Run, extra: impl FnOnce(&Run) -> Option<String>) -> Check {
     let failure = if let Some(e) = &r.error {
         Some(format!("the run failed: {e}"))
@@ -159,10 +21,17 @@ fn verdict(name: &'static str, r: &Run, extra: impl FnOnce(&Run) -> Option<Strin
     } else {
         extra(r)
     };
-    Check { name, failure, skipped: None }
+    Check::new(name, failure)
 }
 
-/// Runs every check against `allocator` (a loaded allocator module or `hierarchical`).
+/// Whether the run stopped because the module refuses a call it need not implement.
+fn refused_as_unsupported(r: &Run) -> bool {
+    r.error.as_deref().is_some_and(|e| e.contains("is not supported by this module"))
+}
+
+/// Runs every allocator check against `allocator` (a loaded allocator module or
+/// `hierarchical`); `time_bound_ms` is the longest acceptable periodic run on the 1,000-agent
+/// cluster of *answers within a time bound*.
 pub fn run_allocator_checks(
     registry: &ModuleRegistry,
     allocator: &str,
@@ -187,36 +56,32 @@ pub fn run_allocator_checks(
     ]
 }
 
-/// `check`'s failure, if any, followed by the rule it breaks and where the docs state it.
-fn citing(mut check: Check, rule: &str) -> Check {
-    if let Some(f) = &mut check.failure {
-        *f = format!("{f} — {rule} (docs/authoring.md, \"Who does what\")");
-    }
-    check
-}
-
 /// The check "honours the whitelist": no offer on an agent whose hostname is not listed.
 fn honours_the_whitelist(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         agent("a1", "cpus:2;mem:1024"),
         agent("a2", "cpus:2;mem:1024"),
-        Op::Command(Command::UpdateWhitelist(Some(vec!["a1".into()]))),
+        Step::Command(Command::UpdateWhitelist(Some(vec!["a1".into()]))),
         framework("f1", "r1"),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     let check = verdict("honours the whitelist", &r, |r| {
-        let bad: Vec<String> =
-            r.offers.iter().filter(|o| o.3 == "a2").map(|o| format!("{} on a2", o.4)).collect();
+        let bad: Vec<String> = r
+            .offers
+            .iter()
+            .filter(|o| o.agent == "a2")
+            .map(|o| format!("{} on a2", o.resources))
+            .collect();
         if !bad.is_empty() {
             Some(format!("with only a1 whitelisted it offered {}", bad.join("; ")))
-        } else if !r.offers.iter().any(|o| o.3 == "a1") {
+        } else if !r.offers.iter().any(|o| o.agent == "a1") {
             Some("it offered nothing on the whitelisted a1".into())
         } else {
             None
         }
     });
-    citing(check, "update_whitelist: a module must offer only whitelisted agents")
+    check.citing("update_whitelist: a module must offer only whitelisted agents")
 }
 
 /// The check "offers nothing while paused": no offer between `pause` and `resume`, offers
@@ -224,19 +89,19 @@ fn honours_the_whitelist(registry: &ModuleRegistry, allocator: &str) -> Check {
 fn offers_nothing_while_paused(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         agent("a1", "cpus:2;mem:1024"),
-        Op::Command(Command::Pause),
+        Step::Command(Command::Pause),
         framework("f1", "r1"),
-        Op::Advance(2.0),
-        Op::Command(Command::Resume),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
+        Step::Command(Command::Resume),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     let check = verdict("offers nothing while paused", &r, |r| {
         let during: Vec<String> = r
             .offers
             .iter()
-            .filter(|o| o.0 <= 2.0)
-            .map(|o| format!("{} on {} at t={}", o.4, o.3, o.0))
+            .filter(|o| o.time <= 2.0)
+            .map(|o| format!("{} on {} at t={}", o.resources, o.agent, o.time))
             .collect();
         if !during.is_empty() {
             Some(format!("while paused it offered {}", during.join("; ")))
@@ -246,10 +111,8 @@ fn offers_nothing_while_paused(registry: &ModuleRegistry, allocator: &str) -> Ch
             None
         }
     });
-    citing(
-        check,
-        "pause: a module must make no offers until resume; the host keeps calling allocate",
-    )
+    check
+        .citing("pause: a module must make no offers until resume; the host keeps calling allocate")
 }
 
 /// The check "offers no less than the minimum allocatable": with Mesos's default minimum
@@ -259,28 +122,26 @@ fn offers_no_less_than_the_minimum(registry: &ModuleRegistry, allocator: &str) -
         agent("sliver", "cpus:0.005;mem:16"),
         agent("room", "cpus:1;mem:64"),
         framework("f1", "r1"),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     let check = verdict("offers no less than the minimum allocatable", &r, |r| {
         let bad: Vec<String> = r
             .offers
             .iter()
-            .filter(|o| o.3 == "sliver")
-            .map(|o| format!("{} on sliver", o.4))
+            .filter(|o| o.agent == "sliver")
+            .map(|o| format!("{} on sliver", o.resources))
             .collect();
         if !bad.is_empty() {
             Some(format!("below the minimum (cpus:0.01 or mem:32) it offered {}", bad.join("; ")))
-        } else if !r.offers.iter().any(|o| o.3 == "room") {
+        } else if !r.offers.iter().any(|o| o.agent == "room") {
             Some("it offered nothing on an agent above the minimum".into())
         } else {
             None
         }
     });
-    citing(
-        check,
-        "min_allocatable_resources: every offer must hold at least one of the minimum sets",
-    )
+    check
+        .citing("min_allocatable_resources: every offer must hold at least one of the minimum sets")
 }
 
 /// The check "revive clears refuse filters": a framework that declined an agent for an hour
@@ -289,21 +150,20 @@ fn revive_clears_refuse_filters(registry: &ModuleRegistry, allocator: &str) -> C
     let ops = vec![
         agent("a1", "cpus:2;mem:1024"),
         framework("f1", "r1"),
-        Op::Tick,
+        Step::Tick,
         recover("f1", "a1", Some(3600.0)),
-        Op::Advance(2.0),
-        Op::Command(Command::ReviveOffers("f1".into(), vec![])),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
+        Step::Command(Command::ReviveOffers("f1".into(), vec![])),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     // Any offer of a1 after t = 0 passes: a module that ignores filters altogether offers it at
     // once (*respects refuse filters* fails it); one that keeps the filter offers it never.
     let check = verdict("revive clears refuse filters", &r, |r| {
-        (!r.offers.iter().any(|o| o.0 > 0.0 && o.3 == "a1"))
+        (!r.offers.iter().any(|o| o.time > 0.0 && o.agent == "a1"))
             .then(|| "after revive_offers, a1 (declined for an hour) was not offered again".into())
     });
-    citing(
-        check,
+    check.citing(
         "revive_offers: a module must clear the framework's refuse filters for the revived roles",
     )
 }
@@ -315,22 +175,25 @@ fn keeps_gpu_agents_for_gpu_frameworks(registry: &ModuleRegistry, allocator: &st
         agent("gpu", "cpus:2;mem:1024;gpus:1"),
         agent("plain", "cpus:2;mem:1024"),
         framework("f1", "r1"),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     let check = verdict("keeps GPU agents for GPU frameworks", &r, |r| {
-        let bad: Vec<String> =
-            r.offers.iter().filter(|o| o.3 == "gpu").map(|o| format!("{} on gpu", o.4)).collect();
+        let bad: Vec<String> = r
+            .offers
+            .iter()
+            .filter(|o| o.agent == "gpu")
+            .map(|o| format!("{} on gpu", o.resources))
+            .collect();
         if !bad.is_empty() {
             Some(format!("a framework without GPU_RESOURCES was offered {}", bad.join("; ")))
-        } else if !r.offers.iter().any(|o| o.3 == "plain") {
+        } else if !r.offers.iter().any(|o| o.agent == "plain") {
             Some("it offered nothing on the agent without GPUs".into())
         } else {
             None
         }
     });
-    citing(
-        check,
+    check.citing(
         "filter_gpu_resources: a framework without GPU_RESOURCES must get nothing from an agent with GPUs",
     )
 }
@@ -342,11 +205,11 @@ fn never_over_offers(registry: &ModuleRegistry, allocator: &str) -> Check {
         agent("a2", "cpus:2;mem:2048;ports:[31000-31099]"),
         framework("f1", "r1"),
         framework("f2", "r2"),
-        Op::Tick,
+        Step::Tick,
         recover("f1", "a1", Some(0.0)),
-        Op::Tick,
+        Step::Tick,
         recover("f2", "a2", Some(0.0)),
-        Op::Advance(3.0),
+        Step::Advance(3.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     verdict("never offers more than an agent has", &r, |r| {
@@ -363,20 +226,20 @@ fn no_offers_to_inactive_or_suppressed(registry: &ModuleRegistry, allocator: &st
         framework("active", "r3"),
     ]);
     ops.extend([
-        Op::Command(Command::DeactivateFramework("inactive".into())),
-        Op::Command(Command::SuppressOffers("suppressed".into(), vec![])),
+        Step::Command(Command::DeactivateFramework("inactive".into())),
+        Step::Command(Command::SuppressOffers("suppressed".into(), vec![])),
         recover("inactive", "a1", Some(0.0)),
         recover("inactive", "a2", Some(0.0)),
         recover("suppressed", "a1", Some(0.0)),
         recover("suppressed", "a2", Some(0.0)),
-        Op::Advance(3.0),
+        Step::Advance(3.0),
     ]);
     let r = run(registry, allocator, 0, &ops);
     verdict("never offers to inactive or suppressed frameworks", &r, |r| {
-        let after_setup = r.offers.iter().filter(|o| o.0 > 0.0);
+        let after_setup = r.offers.iter().filter(|o| o.time > 0.0);
         let bad: Vec<String> = after_setup
-            .filter(|o| o.1 == "inactive" || o.1 == "suppressed")
-            .map(|o| format!("{} got {} on {} at t={}", o.1, o.4, o.3, o.0))
+            .filter(|o| o.framework == "inactive" || o.framework == "suppressed")
+            .map(|o| format!("{} got {} on {} at t={}", o.framework, o.resources, o.agent, o.time))
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))
     })
@@ -388,15 +251,17 @@ fn respects_refuse_filters(registry: &ModuleRegistry, allocator: &str) -> Check 
         agent("a1", "cpus:4;mem:4096"),
         framework("f1", "r1"),
         recover("f1", "a1", Some(10.0)),
-        Op::Advance(5.0),
+        Step::Advance(5.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     verdict("respects refuse filters", &r, |r| {
         let bad: Vec<String> = r
             .offers
             .iter()
-            .filter(|o| o.0 > 0.0)
-            .map(|o| format!("{} on {} at t={} despite a 10 s filter", o.4, o.3, o.0))
+            .filter(|o| o.time > 0.0)
+            .map(|o| {
+                format!("{} on {} at t={} despite a 10 s filter", o.resources, o.agent, o.time)
+            })
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))
     })
@@ -407,17 +272,17 @@ fn never_offers_another_roles_reservation(registry: &ModuleRegistry, allocator: 
     let ops = vec![
         framework("f1", "r1"),
         agent("a1", "cpus:2;mem:1024;cpus(r2):2;mem(r2):1024"),
-        Op::Tick,
+        Step::Tick,
         recover("f1", "a1", Some(0.0)),
-        Op::Tick,
+        Step::Tick,
     ];
     let r = run(registry, allocator, 0, &ops);
     verdict("never offers a role another role's reservation", &r, |r| {
         let bad: Vec<String> = r
             .offers
             .iter()
-            .filter(|o| o.4.iter().any(|x| !x.is_allocatable_to(&o.2)))
-            .map(|o| format!("{} offered to role {}", o.4, o.2))
+            .filter(|o| o.resources.iter().any(|x| !x.is_allocatable_to(&o.role)))
+            .map(|o| format!("{} offered to role {}", o.resources, o.role))
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))
     })
@@ -428,17 +293,17 @@ fn handles_removals_with_outstanding_offers(registry: &ModuleRegistry, allocator
     let ops = vec![
         agent("a1", "cpus:2;mem:1024"),
         framework("f1", "r1"),
-        Op::Command(Command::RemoveFramework("f1".into())),
+        Step::Command(Command::RemoveFramework("f1".into())),
         framework("f2", "r2"),
-        Op::Advance(2.0),
-        Op::Command(Command::RemoveAgent("a1".into())),
+        Step::Advance(2.0),
+        Step::Command(Command::RemoveAgent("a1".into())),
         agent("a2", "cpus:2;mem:1024"),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     verdict("handles removal of agents and frameworks with outstanding offers", &r, |r| {
-        let f2_a1 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a1");
-        let f2_a2 = r.offers.iter().any(|o| o.1 == "f2" && o.3 == "a2");
+        let f2_a1 = r.offers.iter().any(|o| o.framework == "f2" && o.agent == "a1");
+        let f2_a2 = r.offers.iter().any(|o| o.framework == "f2" && o.agent == "a2");
         if !f2_a1 {
             Some("the resources of a removed framework were never offered again".into())
         } else if !f2_a2 {
@@ -455,15 +320,15 @@ fn recovers_all_resources(registry: &ModuleRegistry, allocator: &str) -> Check {
     let ops = vec![
         agent("a1", "cpus:4;mem:4096;disk:100"),
         framework("f1", "r1"),
-        Op::Tick,
+        Step::Tick,
         recover("f1", "a1", None),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     verdict("recovers all resources", &r, |r| {
         let mut seen = Resources::new();
-        for o in r.offers.iter().filter(|o| o.0 > 1.0) {
-            seen.add(&o.4);
+        for o in r.offers.iter().filter(|o| o.time > 1.0) {
+            seen.add(&o.resources);
         }
         (!seen.contains(&total))
             .then(|| format!("after everything was given back, only {seen} was offered again"))
@@ -477,19 +342,19 @@ fn counts_used_once(registry: &ModuleRegistry, allocator: &str) -> Check {
     // report counts once, and only the rest of the agent is free (`Allocator::add_agent`).
     let used = "cpus:3;mem:3072";
     let mut with_used = agent("a1", "cpus:4;mem:4096");
-    if let Op::Command(Command::AddAgent { used: u, .. }) = &mut with_used {
+    if let Step::Command(Command::AddAgent { used: u, .. }) = &mut with_used {
         u.push(("f1".into(), Some("r1".into()), used.parse().expect("valid")));
     }
     let mut returning = framework("f1", "r1");
-    if let Op::Command(Command::AddFramework { used: u, .. }) = &mut returning {
+    if let Step::Command(Command::AddFramework { used: u, .. }) = &mut returning {
         u.push(("a1".into(), used.parse().expect("valid")));
     }
-    let ops = vec![with_used, returning, framework("f2", "r2"), Op::Advance(2.0)];
+    let ops = vec![with_used, returning, framework("f2", "r2"), Step::Advance(2.0)];
     let r = run(registry, allocator, 0, &ops);
     verdict("counts what agents and frameworks already use, once", &r, |r| {
         let mut seen = Resources::new();
-        for o in r.offers.iter().filter(|o| o.3 == "a1") {
-            seen.add(&o.4);
+        for o in r.offers.iter().filter(|o| o.agent == "a1") {
+            seen.add(&o.resources);
         }
         let free: Resources = "cpus:1;mem:1024".parse().expect("valid");
         (!seen.contains(&free))
@@ -499,24 +364,21 @@ fn counts_used_once(registry: &ModuleRegistry, allocator: &str) -> Check {
 
 /// The check "stays deterministic under a seed".
 fn deterministic_under_a_seed(registry: &ModuleRegistry, allocator: &str) -> Check {
-    let ops: Vec<Op> = (0..20)
+    let ops: Vec<Step> = (0..20)
         .map(|i| agent(&format!("a{i}"), "cpus:4;mem:4096"))
         .chain((0..5).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 2))))
         .chain((0..20).map(|i| recover(&format!("f{}", i % 5), &format!("a{i}"), Some(0.0))))
-        .chain([Op::Advance(3.0)])
+        .chain([Step::Advance(3.0)])
         .collect();
     let (a, b) = (run(registry, allocator, 7, &ops), run(registry, allocator, 7, &ops));
-    Check {
-        skipped: None,
-        name: "stays deterministic under a seed",
-        failure: if let Some(e) = a.error.or(b.error) {
-            Some(format!("the run failed: {e}"))
-        } else if a.stream != b.stream {
-            Some("two runs with seed 7 made different offers".into())
-        } else {
-            None
-        },
-    }
+    let failure = if let Some(e) = a.error.or(b.error) {
+        Some(format!("the run failed: {e}"))
+    } else if a.stream != b.stream {
+        Some("two runs with seed 7 made different offers".into())
+    } else {
+        None
+    };
+    Check::new("stays deterministic under a seed", failure)
 }
 
 /// The check "applies the operations it accepts (update_allocation)": a module may refuse
@@ -533,8 +395,8 @@ fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str)
     let ops = vec![
         agent("a1", "cpus:4;mem:400"),
         framework("f1", "r1"),
-        Op::Tick,
-        Op::Command(Command::UpdateAllocation {
+        Step::Tick,
+        Step::Command(Command::UpdateAllocation {
             framework: "f1".into(),
             agent: "a1".into(),
             role: "r1".into(),
@@ -542,7 +404,7 @@ fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str)
         }),
         framework("f2", "r2"),
         recover("f1", "a1", Some(3600.0)),
-        Op::Advance(2.0),
+        Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
     if let Some(e) = &r.error
@@ -556,16 +418,13 @@ fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str)
     }
     let check = verdict(NAME, &r, |r| {
         let to_f2: Vec<&Resources> =
-            r.offers.iter().filter(|o| o.1 == "f2").map(|o| &o.4).collect();
+            r.offers.iter().filter(|o| o.framework == "f2").map(|o| &o.resources).collect();
         let cpus: i64 = to_f2.iter().map(|o| o.scalar("cpus").millis()).sum();
         (cpus != 2000).then(|| {
             format!("after 2 of a1's 4 CPUs were reserved to r1, r2 was offered {cpus} milli-CPU, not 2000")
         })
     });
-    citing(
-        check,
-        "update_allocation: a module that accepts operations must apply them to its books",
-    )
+    check.citing("update_allocation: a module that accepts operations must apply them to its books")
 }
 
 /// The check "answers within a time bound on a 1,000-agent cluster".
@@ -574,97 +433,14 @@ fn answers_within_a_time_bound(
     allocator: &str,
     time_bound_ms: f64,
 ) -> Check {
-    let mut ops: Vec<Op> = (0..1000)
+    let mut ops: Vec<Step> = (0..1000)
         .map(|i| agent(&format!("a{i:04}"), "cpus:8;mem:16384;ports:[31000-32000]"))
         .collect();
     ops.extend((0..100).map(|i| framework(&format!("f{i}"), &format!("r{}", i % 10))));
-    ops.push(Op::Advance(3.0));
+    ops.push(Step::Advance(3.0));
     let r = run(registry, allocator, 0, &ops);
     verdict("answers within a time bound on a 1,000-agent cluster", &r, |r| {
         let worst = r.periodic_ms.iter().copied().fold(0.0, f64::max);
         (worst > time_bound_ms).then(|| format!("a periodic allocation run over 1,000 agents took {worst:.1} ms, over the {time_bound_ms} ms bound"))
     })
-}
-
-/// Prints the checks; returns whether all passed.
-pub fn report(subject: &str, checks: &[Check]) -> bool {
-    println!("conformance of {subject}:");
-    for c in checks {
-        match (&c.failure, &c.skipped) {
-            (Some(why), _) => println!("  FAIL  {}: {why}", c.name),
-            (None, Some(why)) => {
-                println!("  SKIP  {}: {}", c.name, why.rsplit(": ").next().unwrap_or(why))
-            }
-            (None, None) => println!("  PASS  {}", c.name),
-        }
-    }
-    let failed = checks.iter().filter(|c| c.failure.is_some()).count();
-    let skipped = checks.iter().filter(|c| c.skipped.is_some()).count();
-    let passed = checks.len() - failed - skipped;
-    if skipped > 0 {
-        println!("{passed} passed, {failed} failed, {skipped} skipped");
-    } else {
-        println!("{passed} passed, {failed} failed");
-    }
-    failed == 0
-}
-
-/// The sorter checks: the common behaviours every sorter must have (SPEC 4.2 scenarios).
-const SORTER_SCENARIOS: [(&str, &str); 6] = [
-    (
-        "adds clients inactive; activate and deactivate are idempotent",
-        include_str!("../../tests/scenarios/sorters/common/add_is_inactive.json"),
-    ),
-    (
-        "removing a leaf collapses its parent",
-        include_str!("../../tests/scenarios/sorters/common/remove_leaf_collapses_parent.json"),
-    ),
-    (
-        "a collapsed parent keeps its inactive state",
-        include_str!(
-            "../../tests/scenarios/sorters/common/remove_inactive_leaf_collapses_parent.json"
-        ),
-    ),
-    (
-        "tracks allocations of inactive clients",
-        include_str!("../../tests/scenarios/sorters/common/allocation_for_inactive_client.json"),
-    ),
-    (
-        "tracks allocations over several agents",
-        include_str!("../../tests/scenarios/sorters/common/multiple_agents.json"),
-    ),
-    (
-        "updates allocations of nested clients",
-        include_str!("../../tests/scenarios/sorters/common/update_allocation_nested_client.json"),
-    ),
-];
-
-/// Runs the common sorter behaviours against sorter `name`.
-pub fn run_sorter_checks(registry: &ModuleRegistry, name: &str) -> Vec<Check> {
-    SORTER_SCENARIOS
-        .iter()
-        .map(|(check, text)| {
-            let failure = (|| -> Result<Option<String>, String> {
-                let mut doc =
-                    crate::scenario::Document::parse(text, check).map_err(|e| e.to_string())?;
-                doc.root.insert("sorter".into(), Value::String(name.to_owned()));
-                let scenario =
-                    crate::sorter_scenario::SorterScenario::parse(&doc, &Default::default())
-                        .map_err(|e| e.to_string())?;
-                let outcome = scenario
-                    .run(registry, check, &mut EventStream::sink())
-                    .map_err(|e| e.to_string())?;
-                Ok(outcome.failures.first().map(|f| f.replace('\n', " ")))
-            })()
-            .unwrap_or_else(Some);
-            // Allocation queries are optional for sorters: a module that does not implement
-            // them skips the checks that use them.
-            match failure {
-                Some(f) if f.contains("is not supported by this module") => {
-                    Check { name: check, failure: None, skipped: Some(f) }
-                }
-                failure => Check { name: check, failure, skipped: None },
-            }
-        })
-        .collect()
 }

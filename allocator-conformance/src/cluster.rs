@@ -1,0 +1,154 @@
+//! The harness of the allocator checks: a [`Master`] (the host's master core, offer guard
+//! included) driven through a list of [`Step`]s, with what it offered collected.
+//!
+//! No framework answers an offer: what is offered stays offered until a step gives it back
+//! (`recover_resources`), as in a scenario file without simulated frameworks.
+
+use allocator_api::{AllocatorOptions, Resources};
+use allocator_host::master::{Command, Event, FailurePolicy, Master, Setup};
+use allocator_host::registry::ModuleRegistry;
+
+/// One step of a check.
+#[derive(Clone, Debug)]
+pub(crate) enum Step {
+    /// A change to the cluster ([`Master::apply`]).
+    Command(Command),
+    /// The clock moves on by this many seconds, making the periodic runs that fall due.
+    Advance(f64),
+    /// The clock moves on by one allocation interval (one periodic run).
+    Tick,
+}
+
+impl From<Command> for Step {
+    fn from(command: Command) -> Step {
+        Step::Command(command)
+    }
+}
+
+/// An offer as the checks read it, with names rather than handles.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Offer {
+    /// The virtual time it was made.
+    pub time: f64,
+    pub framework: String,
+    pub role: String,
+    pub agent: String,
+    pub resources: Resources,
+}
+
+/// What happened in one run of a list of steps.
+#[derive(Debug, Default)]
+pub(crate) struct Run {
+    pub offers: Vec<Offer>,
+    /// Inverse offers as (time, framework, agent).
+    pub inverse_offers: Vec<(f64, String, String)>,
+    /// Durations of the periodic runs (time > 0), in milliseconds.
+    pub periodic_ms: Vec<f64>,
+    /// Offers the host's offer guard dropped.
+    pub guard_dropped: u64,
+    /// The first step that failed (a call the module refused, or a fault), with why.
+    pub error: Option<String>,
+    /// Every offer and inverse offer in order, for comparing two runs.
+    pub stream: Vec<String>,
+}
+
+impl Run {
+    /// The offers made on `agent`.
+    pub fn on<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Offer> + 'a {
+        self.offers.iter().filter(move |o| o.agent == agent)
+    }
+}
+
+/// Runs `steps` against `allocator` (a module name or `hierarchical`) with the built-in DRF
+/// sorters, faults not contained (the module itself is under test).
+pub(crate) fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, steps: &[Step]) -> Run {
+    let setup = Setup {
+        options: AllocatorOptions { seed, ..Default::default() },
+        on_module_failure: FailurePolicy::Stop,
+        call_timeout_ms: Some(30_000.0),
+        ..Setup::new(allocator, "drf", "drf")
+    };
+    let mut run = Run::default();
+    let mut master = match Master::new(registry, setup) {
+        Ok(m) => m,
+        Err(e) => {
+            run.error = Some(e);
+            return run;
+        }
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let result = match step {
+            Step::Command(command) => master.apply(command).map(drop),
+            Step::Advance(seconds) => advance(&mut master, *seconds, &mut run),
+            Step::Tick => {
+                let interval = master.allocation_interval();
+                advance(&mut master, interval, &mut run)
+            }
+        };
+        collect(&mut master, &mut run);
+        if let Err(e) = result {
+            run.error = Some(format!("event {i} ({step:?}): {e}"));
+            break;
+        }
+    }
+    run.guard_dropped = master.dropped_offers();
+    run
+}
+
+/// Advances the clock, collecting the events of each step at the time they happen.
+fn advance(master: &mut Master<'_>, seconds: f64, run: &mut Run) -> Result<(), String> {
+    master.advance(seconds, &mut |m| {
+        collect(m, run);
+        Ok(())
+    })
+}
+
+/// Moves the master's events into `run`.
+fn collect(master: &mut Master<'_>, run: &mut Run) {
+    for event in master.take_events() {
+        match &event {
+            Event::Offer(a) => {
+                let offer = Offer {
+                    time: master.now(),
+                    framework: master.framework_name(a.framework).to_owned(),
+                    role: a.role.to_string(),
+                    agent: master.agent_name(a.agent).to_owned(),
+                    resources: a.resources.clone(),
+                };
+                run.stream.push(format!("{offer:?}"));
+                run.offers.push(offer);
+            }
+            Event::InverseOffer { framework, agent, .. } => {
+                let (f, a) = (master.framework_name(*framework), master.agent_name(*agent));
+                run.stream.push(format!("inverse offer to {f} on {a} at {}", master.now()));
+                run.inverse_offers.push((master.now(), f.to_owned(), a.to_owned()));
+            }
+            Event::AllocationRun { micros, periodic: true, .. } if master.now() > 0.0 => {
+                run.periodic_ms.push(*micros as f64 / 1000.0);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `add_agent` of `resources` (resource text, SPEC section 3) named `name`.
+pub(crate) fn agent(name: &str, resources: &str) -> Step {
+    Step::Command(Command::add_agent(name, resources.parse().expect("valid resource text")))
+}
+
+/// `add_framework` `name` in `role`.
+pub(crate) fn framework(name: &str, role: &str) -> Step {
+    Step::Command(Command::add_framework(name, &[role]))
+}
+
+/// `recover_resources`: everything `fw` holds on `agent` comes back, with a refuse filter of
+/// `refuse` seconds (`None`: the default filter).
+pub(crate) fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Step {
+    Step::Command(Command::RecoverResources {
+        framework: fw.into(),
+        agent: agent.into(),
+        resources: None,
+        role: None,
+        refuse_seconds: refuse,
+    })
+}
