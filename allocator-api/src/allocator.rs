@@ -225,6 +225,36 @@ pub struct FrameworkOptions {
     pub min_allocatable_resources: RVec<RoleMinAllocatable>,
 }
 
+impl FrameworkOptions {
+    /// The min-allocatable sets that apply to an offer to this framework under `role`
+    /// (Mesos's `allocatable`, R17): the framework's own sets for that role when it gave some
+    /// (an empty list there accepts anything), else `global`
+    /// ([`AllocatorOptions::min_allocatable_resources`]). Check an offer with
+    /// [`Resources::meets_minimum`].
+    pub fn min_allocatable_for<'a>(
+        &'a self,
+        role: &str,
+        global: &'a [Quantities],
+    ) -> &'a [Quantities] {
+        self.min_allocatable_resources
+            .iter()
+            .find(|m| m.role.as_str() == role)
+            .map_or(global, |m| m.sets.as_slice())
+    }
+}
+
+impl AgentCapabilities {
+    /// Whether an agent with these capabilities may be offered to a framework with
+    /// `framework`'s capabilities under `role` (R15, R16): a `MULTI_ROLE` framework needs a
+    /// `MULTI_ROLE` agent, and a nested role (`a/b`) a `HIERARCHICAL_ROLE` agent. An agent
+    /// added without capabilities has them all.
+    pub fn admit(self, framework: FrameworkCapabilities, role: &str) -> bool {
+        (!framework.has(FrameworkCapabilities::MULTI_ROLE)
+            || self.has(AgentCapabilities::MULTI_ROLE))
+            && (!role.contains('/') || self.has(AgentCapabilities::HIERARCHICAL_ROLE))
+    }
+}
+
 /// An agent as the allocator sees it.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq)]
@@ -785,11 +815,17 @@ pub trait Allocator: Send {
     ///
     /// **May**; the host records it and checks only the role name. A module that accepts a quota
     /// must enforce its limits, serve its guarantees, and hold back their unmet part from other
-    /// roles, as Mesos's allocator does. A module that does not should refuse the call: this
-    /// default accepts and ignores it.
+    /// roles, as Mesos's allocator does. A module that does not refuses the call, as this
+    /// default does (`unsupported`; it accepts the default quota, which sets nothing), and the
+    /// host then refuses the quota and records nothing. Until API 1.2 this default accepted
+    /// and ignored every quota.
     fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<()> {
-        let _ = (role, quota);
-        Ok(())
+        let _ = role;
+        if *quota == Quota::default() {
+            Ok(())
+        } else {
+            Err(crate::ModuleError::unsupported("update_quota"))
+        }
     }
 
     /// Sets role weights; roles not listed keep theirs.
@@ -854,5 +890,43 @@ mod tests {
         let too_much = [ops[0].clone(), op(OperationKind::RESERVE, "cpus(r1){dynamic}:3")];
         let e = Operation::apply_all(&too_much, &"cpus:4".parse().unwrap(), &total).unwrap_err();
         assert!(e.contains("is not available"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod admission_tests {
+    use super::*;
+
+    #[test]
+    fn a_multi_role_framework_needs_a_multi_role_agent() {
+        let fw = FrameworkCapabilities::MULTI_ROLE;
+        assert!(!AgentCapabilities(0).admit(fw, "r"));
+        assert!(AgentCapabilities::MULTI_ROLE.admit(fw, "r"));
+        assert!(AgentCapabilities(0).admit(FrameworkCapabilities(0), "r"));
+    }
+
+    #[test]
+    fn a_nested_role_needs_a_hierarchical_role_agent() {
+        let fw = FrameworkCapabilities(0);
+        assert!(!AgentCapabilities::MULTI_ROLE.admit(fw, "a/b"));
+        assert!(AgentCapabilities::HIERARCHICAL_ROLE.admit(fw, "a/b"));
+        assert!(AgentCapabilities::all().admit(FrameworkCapabilities::all(), "a/b"));
+    }
+
+    #[test]
+    fn a_frameworks_own_sets_for_a_role_replace_the_global_ones() {
+        let global = [Quantities::parse("mem:32").unwrap()];
+        let own = RoleMinAllocatable {
+            role: "r".into(),
+            sets: vec![Quantities::parse("cpus:2").unwrap()].into(),
+        };
+        let options =
+            FrameworkOptions { min_allocatable_resources: vec![own].into(), ..Default::default() };
+        assert_eq!(options.min_allocatable_for("r", &global)[0].to_string(), "cpus:2");
+        assert_eq!(options.min_allocatable_for("other", &global), &global);
+        let small: Resources = "cpus:1;mem:64".parse().unwrap();
+        assert!(!small.meets_minimum(options.min_allocatable_for("r", &global)));
+        assert!(small.meets_minimum(options.min_allocatable_for("other", &global)));
+        assert!(!Resources::new().meets_minimum(&[]));
     }
 }

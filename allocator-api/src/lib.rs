@@ -60,6 +60,7 @@ pub mod abi;
 pub mod allocator;
 mod error;
 mod export;
+pub mod filters;
 pub mod ids;
 pub mod logging;
 #[doc(hidden)]
@@ -78,6 +79,7 @@ pub use allocator::{
     RoleQuota, RoleWeight, Unavailability,
 };
 pub use error::{ErrorKind, ModuleError, Result};
+pub use filters::RefuseFilter;
 pub use ids::{AgentId, ClientId, FrameworkId, IdHasher, IdMap, IdSet};
 pub use log;
 pub use resources::{Name, Quantities, Resource, Resources, Role, Scalar};

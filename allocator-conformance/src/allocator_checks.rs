@@ -8,9 +8,14 @@ use allocator_host::registry::ModuleRegistry;
 
 use crate::check::Check;
 use crate::cluster::{Run, Step, agent, framework, recover, run};
+use crate::rule_checks;
 
 /// Fails `name` when the run failed or the guard cut something, else judges it with `extra`.
-fn verdict(name: &'static str, r: &Run, extra: impl FnOnce(&Run) -> Option<String>) -> Check {
+pub(crate) fn verdict(
+    name: &'static str,
+    r: &Run,
+    extra: impl FnOnce(&Run) -> Option<String>,
+) -> Check {
     let failure = if let Some(e) = &r.error {
         Some(format!("the run failed: {e}"))
     } else if r.guard_dropped > 0 {
@@ -25,7 +30,7 @@ fn verdict(name: &'static str, r: &Run, extra: impl FnOnce(&Run) -> Option<Strin
 }
 
 /// Whether the run stopped because the module refuses a call it need not implement.
-fn refused_as_unsupported(r: &Run) -> bool {
+pub(crate) fn refused_as_unsupported(r: &Run) -> bool {
     r.error.as_deref().is_some_and(|e| e.contains("is not supported by this module"))
 }
 
@@ -52,6 +57,14 @@ pub fn run_allocator_checks(
         keeps_gpu_agents_for_gpu_frameworks(registry, allocator),
         offers_no_less_than_the_minimum(registry, allocator),
         revive_clears_refuse_filters(registry, allocator),
+        rule_checks::clamps_refuse_filters(registry, allocator),
+        rule_checks::honours_framework_minimums(registry, allocator),
+        rule_checks::gates_agents_by_capability(registry, allocator),
+        rule_checks::never_over_commits_a_device(registry, allocator),
+        rule_checks::applies_update_available(registry, allocator),
+        rule_checks::inverse_offers_respect_filters(registry, allocator),
+        rule_checks::respects_quota_limits(registry, allocator),
+        rule_checks::holds_back_quota_guarantees(registry, allocator),
         answers_within_a_time_bound(registry, allocator, time_bound_ms),
     ]
 }

@@ -9,6 +9,8 @@ use allocator_host::master::{Command, Event, FailurePolicy, Master, Setup};
 use allocator_host::registry::ModuleRegistry;
 
 /// One step of a check.
+// A check holds a few dozen steps, built once: boxing the command buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub(crate) enum Step {
     /// A change to the cluster ([`Master::apply`]).

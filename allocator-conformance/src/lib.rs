@@ -28,6 +28,7 @@
 mod allocator_checks;
 mod check;
 mod cluster;
+mod rule_checks;
 mod sorter_checks;
 pub mod sorter_script;
 pub mod this_crate;

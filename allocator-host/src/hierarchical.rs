@@ -48,8 +48,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+use allocator_api::filters::clamp_refuse_seconds;
 use ledger::Ledger;
-use offer_filters::clamp_refuse;
 pub use quota::{QuotaError, check_quota};
 use quota_arith::{is_quota_resource, quota_resources, remaining, saturating_sub};
 use run::RunState;
@@ -62,8 +62,6 @@ fn covers_unshared(free: &Resources, res: &Resources) -> bool {
     res.iter().filter(|r| !r.is_shared()).all(|r| free.contains_resource(r))
 }
 
-const FILTER_MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
-const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
 const EPSILON: f64 = 1e-9;
 
 #[derive(Debug)]

@@ -171,7 +171,7 @@ fn conformance(args: &[&str]) -> (i32, String) {
 fn the_builtin_allocator_passes_conformance() {
     let (code, text) = conformance(&["--allocator", "hierarchical"]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("15 passed, 0 failed"), "{text}");
+    assert!(text.contains("23 passed, 0 failed"), "{text}");
 }
 
 #[test]

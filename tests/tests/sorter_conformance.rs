@@ -12,20 +12,6 @@ fn scenarios(folder: &str) -> Vec<PathBuf> {
     workspace_tests::json_files(&format!("tests/scenarios/sorters/{folder}"))
 }
 
-/// Writes `scenario` with its `sorter` replaced, next to the test binary. `tag` keeps the files
-/// of tests running at the same time apart.
-fn with_sorter(scenario: &Path, sorter: &str, tag: &str) -> PathBuf {
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(scenario).unwrap()).unwrap();
-    doc["sorter"] = serde_json::Value::String(sorter.to_owned());
-    let dir = workspace_tests::target_dir().join("conformance-scenarios");
-    std::fs::create_dir_all(&dir).unwrap();
-    let stem = scenario.file_stem().unwrap().to_string_lossy();
-    let out = dir.join(format!("{tag}-{sorter}-{stem}.json"));
-    std::fs::write(&out, doc.to_string()).unwrap();
-    out
-}
-
 /// Runs a scenario; with `modules`, through `examples/modules.json` (the `.so` files).
 fn assert_passes(scenario: &Path, modules: bool) {
     let path = scenario.display().to_string();

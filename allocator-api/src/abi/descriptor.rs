@@ -11,10 +11,21 @@ use abi_stable::StableAbi;
 /// [`API_MAJOR`]), whichever ABI its library has. The API version says what the Rust traits
 /// are; the ABI version (`ABI_VERSION`, `ABI_VERSION_2`) says what crosses the boundary.
 ///
+/// `1.2.0`: [`Allocator::update_quota`]'s provided method refuses a quota (`unsupported`)
+/// instead of accepting and ignoring it, so that a module without quota support no longer
+/// reports success for a quota it does not enforce; new helpers ([`RefuseFilter`],
+/// [`AgentCapabilities::admit`], [`FrameworkOptions::min_allocatable_for`],
+/// [`Resources::meets_minimum`]). A `1.1.0` module keeps the old default it was compiled with.
+///
 /// [`Sorter`]: crate::Sorter
+/// [`Allocator::update_quota`]: crate::Allocator::update_quota
+/// [`RefuseFilter`]: crate::RefuseFilter
+/// [`AgentCapabilities::admit`]: crate::AgentCapabilities::admit
+/// [`FrameworkOptions::min_allocatable_for`]: crate::FrameworkOptions::min_allocatable_for
+/// [`Resources::meets_minimum`]: crate::Resources::meets_minimum
 /// [`Sorter::sort_prefix`]: crate::Sorter::sort_prefix
 /// [`Sorter::keep_scalars_only`]: crate::Sorter::keep_scalars_only
-pub const API_VERSION: &str = "1.1.0";
+pub const API_VERSION: &str = "1.2.0";
 
 /// The major version of [`API_VERSION`]: hosts load modules whose API major matches theirs.
 pub const API_MAJOR: u32 = 1;

@@ -708,6 +708,14 @@ impl Resources {
             .fold(Scalar::ZERO, Scalar::saturating_add)
     }
 
+    /// Mesos's `allocatable` (R17): `true` when these resources are not empty and contain at
+    /// least one of `sets` in full ([`Resources::contains_quantities`]); an empty list of sets
+    /// accepts any non-empty resources. Take the sets from
+    /// [`FrameworkOptions::min_allocatable_for`](crate::FrameworkOptions::min_allocatable_for).
+    pub fn meets_minimum(&self, sets: &[Quantities]) -> bool {
+        !self.is_empty() && (sets.is_empty() || sets.iter().any(|q| self.contains_quantities(q)))
+    }
+
     /// `true` when, for every name in `q`, the sum of scalar values (or the count of range and
     /// set elements) over all entries is at least the quantity. This is how min-allocatable
     /// sets are checked.

@@ -433,7 +433,7 @@ impl Allocator for HierarchicalAllocator {
         if let Some(s) = status {
             self.inverse_statuses.insert((agent, framework), (s, self.now));
         }
-        if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
+        if let Some(t) = clamp_refuse_seconds(refuse_seconds) {
             let until = self.now + t;
             self.earliest_expiry = self.earliest_expiry.min(until);
             self.frameworks
@@ -482,7 +482,7 @@ impl Allocator for HierarchicalAllocator {
             )));
         }
         self.release(agent, framework, role, resources)?;
-        if let Some(t) = refuse_seconds.and_then(clamp_refuse) {
+        if let Some(t) = clamp_refuse_seconds(refuse_seconds) {
             let lifetime = t.max(self.options.allocation_interval);
             let filter = OfferFilter {
                 framework,

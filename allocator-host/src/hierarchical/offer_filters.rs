@@ -481,16 +481,6 @@ impl HierarchicalAllocator {
     }
 }
 
-pub(super) fn clamp_refuse(seconds: f64) -> Option<f64> {
-    if seconds == 0.0 || seconds.is_nan() {
-        None
-    } else if seconds < 0.0 {
-        Some(DEFAULT_REFUSE_SECONDS)
-    } else {
-        Some(seconds.min(FILTER_MAX_SECONDS))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

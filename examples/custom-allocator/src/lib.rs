@@ -6,8 +6,9 @@
 //! allocated fraction of CPUs), each to the next framework in round-robin order that may use
 //! it. It honours what every allocator must: offers only what is free on an agent, only
 //! unreserved resources and reservations of the framework's role (or its ancestors), nothing
-//! to inactive frameworks or suppressed roles, refuse filters, the whitelist, pause and resume,
-//! GPU filtering, and it gives back everything a removed framework or agent held.
+//! to inactive frameworks or suppressed roles, refuse filters (clamped as Mesos does), the
+//! whitelist, pause and resume, GPU and capability gating, minimum allocatable sets (global
+//! and per framework), and it gives back everything a removed framework or agent held.
 //!
 //! Parameters (manifest `parameters`):
 //! * `min_free_cpus` (default `0.5`): agents with fewer free CPUs than this are not offered
@@ -16,13 +17,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use allocator_api::{
-    AgentId, AgentInfo, Allocation, Allocator, FrameworkCapabilities, FrameworkId, FrameworkInfo,
-    FrameworkOptions, ModuleError, OfferBatch, Parameters, RString, Resources, Result, Scalar,
-    Unavailability,
+    AgentCapabilities, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions,
+    FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, ModuleError, OfferBatch,
+    Parameters, RString, RefuseFilter, Resources, Result, Scalar, Unavailability,
 };
 
 struct Agent {
     hostname: String,
+    capabilities: AgentCapabilities,
     total: Resources,
     free: Resources,
     active: bool,
@@ -31,11 +33,12 @@ struct Agent {
 struct Framework {
     role: String,
     active: bool,
-    /// It has the `GPU_RESOURCES` capability.
-    gpus: bool,
+    capabilities: FrameworkCapabilities,
+    /// Its own min-allocatable sets per role.
+    options: FrameworkOptions,
     suppressed: BTreeSet<String>,
-    /// Refuse filters: agent → (refused resources, until).
-    filters: BTreeMap<AgentId, (Resources, f64)>,
+    /// Refuse filters by agent (the clamps and lifetime are `allocator-api`'s).
+    filters: BTreeMap<AgentId, RefuseFilter>,
 }
 
 /// The bin-packing allocator.
@@ -52,8 +55,8 @@ pub struct BinPack {
     paused: bool,
     /// The hostnames that may be offered (`None`: all); the host does not filter them.
     whitelist: Option<BTreeSet<String>>,
-    /// Agents with GPUs only go to `GPU_RESOURCES` frameworks (`--filter_gpu_resources`).
-    filter_gpus: bool,
+    /// The host's options: GPU filtering, the allocation interval, the minimum allocatable.
+    options: AllocatorOptions,
 }
 
 impl BinPack {
@@ -73,13 +76,13 @@ impl BinPack {
             next: 0,
             paused: false,
             whitelist: None,
-            filter_gpus: true,
+            options: AllocatorOptions::default(),
         })
     }
 
-    /// Sets GPU filtering (the host's `AllocatorOptions::filter_gpu_resources`).
-    pub fn filtering_gpus(mut self, on: bool) -> BinPack {
-        self.filter_gpus = on;
+    /// Uses the host's options (GPU filtering, allocation interval, minimum allocatable).
+    pub fn with_options(mut self, options: &AllocatorOptions) -> BinPack {
+        self.options = options.clone();
         self
     }
 
@@ -108,9 +111,10 @@ impl Allocator for BinPack {
     ) -> Result<()> {
         let role = f.roles.first().map(RString::to_string).unwrap_or_default();
         let suppressed = o.suppressed_roles.iter().map(RString::to_string).collect();
-        let gpus = f.capabilities.has(FrameworkCapabilities::GPU_RESOURCES);
-        self.frameworks
-            .insert(f.id, Framework { role, active, gpus, suppressed, filters: BTreeMap::new() });
+        let (capabilities, options) = (f.capabilities, o.clone());
+        let fw =
+            Framework { role, active, capabilities, options, suppressed, filters: BTreeMap::new() };
+        self.frameworks.insert(f.id, fw);
         for u in used {
             if let Some(a) = self.agents.get_mut(&u.agent) {
                 // What the agent already reported for this framework counts once.
@@ -162,7 +166,14 @@ impl Allocator for BinPack {
             *self.held.entry((u.framework, a.id)).or_default() += &u.resources;
         }
         let hostname = a.hostname.to_string();
-        self.agents.insert(a.id, Agent { hostname, total: total.clone(), free, active: true });
+        let agent = Agent {
+            hostname,
+            capabilities: a.capabilities,
+            total: total.clone(),
+            free,
+            active: true,
+        };
+        self.agents.insert(a.id, agent);
         Ok(())
     }
 
@@ -199,11 +210,11 @@ impl Allocator for BinPack {
         if let Some(h) = self.held.get_mut(&(f, a)) {
             *h -= r;
         }
-        if let (Some(fw), Some(t)) = (self.frameworks.get_mut(&f), refuse)
-            && t != 0.0
+        let interval = self.options.allocation_interval;
+        if let (Some(fw), Some(filter)) =
+            (self.frameworks.get_mut(&f), RefuseFilter::new(r.clone(), refuse, self.now, interval))
         {
-            let t = if t < 0.0 { 5.0 } else { t };
-            fw.filters.insert(a, (r.clone(), self.now + t));
+            fw.filters.insert(a, filter);
         }
         Ok(())
     }
@@ -241,12 +252,7 @@ impl Allocator for BinPack {
         Ok(())
     }
 
-    fn allocate(
-        &mut self,
-        agents: &[AgentId],
-        _periodic: bool,
-        out: &mut OfferBatch,
-    ) -> Result<()> {
+    fn allocate(&mut self, agents: &[AgentId], periodic: bool, out: &mut OfferBatch) -> Result<()> {
         if self.paused {
             return Ok(());
         }
@@ -283,15 +289,21 @@ impl Allocator for BinPack {
             for step in 0..eligible.len() {
                 let fw_id = eligible[(self.next + step) % eligible.len()];
                 let fw = &self.frameworks[&fw_id];
-                if self.filter_gpus && has_gpus && !fw.gpus {
+                let caps = fw.capabilities;
+                if self.options.filter_gpu_resources
+                    && has_gpus
+                    && !caps.has(FrameworkCapabilities::GPU_RESOURCES)
+                    || !self.agents[&agent_id].capabilities.admit(caps, &fw.role)
+                {
                     continue;
                 }
                 let offer = self.agents[&agent_id].free.allocatable_to(&fw.role);
-                let filtered = fw
-                    .filters
-                    .get(&agent_id)
-                    .is_some_and(|(r, until)| self.now < *until && r.contains(&offer));
-                if offer.is_empty() || filtered {
+                let filtered =
+                    fw.filters.get(&agent_id).is_some_and(|f| f.blocks(self.now, periodic, &offer));
+                let min = fw
+                    .options
+                    .min_allocatable_for(&fw.role, &self.options.min_allocatable_resources);
+                if !offer.meets_minimum(min) || filtered {
                     continue;
                 }
                 self.agents.get_mut(&agent_id).expect("present").free -= &offer;
@@ -316,7 +328,7 @@ allocator_api::export_modules! {
         author: "Example Org <infra@example.org>",
         description: "packs offers onto the busiest agents first (parameter min_free_cpus)",
         create: |options, params| {
-            BinPack::new(params).map(|b| b.filtering_gpus(options.filter_gpu_resources))
+            BinPack::new(params).map(|b| b.with_options(options))
         },
     },
 }

@@ -21,14 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use allocator_api::{
     AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, ClientId,
     FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError,
-    OfferBatch, Operation, Quantities, RString, RVec, Resources, Result, Role, Sorter,
-    Unavailability,
+    OfferBatch, Operation, Quantities, RString, RVec, RefuseFilter, Resources, Result, Role,
+    Sorter, Unavailability,
 };
-
-/// Mesos's default refuse filter for a negative `refuse_seconds`, and the longest one.
-const DEFAULT_REFUSE_SECONDS: f64 = 5.0;
-const MAX_REFUSE_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
-const EPSILON: f64 = 1e-9;
 
 struct Agent {
     info: AgentInfo,
@@ -41,6 +36,8 @@ struct Framework {
     info: FrameworkInfo,
     active: bool,
     suppressed: BTreeSet<Role>,
+    /// Its min-allocatable sets per role.
+    options: FrameworkOptions,
 }
 
 /// A refuse filter (the rule is in `Allocator::recover_resources`'s documentation).
@@ -48,18 +45,13 @@ struct Filter {
     framework: FrameworkId,
     role: Role,
     agent: AgentId,
-    refused: Resources,
-    /// Blocks every run before this time.
-    until: f64,
-    /// Also blocks the periodic run at this time, the first after the filter was made.
-    first_periodic: f64,
+    /// What was refused and for how long (the clamps and lifetime are `allocator-api`'s).
+    filter: RefuseFilter,
 }
 
 impl Filter {
     fn blocks(&self, now: f64, periodic: bool, offer: &Resources) -> bool {
-        let live =
-            now < self.until - EPSILON || (periodic && (now - self.first_periodic).abs() < EPSILON);
-        live && self.refused.contains(offer)
+        self.filter.blocks(now, periodic, offer)
     }
 }
 
@@ -109,12 +101,6 @@ impl FirstFit {
         self.agents.get_mut(&id).ok_or_else(|| rejected(call, format!("unknown {id}")))
     }
 
-    /// The first periodic run strictly after `c` (runs are at k × interval, k ≥ 1).
-    fn first_periodic_after(&self, c: f64) -> f64 {
-        let interval = self.options.allocation_interval;
-        if interval <= 0.0 { c } else { ((c / interval + EPSILON).floor() + 1.0) * interval }
-    }
-
     /// What `framework` may be offered under `role` on `agent`, or nothing.
     fn offer_for(&self, fw: &Framework, role: Role, agent: &Agent, periodic: bool) -> Resources {
         let caps = fw.info.capabilities;
@@ -122,6 +108,7 @@ impl FirstFit {
         if self.options.filter_gpu_resources
             && gpu_agent
             && !caps.has(FrameworkCapabilities::GPU_RESOURCES)
+            || !agent.info.capabilities.admit(caps, &role)
         {
             return Resources::new();
         }
@@ -131,9 +118,8 @@ impl FirstFit {
                 && (!r.is_refined_reservation()
                     || caps.has(FrameworkCapabilities::RESERVATION_REFINEMENT))
         });
-        let min = &self.options.min_allocatable_resources;
-        let allocatable = !offer.is_empty()
-            && (min.is_empty() || min.iter().any(|q| offer.contains_quantities(q)));
+        let min = fw.options.min_allocatable_for(&role, &self.options.min_allocatable_resources);
+        let allocatable = offer.meets_minimum(min);
         let filtered = self.filters.iter().any(|f| {
             f.framework == fw.info.id
                 && f.role == role
@@ -148,7 +134,7 @@ impl Allocator for FirstFit {
     fn set_time(&mut self, now: f64) -> Result<()> {
         self.now = now;
         // Forget filters that can no longer block anything.
-        self.filters.retain(|f| f.until > now || f.first_periodic >= now - EPSILON);
+        self.filters.retain(|f| !f.filter.expired(now));
         Ok(())
     }
 
@@ -190,7 +176,9 @@ impl Allocator for FirstFit {
             self.held.entry((info.id, agent, role)).or_default().add(&r);
         }
         let suppressed = options.suppressed_roles.iter().map(Role::from).collect();
-        self.frameworks.insert(info.id, Framework { info: info.clone(), active, suppressed });
+        let options = options.clone();
+        self.frameworks
+            .insert(info.id, Framework { info: info.clone(), active, suppressed, options });
         Ok(())
     }
 
@@ -223,6 +211,7 @@ impl Allocator for FirstFit {
         let fw = self.framework_mut(info.id, "update_framework")?;
         fw.info = info.clone();
         fw.suppressed = options.suppressed_roles.iter().map(Role::from).collect();
+        fw.options = options.clone();
         self.filters.retain(|f| f.framework != info.id || info.has_role(f.role));
         Ok(())
     }
@@ -327,21 +316,12 @@ impl Allocator for FirstFit {
             self.held.insert(key, left);
         }
         self.agents.get_mut(&agent).expect("checked").free.add(resources);
-        let seconds = match refuse_seconds {
-            None => return Ok(()),
-            Some(t) if t == 0.0 || t.is_nan() => return Ok(()),
-            Some(t) if t < 0.0 => DEFAULT_REFUSE_SECONDS,
-            Some(t) => t.min(MAX_REFUSE_SECONDS),
-        };
-        let lifetime = seconds.max(self.options.allocation_interval);
-        self.filters.push(Filter {
-            framework,
-            role,
-            agent,
-            refused: resources.clone(),
-            until: self.now + lifetime,
-            first_periodic: self.first_periodic_after(self.now),
-        });
+        let interval = self.options.allocation_interval;
+        if let Some(filter) =
+            RefuseFilter::new(resources.clone(), refuse_seconds, self.now, interval)
+        {
+            self.filters.push(Filter { framework, role, agent, filter });
+        }
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entr
 use allocator_api::{
     AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkCapabilities,
     FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError, OfferBatch, Operation,
-    RString, Resources, Result, RoleWeight, Unavailability,
+    RString, RefuseFilter, Resources, Result, RoleWeight, Unavailability,
 };
 
 use crate::fairness::RoleOrder;
@@ -47,26 +47,13 @@ struct Agent {
     rank: u64,
 }
 
-struct Filter {
-    refused: Resources,
-    until: f64,
-    /// It still blocks the first periodic run after it was made.
-    next_periodic: bool,
-}
-
-impl Filter {
-    /// Whether it blocks a run at `now` (before it expires, and the first periodic run after
-    /// it was made, whenever that comes).
-    fn in_force(&self, now: f64, periodic: bool) -> bool {
-        now < self.until || (periodic && self.next_periodic)
-    }
-}
-
 struct Framework {
     info: FrameworkInfo,
     active: bool,
     suppressed: BTreeSet<String>,
-    filters: BTreeMap<(AgentId, String), Filter>,
+    /// Its min-allocatable sets per role.
+    options: FrameworkOptions,
+    filters: BTreeMap<(AgentId, String), RefuseFilter>,
     /// Its outstanding requests, in the order it stated them.
     requests: Vec<Ask>,
     /// The roles it is counted under in the role order.
@@ -86,9 +73,7 @@ impl Framework {
         now: f64,
         periodic: bool,
     ) -> bool {
-        self.filters
-            .get(&(agent, role.to_owned()))
-            .is_some_and(|f| f.in_force(now, periodic) && f.refused.contains(offer))
+        self.filters.get(&(agent, role.to_owned())).is_some_and(|f| f.blocks(now, periodic, offer))
     }
 }
 
@@ -134,10 +119,14 @@ pub struct PlacementAllocator<P> {
     roles: RoleOrder,
 }
 
-fn gpu_blocked(options: &AllocatorOptions, fw: &Framework, agent: &Agent) -> bool {
+/// Whether `agent` is closed to `fw` under `role` whatever is free there: GPU gating (R24)
+/// and agent capabilities (R15, R16).
+fn gated(options: &AllocatorOptions, fw: &Framework, agent: &Agent, role: &str) -> bool {
+    let caps = fw.info.capabilities;
     options.filter_gpu_resources
         && agent.total.scalar("gpus").is_positive()
-        && !fw.info.capabilities.has(FrameworkCapabilities::GPU_RESOURCES)
+        && !caps.has(FrameworkCapabilities::GPU_RESOURCES)
+        || !agent.info.capabilities.admit(caps, role)
 }
 
 fn offerable(a: &Agent, whitelist: Option<&BTreeSet<String>>) -> bool {
@@ -257,7 +246,7 @@ impl<P: Placement> PlacementAllocator<P> {
             let a = &self.agents[slot];
             if !a.node.fits(ask)
                 || !offerable(a, self.whitelist.as_ref())
-                || gpu_blocked(&self.options, f, a)
+                || gated(&self.options, f, a, role)
                 || other.as_ref().is_some_and(|q| !a.free.unreserved().contains_quantities(q))
                 || filtered(a)
             {
@@ -417,11 +406,8 @@ impl<P: Placement> PlacementAllocator<P> {
                 let fw = fws[(self.turn + k) % fws.len()];
                 let f = &self.frameworks[&fw];
                 let Some(a) = self.agent(agent) else { break };
-                if gpu_blocked(&self.options, f, a) {
-                    continue;
-                }
                 for role in f.info.roles.iter().map(RString::as_str) {
-                    if f.suppressed.contains(role) {
+                    if f.suppressed.contains(role) || gated(&self.options, f, a, role) {
                         continue;
                     }
                     let mut offer = a.free.allocatable_to(role);
@@ -431,10 +417,12 @@ impl<P: Placement> PlacementAllocator<P> {
                     if !f.info.capabilities.has(FrameworkCapabilities::RESERVATION_REFINEMENT) {
                         offer = offer.filter(|r| !r.is_refined_reservation());
                     }
-                    let min = &self.options.min_allocatable_resources;
-                    let allocatable = !offer.is_empty()
-                        && (min.is_empty() || min.iter().any(|q| offer.contains_quantities(q)));
-                    if !allocatable || f.blocked(agent, role, &offer, self.now, periodic) {
+                    let min = f
+                        .options
+                        .min_allocatable_for(role, &self.options.min_allocatable_resources);
+                    if !offer.meets_minimum(min)
+                        || f.blocked(agent, role, &offer, self.now, periodic)
+                    {
                         continue;
                     }
                     let role = role.to_owned();
@@ -524,6 +512,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
                 info: info.clone(),
                 active,
                 suppressed,
+                options: options.clone(),
                 filters: BTreeMap::new(),
                 requests: Vec::new(),
                 counted: Vec::new(),
@@ -603,6 +592,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             .ok_or_else(|| unknown("update_framework", info.id))?;
         f.info = info.clone();
         f.suppressed = options.suppressed_roles.iter().map(|r| r.to_string()).collect();
+        f.options = options.clone();
         self.count_roles(info.id)
     }
 
@@ -749,23 +739,12 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
         if let Some(shape) = task_shape(resources) {
             self.count_task(framework, agent, shape, false);
         }
-        let lifetime = match refuse_seconds {
-            None => None,
-            Some(s) if s.is_nan() || s == 0.0 => None,
-            Some(s) if s < 0.0 => Some(5.0),
-            Some(s) => Some(s.min(365.0 * 86_400.0)),
-        };
-        if let Some(l) = lifetime {
-            let until = self.now + l.max(self.options.allocation_interval);
+        let interval = self.options.allocation_interval;
+        if let Some(filter) =
+            RefuseFilter::new(resources.clone(), refuse_seconds, self.now, interval)
+        {
             let f = self.frameworks.get_mut(&framework).expect("checked");
-            let filter = f.filters.entry((agent, role.to_owned())).or_insert(Filter {
-                refused: Resources::new(),
-                until,
-                next_periodic: true,
-            });
-            filter.refused = resources.clone();
-            filter.until = until;
-            filter.next_periodic = true;
+            f.filters.insert((agent, role.to_owned()), filter);
         }
         Ok(())
     }
@@ -857,11 +836,8 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
         self.return_slots(slots);
         let now = self.now;
         for f in self.frameworks.values_mut() {
-            if periodic {
-                f.filters.values_mut().for_each(|x| x.next_periodic = false);
-            }
             // A filter that would block no later run (periodic or not) is gone.
-            f.filters.retain(|_, x| x.in_force(now, true));
+            f.filters.retain(|_, x| !(x.expired(now) || (periodic && x.until <= now)));
         }
         Ok(())
     }
