@@ -14,8 +14,14 @@
 //!   virtual leaf `a/.` in Mesos).
 //! * Clients are added **inactive**; inactive clients keep their allocations but are left out
 //!   of [`sort`](Sorter::sort). `activate`/`deactivate` are idempotent.
-//! * Calls that name an unknown client or agent, or add a client or agent twice, return
-//!   [`ModuleError::rejected`](crate::ModuleError::rejected) and change nothing.
+//! * Calls that name an unknown client, or add a client twice, return
+//!   [`ModuleError::rejected`](crate::ModuleError::rejected) and change nothing. So do a second
+//!   [`add_agent`](Sorter::add_agent) and a [`remove_agent`](Sorter::remove_agent) of an
+//!   absent agent, **in a sorter that tracks agents**; one that does not keeps the provided
+//!   methods, which accept and ignore them. An allocation call (`allocated`, `unallocated`,
+//!   `update`) naming an agent the sorter was not given may be accepted: the built-in allocator
+//!   never makes one (it adds every agent first), and the shipped sorters count the allocation
+//!   under the client all the same.
 //! * Methods must not block and must not keep references to arguments after returning. Output
 //!   parameters are caller-owned buffers: the sorter clears them and writes its answer.
 //! * A sorter is used from one thread at a time (it is `Send`, not `Sync`).

@@ -160,6 +160,20 @@ fn an_unknown_sorter_name_lists_what_is_available() {
 }
 
 #[test]
+fn an_allocator_module_with_the_builtin_allocators_name_is_refused() {
+    let m = manifest_for("faulty_modules", &["HierarchicalDRF"]);
+    let out = run_master(&["--modules", &m, "--list-modules"]);
+    assert_fails(
+        &out,
+        &[
+            "allocator module 'HierarchicalDRF'",
+            "has the built-in allocator's name",
+            "rename the module",
+        ],
+    );
+}
+
+#[test]
 fn the_same_module_with_different_parameters_is_rejected() {
     let m = format!(
         r#"{{"libraries": [{{"file": {l}, "modules": [{{"name": "panicky", "parameters": [{{"key": "panic_on_sort", "value": "1"}}]}}]}},

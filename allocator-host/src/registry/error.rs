@@ -180,6 +180,19 @@ pub enum LoadError {
         /// The library loaded now.
         second: String,
     },
+    /// An allocator module has the built-in allocator's name, which always selects the
+    /// built-in: the module could never be used.
+    #[error(
+        "manifest {manifest}: allocator module '{module}' in '{path}' has the built-in allocator's name ('hierarchical' and 'HierarchicalDRF' always select the built-in); rename the module"
+    )]
+    ReservedName {
+        /// The manifest.
+        manifest: String,
+        /// The library path.
+        path: String,
+        /// The module name.
+        module: String,
+    },
     /// A module's `isolation` parameter is neither `none` nor `process`.
     #[error("manifest {manifest}: module '{module}': parameter 'isolation': {reason}")]
     BadIsolation {

@@ -133,6 +133,15 @@ impl ModuleRegistry {
                 },
             });
         };
+        if found.kind == ModuleKind::ALLOCATOR
+            && (name == super::BUILTIN_ALLOCATOR || name == super::BUILTIN_ALLOCATOR_ALIAS)
+        {
+            return Err(LoadError::ReservedName {
+                manifest: label,
+                path: shown,
+                module: name.to_owned(),
+            });
+        }
         if let Some(descriptor) = &found.descriptor {
             // (A worker that checked the library has run these checks.)
             check_descriptor(descriptor, &label, &shown)?;
