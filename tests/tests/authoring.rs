@@ -271,3 +271,37 @@ fn every_shipped_sorter_and_the_example_sorter_pass_conformance() {
     ]);
     assert_eq!(code, 0, "{text}");
 }
+
+/// The fenced code blocks of `text`, in order, as (info string, body).
+fn code_blocks(text: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+            blocks.push((info.to_owned(), body.join("\n") + "\n"));
+        }
+    }
+    blocks
+}
+
+/// Step 5 of `docs/authoring.md` shows the files of `examples/placement-policy`, which the
+/// workspace builds and tests (its `cargo test` runs conformance): the guide's copies are the
+/// crate's files, with the checkout's path as a placeholder.
+#[test]
+fn the_worked_example_in_the_guide_is_the_crate_the_workspace_tests() {
+    let root = workspace_root();
+    let guide = std::fs::read_to_string(root.join("docs/authoring.md")).unwrap();
+    let start = guide.find("## 5. A worked example").expect("step 5");
+    let section = &guide[start..start + guide[start..].find("## The contract").unwrap()];
+    let blocks = code_blocks(section);
+    let of = |lang: &str| -> Vec<&String> {
+        blocks.iter().filter(|(info, _)| info == lang).map(|(_, body)| body).collect()
+    };
+    let file = |path: &str| {
+        std::fs::read_to_string(root.join("examples/placement-policy").join(path)).unwrap()
+    };
+    let cargo = file("Cargo.toml").replace("../../", "/path/to/allocator/");
+    assert_eq!(of("toml"), [&cargo], "Cargo.toml");
+    assert_eq!(of("rust"), [&file("src/lib.rs"), &file("tests/conformance.rs")]);
+}

@@ -147,3 +147,32 @@ fn the_fragmentation_outputs_have_the_same_layout_and_start_at_the_idle_clusters
     assert_eq!(first(&amount), first(&ratio));
     assert!(first(&amount) < 100.0);
 }
+
+/// The worked example of `docs/authoring.md` (step 5): the author's placement policy loads
+/// beside the shipped ones through its own manifest and runs in the packing experiment.
+#[test]
+fn the_worked_examples_policy_runs_in_the_experiment_beside_the_shipped_ones() {
+    let dir = std::env::temp_dir().join(format!("policy-lab-worked-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("w.csv");
+    let output = run_master(&[
+        "experiment",
+        "--modules",
+        "examples/placement-policy/modules.json",
+        "--nodes",
+        NODES,
+        "--pods",
+        PODS,
+        "--allocator",
+        "TightGpu,BestFit",
+        "--seeds",
+        "1-2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(csv.lines().filter(|l| l.contains(",TightGpu,")).count(), 2, "{csv}");
+    assert!(stdout.lines().any(|l| l.split_whitespace().nth(1) == Some("TightGpu")), "{stdout}");
+}

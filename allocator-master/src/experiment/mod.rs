@@ -239,8 +239,11 @@ pub fn summary(rows: &[Row], seconds: f64, jobs: usize) -> String {
             format!("{:.2}", xs.iter().sum::<f64>() / xs.len() as f64)
         }
     };
+    // Columns as wide as their longest entry, so that long pod-list names stay aligned.
+    let ww = groups.iter().map(|((w, _), _)| w.len()).chain(["workload".len()]).max().unwrap_or(8);
+    let pw = groups.iter().map(|((_, p), _)| p.len()).chain([14]).max().unwrap_or(14);
     let mut out = format!(
-        "{} experiments in {seconds:.1} s on {jobs} thread(s)\n{:<22} {:<14} {:>6} {:>14} {:>14} {:>10}\n",
+        "{} experiments in {seconds:.1} s on {jobs} thread(s)\n{:<ww$} {:<pw$} {:>6} {:>14} {:>14} {:>10}\n",
         rows.len(),
         "workload",
         "allocator",
@@ -252,7 +255,7 @@ pub fn summary(rows: &[Row], seconds: f64, jobs: usize) -> String {
     for ((w, p), v) in &groups {
         let dropped = v.iter().map(|r| r.dropped as f64).sum::<f64>() / v.len() as f64;
         out.push_str(&format!(
-            "{w:<22} {p:<14} {:>6} {:>14} {:>14} {dropped:>10.1}\n",
+            "{w:<ww$} {p:<pw$} {:>6} {:>14} {:>14} {dropped:>10.1}\n",
             v.len(),
             mean(v, 100),
             mean(v, MAX_BUCKET)
