@@ -305,3 +305,28 @@ fn the_worked_example_in_the_guide_is_the_crate_the_workspace_tests() {
     assert_eq!(of("toml"), [&cargo], "Cargo.toml");
     assert_eq!(of("rust"), [&file("src/lib.rs"), &file("tests/conformance.rs")]);
 }
+
+/// `allocator-api` and the conformance suite are published-ready: `cargo package` makes their
+/// crates (with the two the suite depends on through `allocator-host`). Offline and without the
+/// verifying build, which `cargo package` without `--no-verify` adds (about 45 s).
+#[test]
+fn allocator_api_and_the_conformance_suite_package() {
+    let target = target_dir().join("package-check");
+    let packages =
+        ["allocator-api", "sorter-core", "drf_sorter", "allocator-host", "allocator-conformance"];
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["package", "--offline", "--no-verify", "--allow-dirty", "--quiet"]);
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    let out = cmd.current_dir(workspace_root()).env("CARGO_TARGET_DIR", &target).output().unwrap();
+    assert!(
+        out.status.success(),
+        "cargo package failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in packages {
+        let krate = target.join("package").join(format!("{p}-0.1.0.crate"));
+        assert!(krate.exists(), "{} was not written", krate.display());
+    }
+}
