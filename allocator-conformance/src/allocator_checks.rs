@@ -7,32 +7,8 @@ use allocator_host::master::Command;
 use allocator_host::registry::ModuleRegistry;
 
 use crate::check::Check;
-use crate::cluster::{Run, Step, agent, framework, recover, run};
+use crate::cluster::{Step, agent, framework, recover, run, verdict};
 use crate::rule_checks;
-
-/// Fails `name` when the run failed or the guard cut something, else judges it with `extra`.
-pub(crate) fn verdict(
-    name: &'static str,
-    r: &Run,
-    extra: impl FnOnce(&Run) -> Option<String>,
-) -> Check {
-    let failure = if let Some(e) = &r.error {
-        Some(format!("the run failed: {e}"))
-    } else if r.guard_dropped > 0 {
-        Some(format!(
-            "the offer guard had to drop {} offer(s) (over-allocation, another role's reservation, or an inactive framework)",
-            r.guard_dropped
-        ))
-    } else {
-        extra(r)
-    };
-    Check::new(name, failure)
-}
-
-/// Whether the run stopped because the module refuses a call it need not implement.
-pub(crate) fn refused_as_unsupported(r: &Run) -> bool {
-    r.error.as_deref().is_some_and(|e| e.contains("is not supported by this module"))
-}
 
 /// Runs every allocator check against `allocator` (a loaded allocator module or
 /// `hierarchical`); `time_bound_ms` is the longest acceptable periodic run on the 1,000-agent

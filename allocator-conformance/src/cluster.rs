@@ -8,6 +8,8 @@ use allocator_api::{AllocatorOptions, Resources};
 use allocator_host::master::{Command, Event, FailurePolicy, Master, Setup};
 use allocator_host::registry::ModuleRegistry;
 
+use crate::check::Check;
+
 /// One step of a check.
 // A check holds a few dozen steps, built once: boxing the command buys nothing.
 #[allow(clippy::large_enum_variant)]
@@ -153,4 +155,28 @@ pub(crate) fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Step {
         role: None,
         refuse_seconds: refuse,
     })
+}
+
+/// Fails `name` when the run failed or the guard cut something, else judges it with `extra`.
+pub(crate) fn verdict(
+    name: &'static str,
+    r: &Run,
+    extra: impl FnOnce(&Run) -> Option<String>,
+) -> Check {
+    let failure = if let Some(e) = &r.error {
+        Some(format!("the run failed: {e}"))
+    } else if r.guard_dropped > 0 {
+        Some(format!(
+            "the offer guard had to drop {} offer(s) (over-allocation, another role's reservation, or an inactive framework)",
+            r.guard_dropped
+        ))
+    } else {
+        extra(r)
+    };
+    Check::new(name, failure)
+}
+
+/// Whether the run stopped because the module refuses a call it need not implement.
+pub(crate) fn refused_as_unsupported(r: &Run) -> bool {
+    r.error.as_deref().is_some_and(|e| e.contains("is not supported by this module"))
 }

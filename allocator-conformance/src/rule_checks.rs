@@ -9,9 +9,8 @@ use allocator_api::{
 use allocator_host::master::Command;
 use allocator_host::registry::ModuleRegistry;
 
-use crate::allocator_checks::{refused_as_unsupported, verdict};
 use crate::check::Check;
-use crate::cluster::{Step, agent, framework, recover, run};
+use crate::cluster::{Step, agent, framework, recover, refused_as_unsupported, run, verdict};
 
 /// The check "clamps refuse filters as Mesos does": a negative `refuse_seconds` is a 5 s filter,
 /// and a filter shorter than the allocation interval still blocks the first periodic run after

@@ -65,6 +65,9 @@ pub struct ServeOptions {
     pub http_limits: crate::http::Limits,
     /// Serve HTTPS with these PEM files (`None`: plain HTTP).
     pub tls: Option<crate::http::TlsFiles>,
+    /// Keep the master's registry in this directory (`--work_dir`), restoring it at start
+    /// ([`crate::master_registry`]); `None`: nothing survives a restart.
+    pub work_dir: Option<std::path::PathBuf>,
 }
 
 /// A request read in full by the HTTP server.
@@ -91,6 +94,10 @@ pub fn serve(
     sim.attach_mesos(crate::clients::mesos::MesosFrameworks::new(Duration::from_secs_f64(
         options.heartbeat_interval,
     )));
+    let registry = match &options.work_dir {
+        Some(dir) => Some(crate::master_registry::Store::open(dir)?),
+        None => None,
+    };
     let tls = options.tls.as_ref().map(crate::http::Tls::load).transpose()?;
     let (server, requests) =
         crate::http::Server::bind_tls(&options.listen, options.http_limits.clone(), tls)
@@ -115,9 +122,14 @@ pub fn serve(
             })
             .map_err(|e| format!("cannot start the HTTP queue thread: {e}"))?
     };
-    let (registry, setup) = (sim.master().registry(), sim.initial_setup().clone());
-    let result = crate::planner::with_planner(registry, &setup, |planner| {
-        Live::new(sim, scenario, options, queued, planner).run(out, &rx)
+    let (modules, setup) = (sim.master().registry(), sim.initial_setup().clone());
+    let result = crate::planner::with_planner(modules, &setup, |planner| {
+        let mut live = Live::new(sim, scenario, options, queued, planner);
+        let restored = registry.map(|(store, state)| {
+            live.store = Some(store);
+            state
+        });
+        live.run(out, &rx, restored)
     });
     // The master ends the frameworks' streams itself: a stop never waits for a client.
     let _ = sim.with_mesos(out, |m, _| {
@@ -151,6 +163,8 @@ struct Live<'s, 'r> {
     operator: crate::clients::operator::Operator,
     auth: &'s Auth,
     planner: &'s crate::planner::Planner,
+    /// The master's registry, when it survives restarts (`--work_dir`).
+    store: Option<crate::master_registry::Store>,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -177,6 +191,7 @@ impl<'s, 'r> Live<'s, 'r> {
             operator: Default::default(),
             auth: &options.auth,
             planner,
+            store: None,
             sim,
         }
     }
@@ -191,8 +206,18 @@ impl<'s, 'r> Live<'s, 'r> {
         self.start + Duration::from_secs_f64(((v - self.v0) / self.speed).max(0.0))
     }
 
-    fn run(mut self, out: &mut EventStream, rx: &mpsc::Receiver<Incoming>) -> Result<(), String> {
+    fn run(
+        mut self,
+        out: &mut EventStream,
+        rx: &mpsc::Receiver<Incoming>,
+        restored: Option<crate::master_registry::State>,
+    ) -> Result<(), String> {
         let mut pending: Option<Incoming> = None;
+        // The scenario's agents of time 0 come first: the registry's changes apply to them.
+        self.catch_up(out)?;
+        if let Some(state) = restored {
+            self.restore(state, out)?;
+        }
         loop {
             self.catch_up(out)?;
             if let Err(e) = self.sim.with_mesos(out, |m, master| m.tick(master)) {
@@ -200,9 +225,11 @@ impl<'s, 'r> Live<'s, 'r> {
                 log::error!("scheduler API: {e}");
             }
             out.flush();
+            self.persist()?;
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 self.answer(incoming, out)?;
+                self.persist()?;
                 continue;
             }
             let now = Instant::now();
@@ -269,6 +296,117 @@ impl<'s, 'r> Live<'s, 'r> {
                 return Ok(());
             }
         }
+    }
+
+    /// The registry's view of the master now ([`crate::master_registry`]).
+    fn snapshot(&self) -> crate::master_registry::State {
+        use crate::master_registry::{QuotaText, State, VERSION};
+        let master = self.sim.master();
+        let ops = self.operator.records();
+        let (frameworks, removed_frameworks) =
+            self.sim.mesos().map(|m| m.records()).unwrap_or_default();
+        State {
+            version: VERSION,
+            quotas: master
+                .quotas()
+                .iter()
+                .map(|(role, q)| {
+                    let text = QuotaText {
+                        guarantees: q.guarantees.to_string(),
+                        limits: q.limits.to_string(),
+                    };
+                    (role.clone(), text)
+                })
+                .collect(),
+            weights: master.weights().clone(),
+            role_sorter: Some(master.setup().role_sorter.clone()),
+            framework_sorter: Some(master.setup().framework_sorter.clone()),
+            maintenance_schedule: ops
+                .schedule
+                .as_ref()
+                .map(|s| serde_json::to_value(s).unwrap_or_default()),
+            down_machines: ops
+                .down
+                .iter()
+                .map(|m| serde_json::to_value(m).unwrap_or_default())
+                .collect(),
+            gone_agents: ops.gone,
+            frameworks,
+            removed_frameworks,
+        }
+    }
+
+    /// Writes the registry if anything in it changed. `Err` (the master stops) when it cannot.
+    fn persist(&mut self) -> Result<(), String> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        let state = self.snapshot();
+        let store = self.store.as_mut().expect("checked");
+        if store.save(&state)? {
+            log::debug!("registry written");
+        }
+        Ok(())
+    }
+
+    /// Applies a registry read at start: sorters, weights, quotas, the operator's maintenance
+    /// and gone agents, then the frameworks, which have their failover timeout to subscribe
+    /// again. What the allocator refuses now is skipped with a warning.
+    fn restore(
+        &mut self,
+        state: crate::master_registry::State,
+        out: &mut EventStream,
+    ) -> Result<(), String> {
+        let setup = self.sim.master().setup().clone();
+        let sorters = Command::SetSorters {
+            role_sorter: state.role_sorter.filter(|s| *s != setup.role_sorter),
+            framework_sorter: state.framework_sorter.filter(|s| *s != setup.framework_sorter),
+        };
+        let mut commands = Vec::new();
+        if !matches!(sorters, Command::SetSorters { role_sorter: None, framework_sorter: None }) {
+            commands.push(sorters);
+        }
+        if !state.weights.is_empty() {
+            commands.push(Command::UpdateWeights(state.weights.into_iter().collect()));
+        }
+        for (role, q) in state.quotas {
+            let parse = |t: &str| allocator_api::Quantities::parse(t).map_err(|e| e.to_string());
+            match (parse(&q.guarantees), parse(&q.limits)) {
+                (Ok(guarantees), Ok(limits)) => commands
+                    .push(Command::UpdateQuota(role, allocator_api::Quota { guarantees, limits })),
+                (Err(e), _) | (_, Err(e)) => log::warn!("registry: quota of '{role}': {e}"),
+            }
+        }
+        for command in &commands {
+            if let Err(e) = self.sim.command(command, out) {
+                self.fatal()?;
+                log::warn!("registry: {command:?} not restored: {e}");
+            }
+        }
+        fn parse<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Option<T> {
+            serde_json::from_value(v)
+                .map_err(|e| log::warn!("registry: {what} not restored: {e}"))
+                .ok()
+        }
+        let records = crate::clients::operator::OperatorRecords {
+            schedule: state.maintenance_schedule.and_then(|v| parse(v, "maintenance schedule")),
+            down: state
+                .down_machines
+                .into_iter()
+                .filter_map(|m| parse(m, "down machine"))
+                .collect(),
+            gone: state.gone_agents,
+        };
+        if let Err(e) = self.operator.restore(&mut self.sim.applying(out), records) {
+            self.fatal()?;
+            log::warn!("registry: maintenance not fully restored: {e}");
+        }
+        let (frameworks, removed) = (state.frameworks, state.removed_frameworks);
+        let count = frameworks.len();
+        self.sim.with_mesos(out, |m, master| m.restore(frameworks, removed, master))?;
+        log::info!("registry restored ({count} framework(s) waiting to subscribe)");
+        eprintln!("restored the registry: {count} framework(s) may subscribe again with their ids");
+        self.persist()
     }
 
     /// `Err` (stop the master) once a module fault under `--on_module_failure stop` happened.
@@ -350,6 +488,11 @@ impl<'s, 'r> Live<'s, 'r> {
                 if answer.status >= 400 {
                     log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
                 }
+                // A change is in the registry before it is acknowledged.
+                if let Err(e) = self.persist() {
+                    respond(request, 503, &json!({"error": e}));
+                    return Err(e);
+                }
                 request.respond_with(answer);
                 return self.fatal();
             }
@@ -395,6 +538,10 @@ impl<'s, 'r> Live<'s, 'r> {
                 Ok(command) => match self.sim.command(&command, out) {
                     Ok(_) => {
                         log::info!("{method} {path}: applied");
+                        if let Err(e) = self.persist() {
+                            respond(request, 503, &json!({"error": e}));
+                            return Err(e);
+                        }
                         (200, json!({"ok": true}))
                     }
                     Err(message) => {

@@ -304,6 +304,46 @@ def check_failover():
     run(S(), framework("failover", failover_timeout=60))
 
 
+def check_subscribe_and_leave():
+    """Subscribes with a long failover timeout, then stops without tearing down (as a scheduler
+    whose process ends); prints its framework id."""
+    seen.update(id=None)
+
+    class S(Scheduler):
+        def registered(self, driver, framework_id, master_info):
+            seen["id"] = framework_id["value"]
+            threading.Thread(target=leave, args=(driver,)).start()
+
+    def leave(driver):
+        driver.stop(failover=True)
+        done()
+
+    run(S(), framework("returning", failover_timeout=600))
+
+
+def check_resubscribe():
+    """Subscribes again with the framework id given (after a master restart), as a scheduler
+    that fails over does; prints the id it was given and whether the master shows it active."""
+    seen.update(ids=[], active=None)
+    fid = sys.argv[3]
+
+    class S(Scheduler):
+        def registered(self, driver, framework_id, master_info):
+            seen["ids"].append(framework_id["value"])
+            threading.Thread(target=look).start()
+
+        def reregistered(self, driver, master_info):
+            seen["ids"].append(fid)
+            threading.Thread(target=look).start()
+
+    def look():
+        time.sleep(0.5)
+        seen["active"] = frameworks_state()[fid]["active"]
+        done()
+
+    run(S(), framework("returning", failover_timeout=600, id={"value": fid}))
+
+
 def check_bad_calls():
     """Bad calls get 400/403 with a one-line reason and change nothing."""
     before = get("/state")["frameworks"]

@@ -11,15 +11,9 @@ use crate::isolation::{HostedSorter, Isolation};
 use crate::watchdog::{Watchdog, WatchedAllocator, WatchedSorter};
 
 use super::ModuleRegistry;
+use super::builtin::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER};
 use super::error::CreateError;
 use super::modules::LoadedModule;
-
-/// The name of the built-in allocator (and its legacy alias).
-pub const BUILTIN_ALLOCATOR: &str = "hierarchical";
-/// Mesos's legacy name for the built-in allocator.
-pub const BUILTIN_ALLOCATOR_ALIAS: &str = "HierarchicalDRF";
-/// The name of the built-in sorter.
-pub const BUILTIN_SORTER: &str = "drf";
 
 impl ModuleRegistry {
     fn loaded_names(&self) -> String {

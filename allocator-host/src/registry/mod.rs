@@ -24,6 +24,7 @@ use allocator_api::abi::LoadedLibrary;
 use crate::isolation::Isolator;
 use crate::watchdog::Watchdog;
 
+mod builtin;
 mod error;
 mod factories;
 mod isolation_choice;
@@ -32,8 +33,8 @@ mod load;
 mod locate;
 mod modules;
 
+pub use builtin::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER};
 pub use error::{CreateError, LoadError};
-pub use factories::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER};
 pub use modules::LoadedModule;
 
 /// The loaded libraries and their modules.

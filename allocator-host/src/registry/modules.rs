@@ -10,6 +10,7 @@ use crate::isolation::{ISOLATION_PARAMETER, Isolation, Probed};
 use crate::manifest;
 
 use super::ModuleRegistry;
+use super::builtin::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS};
 use super::error::{CreateError, LoadError};
 use super::library::check_descriptor;
 
@@ -134,7 +135,7 @@ impl ModuleRegistry {
             });
         };
         if found.kind == ModuleKind::ALLOCATOR
-            && (name == super::BUILTIN_ALLOCATOR || name == super::BUILTIN_ALLOCATOR_ALIAS)
+            && (name == BUILTIN_ALLOCATOR || name == BUILTIN_ALLOCATOR_ALIAS)
         {
             return Err(LoadError::ReservedName {
                 manifest: label,

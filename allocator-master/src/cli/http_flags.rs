@@ -21,7 +21,8 @@ pub struct HttpFlags {
         long = "http_header_timeout",
         alias = "http-header-timeout",
         hide = true,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = crate::duration::seconds
     )]
     pub header_timeout: Option<f64>,
     /// Seconds a request body may take after its head (default 10).
@@ -29,7 +30,8 @@ pub struct HttpFlags {
         long = "http_body_timeout",
         alias = "http-body-timeout",
         hide = true,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = crate::duration::seconds
     )]
     pub body_timeout: Option<f64>,
     /// Seconds an idle keep-alive connection stays open (default 60).
@@ -37,7 +39,8 @@ pub struct HttpFlags {
         long = "http_idle_timeout",
         alias = "http-idle-timeout",
         hide = true,
-        value_name = "SECS"
+        value_name = "SECS",
+        value_parser = crate::duration::seconds
     )]
     pub idle_timeout: Option<f64>,
     /// Request connections open at once, streams not included (default 1024).

@@ -2,6 +2,7 @@
 //! subcommand.
 
 pub mod bench;
+
 pub mod experiment;
 mod http_flags;
 pub use http_flags::HttpFlags;
@@ -166,8 +167,14 @@ impl EngineFlags {
 /// The allocator's options and how module faults are contained.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct AllocatorFlags {
-    /// Batch allocation interval, seconds (decimal) [default: 1].
-    #[arg(long = "allocation_interval", alias = "allocation-interval", value_name = "SECS")]
+    /// Batch allocation interval: seconds (decimal) or a Mesos duration (`1secs`, `500ms`,
+    /// `2mins`), as every time-valued flag [default: 1secs].
+    #[arg(
+        long = "allocation_interval",
+        alias = "allocation-interval",
+        value_name = "DURATION",
+        value_parser = crate::duration::seconds
+    )]
     pub allocation_interval: Option<f64>,
     /// Mesos syntax: `cpus:0.01|mem:32` (`|` = OR of sets, `;` = AND inside a set)
     /// [default: cpus:0.01|mem:32].
@@ -215,11 +222,21 @@ pub struct AllocatorFlags {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct CallLimitFlags {
     /// Report module calls slower than this many milliseconds (0: off) [default: 1000].
-    #[arg(long = "module_call_budget_ms", alias = "module-call-budget-ms", value_name = "MS")]
+    #[arg(
+        long = "module_call_budget_ms",
+        alias = "module-call-budget-ms",
+        value_name = "MS",
+        value_parser = crate::duration::millis
+    )]
     pub module_call_budget_ms: Option<f64>,
     /// Stop the master when a module call has not returned after this many milliseconds
     /// (0: off) [default: 30000].
-    #[arg(long = "module_call_timeout_ms", alias = "module-call-timeout-ms", value_name = "MS")]
+    #[arg(
+        long = "module_call_timeout_ms",
+        alias = "module-call-timeout-ms",
+        value_name = "MS",
+        value_parser = crate::duration::millis
+    )]
     pub module_call_timeout_ms: Option<f64>,
 }
 
@@ -342,11 +359,40 @@ pub enum Command {
     Experiment(experiment::ExperimentArgs),
 }
 
+impl ServeArgs {
+    /// The directory the registry is kept in, or `None` for `--registry in_memory`.
+    pub fn registry_dir(&self) -> Result<Option<std::path::PathBuf>, String> {
+        match (self.registry.as_deref(), &self.work_dir) {
+            (Some("in_memory"), _) => Ok(None),
+            (_, Some(dir)) => Ok(Some(dir.clone())),
+            (Some(_), None) => {
+                Err("--registry=replicated_log needs --work_dir (where the registry is kept)"
+                    .into())
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Where to listen: `--listen`, else `--ip` (loopback) and `--port` (5050, Mesos's).
+    pub fn address(&self) -> String {
+        match &self.listen {
+            Some(listen) => listen.clone(),
+            None => {
+                let ip = self.ip.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+                std::net::SocketAddr::new(ip, self.port.unwrap_or(DEFAULT_PORT)).to_string()
+            }
+        }
+    }
+}
+
+/// Mesos's default master port.
+pub const DEFAULT_PORT: u16 = 5050;
+
 /// `allocator-master plan` arguments.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PlanArgs {
     /// The virtual time (seconds) of the scenario at which the change is applied.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::duration::seconds)]
     pub at: f64,
     /// The change: one scenario event as JSON, e.g. '{"op": "update_weights", "weights":
     /// {"ml": 3}}' (update_quota, update_weights, set_sorters, update_unavailability,
@@ -374,25 +420,42 @@ pub struct PlanArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
     /// HOST:PORT to listen on; port 0 picks a free port (the address is printed on stderr).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub listen: String,
+    /// Default: `--ip` and `--port`.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with_all = ["ip", "port"])]
+    pub listen: Option<String>,
+    /// The address to listen on, as Mesos's `--ip` [default: 127.0.0.1].
+    #[arg(long, value_name = "IP")]
+    pub ip: Option<std::net::IpAddr>,
+    /// The port to listen on, as Mesos's `--port`; 0 picks a free one [default: 5050].
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
     /// Virtual seconds per wall-clock second.
     #[arg(long, default_value_t = 1.0, value_name = "K")]
     pub speed: f64,
     /// Stop after this many wall-clock seconds and print the summary (default: run until
     /// SIGINT or SIGTERM).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::seconds)]
     pub duration: Option<f64>,
     /// Write, as it happens, a scenario of everything the master applied; replaying it with
     /// `--scenario FILE` and the same flags makes the same offers (SPEC 6.3).
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
+    /// Where the master keeps its registry (quota, weights, sorters, maintenance, agents
+    /// marked gone, framework ids), which then survives restarts (Mesos's `--work_dir`).
+    #[arg(long = "work_dir", alias = "work-dir", value_name = "DIR")]
+    pub work_dir: Option<std::path::PathBuf>,
+    /// `replicated_log` keeps the registry in `--work_dir` (the default when it is given; a
+    /// single crash-safe file here, not a replicated log); `in_memory` keeps nothing across
+    /// restarts (the default without `--work_dir`), as Mesos's `--registry`.
+    #[arg(long, value_name = "STORE", value_parser = ["in_memory", "replicated_log"])]
+    pub registry: Option<String>,
     /// Wall-clock seconds between HEARTBEAT events on Mesos scheduler API streams.
     #[arg(
         long = "heartbeat_interval",
         alias = "heartbeat-interval",
-        default_value_t = 15.0,
-        value_name = "SECS"
+        default_value = "15secs",
+        value_name = "DURATION",
+        value_parser = crate::duration::seconds
     )]
     pub heartbeat_interval: f64,
     /// Authentication and authorization.
@@ -525,7 +588,7 @@ pub struct ImportArgs {
     pub limit: Option<usize>,
     /// End the scenario S seconds (scaled) after the last pod arrives, whatever still runs
     /// (default: once every task has ended; the trace's longest pods run for months).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = crate::duration::seconds)]
     pub horizon: Option<f64>,
     /// Multiplies the offered load: pods arrive K times as often, each running as long (to
     /// saturate the cluster; the trace itself keeps it below 1 % busy).
@@ -850,13 +913,14 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
     }
     if let Some(serve) = s.serve {
         let options = crate::serve::ServeOptions {
-            listen: serve.listen.clone(),
+            listen: serve.address(),
             speed: serve.speed,
             duration: serve.duration,
             heartbeat_interval: serve.heartbeat_interval,
             auth: serve.auth.resolve()?,
             http_limits: serve.http.limits()?,
             tls: serve.http.tls()?,
+            work_dir: serve.registry_dir()?,
         };
         sim.set_offer_tracking(
             scenario
@@ -1148,6 +1212,40 @@ mod tests {
     #[test]
     fn the_command_definition_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    fn serve_args(args: &[&str]) -> ServeArgs {
+        let mut all = vec!["serve"];
+        all.extend_from_slice(args);
+        match parse(&all).unwrap().command {
+            Some(Command::Serve(s)) => *s,
+            other => panic!("not serve: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn serve_listens_on_mesoss_port_5050_on_loopback_by_default() {
+        assert_eq!(serve_args(&[]).address(), "127.0.0.1:5050");
+        assert_eq!(serve_args(&["--port", "0"]).address(), "127.0.0.1:0");
+        assert_eq!(serve_args(&["--ip", "0.0.0.0", "--port", "5051"]).address(), "0.0.0.0:5051");
+        assert_eq!(serve_args(&["--ip", "::1"]).address(), "[::1]:5050");
+        assert_eq!(serve_args(&["--listen", "127.0.0.1:7"]).address(), "127.0.0.1:7");
+        assert!(parse(&["serve", "--listen", "127.0.0.1:7", "--port", "8"]).is_err());
+    }
+
+    #[test]
+    fn time_flags_take_mesos_durations() {
+        let s = serve_args(&["--allocation_interval=1secs", "--heartbeat_interval", "500ms"]);
+        assert_eq!(s.allocator.allocation_interval, Some(1.0));
+        assert_eq!(s.heartbeat_interval, 0.5);
+        assert_eq!(serve_args(&["--duration", "2mins"]).duration, Some(120.0));
+        assert_eq!(serve_args(&[]).heartbeat_interval, 15.0);
+        let a = parse(&["--allocation_interval", "250ms", "--module_call_timeout_ms", "2secs"])
+            .unwrap();
+        assert_eq!(a.allocator.allocation_interval, Some(0.25));
+        assert_eq!(a.allocator.limits.module_call_timeout_ms, Some(2000.0));
+        let e = parse(&["--allocation_interval", "1sec"]).unwrap_err().to_string();
+        assert!(e.contains("unknown unit 'sec'"), "{e}");
     }
 
     /// Every flag of every (sub)command, with the command's name.

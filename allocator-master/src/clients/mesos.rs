@@ -743,6 +743,81 @@ impl MesosFrameworks {
         }
     }
 
+    /// What the master's registry keeps ([`crate::master_registry`]): each framework's id,
+    /// `FrameworkInfo` and principal, and the ids of those removed for good.
+    pub fn records(&self) -> (Vec<crate::master_registry::FrameworkEntry>, Vec<String>) {
+        let frameworks = self
+            .frameworks
+            .iter()
+            .map(|(id, f)| crate::master_registry::FrameworkEntry {
+                id: id.clone(),
+                info: serde_json::to_value(&f.info).unwrap_or_default(),
+                principal: f.principal.clone(),
+            })
+            .collect();
+        (frameworks, self.removed.iter().cloned().collect())
+    }
+
+    /// Restores the registry's frameworks after a restart, as a Mesos master does after a
+    /// failover: each is added inactive and disconnected, and has its `failover_timeout` from
+    /// now to subscribe again with its id (it then fails over, keeping its id); past it, it is
+    /// removed. Removed frameworks stay refused. An entry that cannot be read or added is
+    /// skipped with a warning.
+    pub fn restore(
+        &mut self,
+        entries: Vec<crate::master_registry::FrameworkEntry>,
+        removed: Vec<String>,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
+        self.removed.extend(removed);
+        for entry in entries {
+            let info: s::FrameworkInfo = match serde_json::from_value(entry.info) {
+                Ok(info) => info,
+                Err(e) => {
+                    log::warn!("registry: framework {}: unreadable FrameworkInfo: {e}", entry.id);
+                    continue;
+                }
+            };
+            let add = Command::AddFramework {
+                framework: entry.id.clone(),
+                roles: info.effective_roles(),
+                capabilities: capabilities(&info),
+                active: false,
+                used: Vec::new(),
+                suppressed_roles: Vec::new(),
+                min_allocatable: min_allocatable(&info),
+                tasks: None,
+            };
+            let id = match master.apply(&add) {
+                Ok(Applied::Framework(id)) => id,
+                Ok(other) => return Err(format!("adding a framework gave {other:?}")),
+                Err(e) => {
+                    log::warn!("registry: framework {} not restored: {e}", entry.id);
+                    continue;
+                }
+            };
+            log::info!(
+                "framework {} restored from the registry; waiting for it to subscribe",
+                entry.id
+            );
+            self.by_master.insert(id, entry.id.clone());
+            self.frameworks.insert(
+                entry.id,
+                Connected {
+                    id,
+                    info,
+                    principal: entry.principal,
+                    stream: None,
+                    stream_id: String::new(),
+                    disconnected: Some(Instant::now()),
+                    tasks: BTreeMap::new(),
+                    last_heartbeat: Instant::now(),
+                },
+            );
+        }
+        Ok(())
+    }
+
     /// Whether `fw` is a framework of this client (subscribed, or disconnected within its
     /// failover timeout).
     pub fn knows(&self, fw: &str) -> bool {

@@ -63,12 +63,62 @@ struct Down {
     capabilities: AgentCapabilities,
 }
 
-/// What the operator API keeps between calls: the maintenance schedule and the agents it took
-/// down.
+/// What the operator API keeps between calls: the maintenance schedule, the agents it took
+/// down and those marked gone.
 #[derive(Default)]
 pub struct Operator {
     schedule: m::Schedule,
     down: BTreeMap<String, Down>,
+    gone: std::collections::BTreeSet<String>,
+}
+
+/// The operator's part of the master's registry ([`crate::master_registry`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OperatorRecords {
+    /// The maintenance schedule, when it has windows.
+    pub schedule: Option<m::Schedule>,
+    /// The machines (by hostname) whose agents are down for maintenance.
+    pub down: Vec<crate::mesos::MachineId>,
+    /// Agents marked gone.
+    pub gone: Vec<String>,
+}
+
+impl Operator {
+    /// What the registry keeps of this operator's state.
+    pub fn records(&self) -> OperatorRecords {
+        OperatorRecords {
+            schedule: (!self.schedule.windows.is_empty()).then(|| self.schedule.clone()),
+            down: self
+                .down
+                .values()
+                .map(|d| crate::mesos::MachineId { hostname: Some(d.hostname.clone()), ip: None })
+                .collect(),
+            gone: self.gone.iter().cloned().collect(),
+        }
+    }
+
+    /// Restores `records` after a restart, on the cluster as the scenario brought it back:
+    /// agents marked gone are removed again, the schedule is set again (unavailability and
+    /// inverse offers follow), and machines down for maintenance go down again.
+    pub fn restore(
+        &mut self,
+        sim: &mut dyn Cluster<'_>,
+        records: OperatorRecords,
+    ) -> Result<(), String> {
+        for agent in records.gone {
+            if sim.master().agent_id(&agent).is_ok() {
+                sim.apply(&Command::RemoveAgent(agent.clone()))?;
+            }
+            self.gone.insert(agent);
+        }
+        if let Some(schedule) = records.schedule {
+            self.update_schedule(sim, schedule)?;
+        }
+        if !records.down.is_empty() {
+            self.start_maintenance(sim, &records.down)?;
+        }
+        Ok(())
+    }
 }
 
 /// The ACL check of one call (see [`crate::auth`]): changes by their action and objects (roles,
@@ -219,7 +269,10 @@ impl Operator {
             CallType::MarkAgentGone => {
                 let agent = call.mark_agent_gone.expect("validated").agent_id.value;
                 match sim.master().agent_id(&agent) {
-                    Ok(_) => sim.apply(&Command::RemoveAgent(agent)).map(|_| None),
+                    Ok(_) => sim.apply(&Command::RemoveAgent(agent.clone())).map(|_| {
+                        self.gone.insert(agent);
+                        None
+                    }),
                     Err(e) => return Response::text(404, &e),
                 }
             }
@@ -361,7 +414,10 @@ fn flags(master: &Master<'_>) -> m::GetFlags {
             flag("allocator", setup.allocator.clone()),
             flag("role_sorter", setup.role_sorter.clone()),
             flag("framework_sorter", setup.framework_sorter.clone()),
-            flag("allocation_interval", format!("{}secs", master.allocation_interval())),
+            flag(
+                "allocation_interval",
+                crate::duration::format_seconds(master.allocation_interval()),
+            ),
         ],
     }
 }
