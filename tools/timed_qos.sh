@@ -9,12 +9,12 @@
 #   tools/timed_qos.sh [LOAD] [HORIZON]       # defaults: 1000000 (all pods within ~13 s), 600 s
 #
 # Needs target/release/allocator-master and the modules (cargo build --release) and the trace in
-# ../shared/traces/alibaba-gpu-v2023/.
+# data/alibaba-gpu-v2023/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 load=${1:-1000000}
 horizon=${2:-600}
-T=../shared/traces/alibaba-gpu-v2023
+T=data/alibaba-gpu-v2023
 bin=target/release/allocator-master
 scenario=$(mktemp --suffix=.json)
 trap 'rm -f "$scenario"' EXIT

@@ -166,6 +166,10 @@ impl SchedulerView for MesosFrameworks {
     fn principal(&self, framework: &str) -> Option<&str> {
         MesosFrameworks::principal(self, framework)
     }
+
+    fn master_id(&self) -> &str {
+        MesosFrameworks::master_id(self)
+    }
 }
 
 impl<'r> Driver<'r> {

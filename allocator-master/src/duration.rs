@@ -29,6 +29,9 @@ fn parse(text: &str, plain: f64) -> Result<f64, String> {
     let t = text.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
+    let value: f64 = number.trim().parse().map_err(|_| {
+        format!("invalid duration '{text}': expected a number, or a number and a unit (1secs, 500ms, 2mins)")
+    })?;
     let scale = if unit.is_empty() {
         plain
     } else {
@@ -38,9 +41,6 @@ fn parse(text: &str, plain: f64) -> Result<f64, String> {
             )
         })?
     };
-    let value: f64 = number.trim().parse().map_err(|_| {
-        format!("invalid duration '{text}': expected a number, or a number and a unit (1secs, 500ms, 2mins)")
-    })?;
     if !value.is_finite() {
         return Err(format!("invalid duration '{text}': not a finite number"));
     }

@@ -49,4 +49,5 @@ pub mod scenario;
 pub mod serve;
 pub mod soak;
 pub mod sorter_scenario;
+pub mod system_metrics;
 pub mod workload;

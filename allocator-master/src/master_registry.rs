@@ -53,8 +53,10 @@ pub struct FrameworkEntry {
     pub principal: Option<String>,
 }
 
-/// Everything the registry holds. See the [module documentation](self).
+/// Everything the registry holds. See the [module documentation](self). A field missing from
+/// the file is empty.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct State {
     /// [`VERSION`].
     pub version: u32,

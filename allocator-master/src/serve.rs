@@ -68,6 +68,8 @@ pub struct ServeOptions {
     /// Keep the master's registry in this directory (`--work_dir`), restoring it at start
     /// ([`crate::master_registry`]); `None`: nothing survives a restart.
     pub work_dir: Option<std::path::PathBuf>,
+    /// Every flag the master runs with (name, value), for `/master/flags` and `GET_FLAGS`.
+    pub flags: Vec<(String, String)>,
 }
 
 /// A request read in full by the HTTP server.
@@ -122,6 +124,20 @@ pub fn serve(
             })
             .map_err(|e| format!("cannot start the HTTP queue thread: {e}"))?
     };
+    // The flags as the master runs with them: the address it is bound to, the registry.
+    let mut options = options.clone();
+    options
+        .flags
+        .retain(|(k, _)| !["ip", "port", "listen", "registry", "work_dir"].contains(&k.as_str()));
+    options.flags.push(("ip".into(), addr.ip().to_string()));
+    options.flags.push(("port".into(), addr.port().to_string()));
+    let store = if options.work_dir.is_some() { "replicated_log" } else { "in_memory" };
+    options.flags.push(("registry".into(), store.into()));
+    if let Some(dir) = &options.work_dir {
+        options.flags.push(("work_dir".into(), dir.display().to_string()));
+    }
+    options.flags.sort();
+    let options = &options;
     let (modules, setup) = (sim.master().registry(), sim.initial_setup().clone());
     let result = crate::planner::with_planner(modules, &setup, |planner| {
         let mut live = Live::new(sim, scenario, options, queued, planner);
@@ -165,6 +181,8 @@ struct Live<'s, 'r> {
     planner: &'s crate::planner::Planner,
     /// The master's registry, when it survives restarts (`--work_dir`).
     store: Option<crate::master_registry::Store>,
+    /// Every flag the master runs with, as `/master/flags` and `GET_FLAGS` show them.
+    flags: Vec<(String, String)>,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -188,10 +206,11 @@ impl<'s, 'r> Live<'s, 'r> {
             cursor: 0,
             queued,
             latency_ms: Vec::new(),
-            operator: Default::default(),
+            operator: crate::clients::operator::Operator::with_flags(options.flags.clone()),
             auth: &options.auth,
             planner,
             store: None,
+            flags: options.flags.clone(),
             sim,
         }
     }
@@ -429,6 +448,11 @@ impl<'s, 'r> Live<'s, 'r> {
             &self.latency_ms,
         );
         m.insert("master/plans_refused".into(), json!(self.planner.refused()));
+        allocator_host::metrics::write_mesos_master_metrics(&mut m, self.sim.master());
+        m.insert("master/uptime_secs".into(), json!(self.start.elapsed().as_secs_f64()));
+        let offers = self.sim.mesos().map_or(0, |m| m.outstanding_offers());
+        m.insert("master/outstanding_offers".into(), json!(offers));
+        crate::system_metrics::write(&mut m);
         m
     }
 
@@ -439,7 +463,7 @@ impl<'s, 'r> Live<'s, 'r> {
             request.respond_with(refusal);
             return Ok(());
         }
-        let principal = match realm(&request.path) {
+        let principal = match realm(&request.method, &request.path) {
             None => None,
             Some(realm) => match self.auth.authenticate(realm, request.header("Authorization")) {
                 Ok(principal) => principal,
@@ -499,6 +523,38 @@ impl<'s, 'r> Live<'s, 'r> {
             ("GET", "/version") => {
                 respond(request, 200, &json!({"version": crate::mesos::MESOS_VERSION}));
                 return Ok(());
+            }
+            ("GET", "/") => {
+                respond(request, 200, &crate::clients::endpoints::index());
+                return Ok(());
+            }
+            (method, path) if crate::clients::endpoints::mesos_endpoint(method, path).is_some() => {
+                let name =
+                    crate::clients::endpoints::mesos_endpoint(method, path).expect("checked");
+                let method = method.to_owned();
+                let completed: Vec<Value> =
+                    self.sim.mesos().map(|m| m.completed_frameworks().to_vec()).unwrap_or_default();
+                let (status, answer) = crate::clients::endpoints::answer(
+                    &mut self.sim.applying(out),
+                    &self.flags,
+                    &completed,
+                    &method,
+                    name,
+                    &request.body,
+                );
+                if method == "PUT"
+                    && status == 200
+                    && let Err(e) = self.persist()
+                {
+                    respond(request, 503, &json!({"error": e}));
+                    return Err(e);
+                }
+                if answer.is_null() {
+                    request.respond_with(crate::http::Response::empty(status));
+                } else {
+                    respond(request, status, &answer);
+                }
+                return self.fatal();
             }
             _ => {}
         }
@@ -568,12 +624,17 @@ impl<'s, 'r> Live<'s, 'r> {
 
 /// The realm whose authentication a request to `path` needs (whatever its method); `None`:
 /// never authenticated (`GET /version`, `/health`, unknown paths).
-fn realm(path: &str) -> Option<Realm> {
+fn realm(method: &str, path: &str) -> Option<Realm> {
     match path {
         "/api/v1/scheduler" => Some(Realm::Frameworks),
         "/api/v1" | "/quota" | "/weights" | "/sorters" | "/plan" => Some(Realm::ReadWrite),
         "/state" | "/metrics/snapshot" | "/explain" => Some(Realm::ReadOnly),
-        _ => None,
+        // Mesos's endpoints: a PUT changes the weights, the rest read; health is open.
+        p => match crate::clients::endpoints::mesos_endpoint(method, p) {
+            Some("/health") | None => None,
+            Some(_) if method == "PUT" => Some(Realm::ReadWrite),
+            Some(_) => Some(Realm::ReadOnly),
+        },
     }
 }
 
@@ -608,6 +669,20 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
         }
         ("POST", "/plan") => caller.may(Action::Plan, &[]),
         ("GET", "/state") => caller.may(Action::ViewFrameworks, &[]),
+        ("PUT", path)
+            if crate::clients::endpoints::mesos_endpoint("PUT", path) == Some("/weights") =>
+        {
+            let roles: Vec<String> = serde_json::from_str::<Vec<Value>>(&request.body)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|w| w["role"].as_str().map(str::to_owned))
+                .collect();
+            let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
+            caller.may(Action::UpdateWeights, &roles)
+        }
+        ("GET", path) if crate::clients::endpoints::mesos_endpoint("GET", path).is_some() => {
+            caller.may(Action::GetEndpoints, &[path])
+        }
         ("GET", "/metrics/snapshot") => caller.may(Action::GetEndpoints, &["/metrics/snapshot"]),
         ("GET", "/explain") => {
             let role = request.query.split('&').find_map(|p| p.strip_prefix("role="));

@@ -106,7 +106,7 @@ fn an_unknown_module_lists_the_names_the_library_has() {
         &[
             "module 'nope' not found in library",
             "libfaulty_modules",
-            "(it has: faulty_allocator, drf, create_fails, create_panics, incompatible, panicky)",
+            "(it has: faulty_allocator, HierarchicalDRF, drf, create_fails, create_panics, incompatible, panicky)",
         ],
     );
 }

@@ -13,7 +13,7 @@ use allocator_master::scenario::Document;
 use workspace_tests::workspace_root;
 
 fn trace_dir() -> std::path::PathBuf {
-    workspace_root().join("../shared/traces/alibaba-gpu-v2023")
+    workspace_root().join("data/alibaba-gpu-v2023")
 }
 
 fn imported_slice() -> AllocatorScenario {

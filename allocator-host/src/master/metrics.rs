@@ -66,14 +66,53 @@ pub fn percentiles<const N: usize>(samples: &[f64], ps: [f64; N]) -> [f64; N] {
 }
 
 /// Writes timing metric `name` as Mesos's timers appear in a snapshot: `name` (the last
-/// sample), `name/count`, and `name/p50`, `/p90`, `/p99`, `/max`.
+/// sample), `name/count`, and `name/min`, `/p50`, `/p90`, `/p95`, `/p99`, `/p999`, `/p9999`,
+/// `/max` (over the last [`TIMING_SAMPLES`]).
 pub fn write_timing(m: &mut MetricMap, name: &str, samples: &[f64]) {
     put(m, name.to_owned(), samples.last().copied().unwrap_or(0.0));
     m.insert(format!("{name}/count"), serde_json::json!(samples.len()));
-    let values = percentiles(samples, [0.5, 0.9, 0.99, 1.0]);
-    for (label, v) in ["p50", "p90", "p99", "max"].into_iter().zip(values) {
+    let values = percentiles(samples, [0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0]);
+    let labels = ["min", "p50", "p90", "p95", "p99", "p999", "p9999", "max"];
+    for (label, v) in labels.into_iter().zip(values) {
         put(m, format!("{name}/{label}"), v);
     }
+}
+
+/// Writes Mesos's `master/*` metrics of what the master holds: per resource `master/<r>_total`,
+/// `_used` (offered or allocated) and `_percent` for `cpus`, `mem`, `disk`, `gpus`;
+/// `master/slaves_active`, `_inactive`, `_connected`, `_disconnected`;
+/// `master/frameworks_active`, `_inactive`, `_connected`, `_disconnected`;
+/// `master/tasks_running`; `master/elected` (always 1: one master).
+pub fn write_mesos_master_metrics(m: &mut MetricMap, master: &Master<'_>) {
+    let total = master.cluster();
+    let mut used = Quantities::new();
+    for alloc in master.role_alloc().values() {
+        for q in alloc.iter() {
+            used.set(q.name, used.get(&q.name) + q.value);
+        }
+    }
+    for name in ["cpus", "mem", "disk", "gpus"] {
+        let (t, u) = (total.get(name).as_f64(), used.get(name).as_f64());
+        put(m, format!("master/{name}_total"), t);
+        put(m, format!("master/{name}_used"), u);
+        put(m, format!("master/{name}_percent"), if t > 0.0 { u / t } else { 0.0 });
+    }
+    let agents: Vec<_> = master.agent_records().filter(|a| a.present).collect();
+    let active = agents.iter().filter(|a| a.activated).count();
+    put(m, "master/slaves_active".into(), active as f64);
+    put(m, "master/slaves_inactive".into(), (agents.len() - active) as f64);
+    put(m, "master/slaves_connected".into(), agents.len() as f64);
+    put(m, "master/slaves_disconnected".into(), 0.0);
+    let frameworks: Vec<_> = master.framework_ids().filter_map(|f| master.framework(f)).collect();
+    let active = frameworks.iter().filter(|f| f.present && f.active).count();
+    let present = frameworks.iter().filter(|f| f.present).count();
+    put(m, "master/frameworks_active".into(), active as f64);
+    put(m, "master/frameworks_inactive".into(), (present - active) as f64);
+    put(m, "master/frameworks_connected".into(), active as f64);
+    put(m, "master/frameworks_disconnected".into(), (present - active) as f64);
+    let running: usize = master.framework_ids().map(|f| master.tasks_of(f).count()).sum();
+    put(m, "master/tasks_running".into(), running as f64);
+    put(m, "master/elected".into(), 1.0);
 }
 
 /// Writes the cluster, per-role share and quota metrics. `roles` names the roles to report a

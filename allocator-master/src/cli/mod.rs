@@ -617,6 +617,52 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Every flag of this process's command line, given or defaulted, by its long name (as
+/// Mesos's `/master/flags` and `GET_FLAGS` list them); durations in Mesos's format.
+fn given_flags() -> Vec<(String, String)> {
+    use clap::CommandFactory;
+    let command = Args::command();
+    let Ok(matches) = command.clone().try_get_matches_from(std::env::args_os()) else {
+        return Vec::new();
+    };
+    let mut flags = std::collections::BTreeMap::new();
+    let mut collect = |cmd: &clap::Command, m: &clap::ArgMatches| {
+        for arg in cmd.get_arguments() {
+            let (Some(long), id) = (arg.get_long(), arg.get_id().as_str()) else { continue };
+            let mut value = match m.try_get_raw(id) {
+                Ok(Some(raw)) => {
+                    let values: Vec<String> =
+                        raw.map(|v| v.to_string_lossy().into_owned()).collect();
+                    values.join(",")
+                }
+                // Not given: the default its help states (`[default: 1secs]`), if any.
+                _ => {
+                    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                    let Some(default) =
+                        help.split("[default: ").nth(1).and_then(|rest| rest.split(']').next())
+                    else {
+                        continue;
+                    };
+                    default.to_owned()
+                }
+            };
+            if arg.get_value_names().is_some_and(|n| n.iter().any(|n| n == "DURATION"))
+                && let Ok(seconds) = crate::duration::seconds(&value)
+            {
+                value = crate::duration::format_seconds(seconds);
+            }
+            flags.insert(long.to_owned(), value);
+        }
+    };
+    collect(&command, &matches);
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some(cmd) = command.find_subcommand(name)
+    {
+        collect(cmd, sub);
+    }
+    flags.into_iter().collect()
+}
+
 fn init_logging() {
     let env = env_logger::Env::default().default_filter_or("warn");
     let _ = env_logger::Builder::from_env(env).format_timestamp_millis().try_init();
@@ -921,6 +967,7 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
             http_limits: serve.http.limits()?,
             tls: serve.http.tls()?,
             work_dir: serve.registry_dir()?,
+            flags: given_flags(),
         };
         sim.set_offer_tracking(
             scenario

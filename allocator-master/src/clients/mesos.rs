@@ -78,6 +78,10 @@ struct TaskRecord {
     pending: VecDeque<Pending>,
 }
 
+/// How many removed frameworks `completed_frameworks` keeps (Mesos's
+/// `--max_completed_frameworks` default).
+pub const MAX_COMPLETED: usize = 50;
+
 /// A framework that subscribed over HTTP.
 struct Connected {
     id: ApiFrameworkId,
@@ -128,6 +132,9 @@ pub struct MesosFrameworks {
     inverse: BTreeMap<String, (String, ApiAgentId)>,
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
     removed: std::collections::BTreeSet<String>,
+    /// The last [`MAX_COMPLETED`] frameworks removed, as Mesos's `completed_frameworks` show
+    /// them (v0 JSON, as they were when removed).
+    completed: Vec<serde_json::Value>,
     next: u64,
 }
 
@@ -145,6 +152,7 @@ impl MesosFrameworks {
             offers: BTreeMap::new(),
             inverse: BTreeMap::new(),
             removed: Default::default(),
+            completed: Vec::new(),
             next: 0,
         }
     }
@@ -818,6 +826,21 @@ impl MesosFrameworks {
         Ok(())
     }
 
+    /// The frameworks removed lately, newest last (Mesos's `completed_frameworks`).
+    pub fn completed_frameworks(&self) -> &[serde_json::Value] {
+        &self.completed
+    }
+
+    /// Offers outstanding to frameworks over the scheduler API.
+    pub fn outstanding_offers(&self) -> usize {
+        self.offers.len()
+    }
+
+    /// This master's id (the prefix of every id it gives out).
+    pub fn master_id(&self) -> &str {
+        &self.master_id
+    }
+
     /// Whether `fw` is a framework of this client (subscribed, or disconnected within its
     /// failover timeout).
     pub fn knows(&self, fw: &str) -> bool {
@@ -832,6 +855,16 @@ impl MesosFrameworks {
     /// Removes framework `fw` (`TEARDOWN`, by itself or by an operator): its stream ends, its
     /// offers go back, and it cannot subscribe again.
     pub fn teardown(&mut self, fw: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(id) = self.frameworks.get(fw).map(|f| f.id) else { return Ok(()) };
+        if let Some(mut json) = super::endpoints::framework_json(master, Some(&*self), id) {
+            json["active"] = false.into();
+            json["connected"] = false.into();
+            json["unregistered_time"] = master.now().into();
+            if self.completed.len() == MAX_COMPLETED {
+                self.completed.remove(0);
+            }
+            self.completed.push(json);
+        }
         let Some(f) = self.frameworks.remove(fw) else { return Ok(()) };
         self.offers.retain(|_, (owner, _)| owner != fw);
         self.inverse.retain(|_, (owner, _)| owner != fw);

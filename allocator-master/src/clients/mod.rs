@@ -10,6 +10,7 @@
 //!
 //! The HTTP front end of `serve` ([`crate::serve`]) drives the same surface.
 
+pub mod endpoints;
 pub mod mesos;
 pub mod operator;
 pub mod scenario;

@@ -43,6 +43,8 @@ pub trait SchedulerView {
     fn task_name(&self, fw: allocator_api::FrameworkId, task: u64) -> Option<&str>;
     /// The principal of a connected framework (by its framework id), if it has one.
     fn principal(&self, framework: &str) -> Option<&str>;
+    /// This master's id.
+    fn master_id(&self) -> &str;
 }
 
 /// The master as the operator API sees it: commands to apply, and the frameworks connected
@@ -70,6 +72,8 @@ pub struct Operator {
     schedule: m::Schedule,
     down: BTreeMap<String, Down>,
     gone: std::collections::BTreeSet<String>,
+    /// Every flag the master runs with, for `GET_FLAGS`.
+    flags: Vec<(String, String)>,
 }
 
 /// The operator's part of the master's registry ([`crate::master_registry`]).
@@ -84,6 +88,12 @@ pub struct OperatorRecords {
 }
 
 impl Operator {
+    /// An operator API answering `GET_FLAGS` with `flags` (name, value), beside the allocator,
+    /// sorters and allocation interval in use.
+    pub fn with_flags(flags: Vec<(String, String)>) -> Operator {
+        Operator { flags, ..Operator::default() }
+    }
+
     /// What the registry keeps of this operator's state.
     pub fn records(&self) -> OperatorRecords {
         OperatorRecords {
@@ -216,7 +226,7 @@ impl Operator {
                     })
                     .collect(),
             }))),
-            CallType::GetFlags => Ok(Some(m::Response::flags(flags(sim.master())))),
+            CallType::GetFlags => Ok(Some(m::Response::flags(flags(sim.master(), &self.flags)))),
             CallType::GetState => Ok(Some(m::Response::state(m::GetState {
                 get_tasks: Some(tasks(sim)),
                 get_executors: Some(serde_json::json!({"executors": []})),
@@ -406,19 +416,30 @@ impl Operator {
     }
 }
 
-fn flags(master: &Master<'_>) -> m::GetFlags {
+/// Every flag the master runs with, the allocator, sorters and interval as now in use (a
+/// sorter switch or a fallback changes them): `GET_FLAGS` and `/master/flags`.
+pub fn effective_flags(
+    master: &Master<'_>,
+    given: &[(String, String)],
+) -> BTreeMap<String, String> {
     let setup = master.setup();
-    let flag = |name: &str, value: String| m::Flag { name: name.into(), value: Some(value) };
+    let mut all: BTreeMap<String, String> = given.iter().cloned().collect();
+    all.insert("allocator".into(), setup.allocator.clone());
+    all.insert("role_sorter".into(), setup.role_sorter.clone());
+    all.insert("framework_sorter".into(), setup.framework_sorter.clone());
+    all.insert(
+        "allocation_interval".into(),
+        crate::duration::format_seconds(master.allocation_interval()),
+    );
+    all
+}
+
+fn flags(master: &Master<'_>, given: &[(String, String)]) -> m::GetFlags {
     m::GetFlags {
-        flags: vec![
-            flag("allocator", setup.allocator.clone()),
-            flag("role_sorter", setup.role_sorter.clone()),
-            flag("framework_sorter", setup.framework_sorter.clone()),
-            flag(
-                "allocation_interval",
-                crate::duration::format_seconds(master.allocation_interval()),
-            ),
-        ],
+        flags: effective_flags(master, given)
+            .into_iter()
+            .map(|(name, value)| m::Flag { name, value: Some(value) })
+            .collect(),
     }
 }
 

@@ -1,0 +1,404 @@
+//! Mesos's master HTTP endpoints, as `mesos-dns`, dashboards and scripts read them: `GET
+//! /master/state` (and `state.json`), `/master/frameworks`, `/master/slaves`, `/master/tasks`,
+//! `/master/roles`, `/master/flags`, `/master/health`, `/master/quota`, `GET` and `PUT
+//! /master/weights`, each also without the `/master` prefix (but `/state`, which is this
+//! master's own), and `GET /`, which lists them. The JSON is Mesos 1.x's "v0" shape (the
+//! master's `http.cpp`): resources as `{"cpus": 4.0, "ports": "[31000-32000]"}`, ids as
+//! strings, times in seconds since the epoch.
+
+use std::collections::BTreeMap;
+
+use allocator_api::resources::Value as ResValue;
+use allocator_api::{AgentId, FrameworkId, Resources};
+use serde_json::{Value, json};
+
+use super::operator::{Cluster, SchedulerView};
+use allocator_host::master::{Command, Master};
+
+/// The endpoints `GET /` lists, with what each answers.
+pub const ENDPOINTS: &[(&str, &str)] = &[
+    ("GET /", "this list"),
+    (
+        "GET /master/state, /master/state.json",
+        "Mesos's master state: agents, frameworks (and completed ones), tasks, flags",
+    ),
+    ("GET /master/frameworks", "frameworks, completed frameworks"),
+    ("GET /master/slaves", "agents"),
+    ("GET /master/tasks", "tasks"),
+    ("GET /master/roles", "roles: weight, frameworks, allocated resources, quota"),
+    ("GET /master/flags", "every flag the master runs with"),
+    ("GET /master/health, /health", "200 while the master serves"),
+    ("GET /master/quota", "quotas (Mesos's QuotaStatus)"),
+    ("GET /master/weights, PUT /master/weights", "role weights: [{\"role\", \"weight\"}]"),
+    ("GET /version", "the Mesos version this master speaks"),
+    ("GET /metrics/snapshot", "metrics, Mesos's names"),
+    ("GET /state", "this master's own state: allocator, sorters, shares, allocations"),
+    ("GET /explain?role=R, ?framework=F", "why a role or framework got what it got"),
+    ("POST /quota, /weights, /sorters", "operator changes as scenario events"),
+    ("POST /plan", "what-if: the offers a change would make"),
+    ("POST /api/v1", "the Mesos v1 operator API"),
+    ("POST /api/v1/scheduler", "the Mesos v1 scheduler API"),
+];
+
+/// The answer to `GET /`.
+pub fn index() -> Value {
+    let endpoints: Vec<Value> =
+        ENDPOINTS.iter().map(|(path, what)| json!({"endpoint": path, "answers": what})).collect();
+    json!({"master": "allocator-master", "version": crate::mesos::MESOS_VERSION, "endpoints": endpoints})
+}
+
+/// `path` without its `/master` prefix and `.json` suffix, when `method` on it is one of
+/// Mesos's endpoints served here; `None` otherwise: this master's own `/state`, and `POST
+/// /quota` and `/weights` (this master's scenario-event form) stay its own.
+pub fn mesos_endpoint<'p>(method: &str, path: &'p str) -> Option<&'p str> {
+    let name = match path.strip_prefix("/master") {
+        Some(rest) => rest.strip_suffix(".json").unwrap_or(rest),
+        None if path == "/state" => return None,
+        None if method == "POST" && (path == "/quota" || path == "/weights") => return None,
+        None => path.strip_suffix(".json").unwrap_or(path),
+    };
+    matches!(
+        name,
+        "/state"
+            | "/frameworks"
+            | "/slaves"
+            | "/tasks"
+            | "/roles"
+            | "/flags"
+            | "/health"
+            | "/quota"
+            | "/weights"
+    )
+    .then_some(name)
+}
+
+/// Answers `method` on Mesos endpoint `name` ([`mesos_endpoint`]): status and JSON (`Null`:
+/// an empty body).
+pub fn answer(
+    sim: &mut dyn Cluster<'_>,
+    flags: &[(String, String)],
+    completed: &[Value],
+    method: &str,
+    name: &str,
+    body: &str,
+) -> (u16, Value) {
+    let master = sim.master();
+    let view = sim.scheduler();
+    let flags: Vec<(String, String)> =
+        super::operator::effective_flags(master, flags).into_iter().collect();
+    let flags = flags.as_slice();
+    match (method, name) {
+        ("GET", "/state") => (200, state(master, view, flags, completed)),
+        ("GET", "/frameworks") => (
+            200,
+            json!({"frameworks": frameworks(master, view), "completed_frameworks": completed,
+                   "unregistered_frameworks": []}),
+        ),
+        ("GET", "/slaves") => (200, json!({"slaves": slaves(master), "recovered_slaves": []})),
+        ("GET", "/tasks") => (200, json!({"tasks": tasks(master, view)})),
+        ("GET", "/roles") => (200, json!({"roles": roles(master)})),
+        ("GET", "/flags") => (200, json!({"flags": flag_map(flags)})),
+        ("GET", "/health") => (200, Value::Null),
+        ("GET", "/quota") => (200, quota(master)),
+        ("GET", "/weights") => (200, weights(master)),
+        ("PUT", "/weights") => match parse_weights(body) {
+            Ok(w) => match sim.apply(&Command::UpdateWeights(w)) {
+                Ok(_) => (200, Value::Null),
+                Err(e) => (400, json!({"error": e})),
+            },
+            Err(e) => (400, json!({"error": e})),
+        },
+        (m, n) => (405, json!({"error": format!("{m} is not allowed on {n}")})),
+    }
+}
+
+/// Resources as Mesos's v0 JSON: scalars summed per name, ranges as `[a-b, c-d]`, sets as
+/// `{a,b}`.
+pub fn resource_map(r: &Resources) -> Value {
+    let mut scalars: BTreeMap<String, f64> = BTreeMap::new();
+    let mut other: BTreeMap<String, String> = BTreeMap::new();
+    for e in r.iter() {
+        match &e.value {
+            ResValue::Scalar(s) => *scalars.entry(e.name.to_string()).or_default() += s.as_f64(),
+            ResValue::Ranges(ranges) => {
+                let text: Vec<String> =
+                    ranges.iter().map(|x| format!("{}-{}", x.begin, x.end)).collect();
+                other.insert(e.name.to_string(), format!("[{}]", text.join(", ")));
+            }
+            ResValue::Set(items) => {
+                let text: Vec<&str> = items.iter().map(|x| x.as_str()).collect();
+                other.insert(e.name.to_string(), format!("{{{}}}", text.join(",")));
+            }
+        }
+    }
+    let mut map = serde_json::Map::new();
+    for name in ["cpus", "mem", "disk", "gpus"] {
+        map.insert(name.into(), json!(scalars.remove(name).unwrap_or(0.0)));
+    }
+    map.extend(scalars.into_iter().map(|(k, v)| (k, json!(v))));
+    map.extend(other.into_iter().map(|(k, v)| (k, json!(v))));
+    Value::Object(map)
+}
+
+fn agent_json(master: &Master<'_>, id: AgentId) -> Option<Value> {
+    let info = master.agent_info(id)?;
+    let total = master.agent_total(id)?;
+    let used = master.agent_used(id);
+    let attributes: serde_json::Map<String, Value> =
+        info.attributes.iter().map(|a| (a.name.to_string(), json!(a.value.as_str()))).collect();
+    let hostname = info.hostname.as_str();
+    Some(json!({
+        "id": info.name.as_str(),
+        "pid": format!("slave(1)@{hostname}:5051"),
+        "hostname": hostname,
+        "port": 5051,
+        "registered_time": 0.0,
+        "resources": resource_map(total),
+        "used_resources": resource_map(&used),
+        "offered_resources": resource_map(&Resources::new()),
+        "reserved_resources": {},
+        "unreserved_resources": resource_map(&total.unreserved()),
+        "attributes": attributes,
+        "active": true,
+        "version": crate::mesos::MESOS_VERSION,
+        "capabilities": info.capabilities.names(),
+    }))
+}
+
+fn slaves(master: &Master<'_>) -> Vec<Value> {
+    master.all_agents().into_iter().filter_map(|id| agent_json(master, id)).collect()
+}
+
+fn task_json(master: &Master<'_>, view: Option<&dyn SchedulerView>, fw: FrameworkId) -> Vec<Value> {
+    let fw_name = master.framework_name(fw);
+    master
+        .tasks_of(fw)
+        .map(|(id, t)| {
+            let name = view
+                .and_then(|v| v.task_name(fw, id))
+                .map_or_else(|| format!("task-{id}"), str::to_owned);
+            json!({
+                "id": name, "name": name, "framework_id": fw_name, "executor_id": "",
+                "slave_id": master.agent_name(t.agent), "state": "TASK_RUNNING",
+                "role": t.role, "resources": resource_map(&t.resources),
+                "statuses": [{"state": "TASK_RUNNING", "timestamp": master.now()}],
+            })
+        })
+        .collect()
+}
+
+fn tasks(master: &Master<'_>, view: Option<&dyn SchedulerView>) -> Vec<Value> {
+    master.framework_ids().flat_map(|fw| task_json(master, view, fw)).collect()
+}
+
+/// One framework as v0 JSON, from what the scheduler API knows of it (else the master's).
+pub fn framework_json(
+    master: &Master<'_>,
+    view: Option<&dyn SchedulerView>,
+    fw: FrameworkId,
+) -> Option<Value> {
+    let name = master.framework_name(fw).to_owned();
+    let info = master.framework_info(fw)?;
+    let record = master.framework(fw)?;
+    let roles: Vec<&str> = info.roles.iter().map(|r| r.as_str()).collect();
+    let mesos = view.and_then(|v| v.framework_info(fw));
+    let allocated = master
+        .ledger()
+        .iter()
+        .filter(|a| a.framework == fw)
+        .fold(Resources::new(), |acc, a| acc + &a.resources);
+    let capabilities: Vec<&str> = info.capabilities.names();
+    Some(json!({
+        "id": name,
+        "name": mesos.map_or(name.as_str(), |m| m.name.as_str()),
+        "user": mesos.map_or("", |m| m.user.as_str()),
+        "hostname": mesos.and_then(|m| m.hostname.as_deref()).unwrap_or(""),
+        "webui_url": mesos.and_then(|m| m.webui_url.as_deref()).unwrap_or(""),
+        "principal": view.and_then(|v| v.principal(&name)),
+        "role": roles.first().copied().unwrap_or("*"),
+        "roles": roles,
+        "active": record.active,
+        "connected": record.active,
+        "recovered": false,
+        "checkpoint": mesos.and_then(|m| m.checkpoint).unwrap_or(false),
+        "failover_timeout": mesos.map_or(0.0, |m| m.failover_timeout()),
+        "capabilities": capabilities,
+        "registered_time": 0.0,
+        "unregistered_time": 0.0,
+        "resources": resource_map(&allocated),
+        "allocated_resources": resource_map(&allocated),
+        "used_resources": resource_map(&allocated),
+        "offered_resources": resource_map(&Resources::new()),
+        "tasks": task_json(master, view, fw),
+        "completed_tasks": [],
+        "unreachable_tasks": [],
+        "offers": [],
+        "executors": [],
+        "completed_executors": [],
+    }))
+}
+
+fn frameworks(master: &Master<'_>, view: Option<&dyn SchedulerView>) -> Vec<Value> {
+    master.framework_ids().filter_map(|fw| framework_json(master, view, fw)).collect()
+}
+
+fn roles(master: &Master<'_>) -> Vec<Value> {
+    let mut names: Vec<String> = master.weights().keys().cloned().collect();
+    names.extend(master.quotas().keys().cloned());
+    for fw in master.framework_ids() {
+        if let Some(info) = master.framework_info(fw) {
+            names.extend(info.roles.iter().map(|r| r.to_string()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|role| {
+            let frameworks: Vec<&str> = master
+                .framework_ids()
+                .filter(|fw| {
+                    master
+                        .framework_info(*fw)
+                        .is_some_and(|i| i.roles.iter().any(|r| r.as_str() == role))
+                })
+                .map(|fw| master.framework_name(fw))
+                .collect();
+            let held = master
+                .ledger()
+                .iter()
+                .filter(|a| a.role.as_str() == role)
+                .fold(Resources::new(), |acc, a| acc + &a.resources);
+            let q = master.quotas().get(&role);
+            let quantities = |q: Option<&allocator_api::Quantities>| -> Value {
+                let map: serde_json::Map<String, Value> = q
+                    .map(|q| {
+                        q.iter().map(|e| (e.name.to_string(), json!(e.value.as_f64()))).collect()
+                    })
+                    .unwrap_or_default();
+                Value::Object(map)
+            };
+            json!({
+                "name": role,
+                "weight": master.weights().get(&role).copied().unwrap_or(1.0),
+                "frameworks": frameworks,
+                "resources": resource_map(&held),
+                "allocated": resource_map(&held),
+                "offered": resource_map(&Resources::new()),
+                "reserved": {},
+                "quota": {"role": role, "guarantee": quantities(q.map(|q| &q.guarantees)),
+                          "limit": quantities(q.map(|q| &q.limits)),
+                          "consumed": resource_map(&held)},
+            })
+        })
+        .collect()
+}
+
+fn flag_map(flags: &[(String, String)]) -> Value {
+    Value::Object(flags.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
+}
+
+fn quota(master: &Master<'_>) -> Value {
+    let map = |q: &allocator_api::Quantities| -> Value {
+        Value::Object(
+            q.iter().map(|e| (e.name.to_string(), json!({"value": e.value.as_f64()}))).collect(),
+        )
+    };
+    let configs: Vec<Value> = master
+        .quotas()
+        .iter()
+        .map(|(role, q)| json!({"role": role, "guarantees": map(&q.guarantees), "limits": map(&q.limits)}))
+        .collect();
+    json!({"configs": configs})
+}
+
+fn weights(master: &Master<'_>) -> Value {
+    Value::Array(master.weights().iter().map(|(r, w)| json!({"role": r, "weight": w})).collect())
+}
+
+/// `PUT /master/weights`'s body: `[{"role": "r", "weight": 2.0}, …]` (Mesos's `WeightInfo`).
+fn parse_weights(body: &str) -> Result<Vec<(String, f64)>, String> {
+    let list: Vec<Value> = serde_json::from_str(body)
+        .map_err(|e| format!("expected a list of {{\"role\", \"weight\"}}: {e}"))?;
+    list.iter()
+        .map(|w| {
+            let role = w["role"].as_str().ok_or("every weight needs a 'role'")?;
+            let weight = w["weight"].as_f64().ok_or("every weight needs a numeric 'weight'")?;
+            if !(weight.is_finite() && weight > 0.0) {
+                return Err(format!("Invalid weight {weight} for role '{role}': must be positive"));
+            }
+            Ok((role.to_owned(), weight))
+        })
+        .collect()
+}
+
+/// `GET /master/state`: Mesos's master state.
+fn state(
+    master: &Master<'_>,
+    view: Option<&dyn SchedulerView>,
+    flags: &[(String, String)],
+    completed: &[Value],
+) -> Value {
+    let slaves = slaves(master);
+    let flag = |name: &str| flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let hostname = flag("ip").unwrap_or("127.0.0.1");
+    let port: u16 = flag("port").and_then(|p| p.parse().ok()).unwrap_or(5050);
+    let pid = format!("master@{hostname}:{port}");
+    json!({
+        "version": crate::mesos::MESOS_VERSION,
+        "id": view.map_or("", |v| v.master_id()),
+        "pid": pid,
+        "hostname": hostname,
+        "port": port,
+        "leader": pid,
+        "leader_info": {"id": view.map_or("", |v| v.master_id()), "hostname": hostname, "port": port},
+        "activated_slaves": slaves.len(),
+        "deactivated_slaves": 0,
+        "unreachable_slaves": 0,
+        "flags": flag_map(flags),
+        "slaves": slaves,
+        "recovered_slaves": [],
+        "frameworks": frameworks(master, view),
+        "completed_frameworks": completed,
+        "unregistered_frameworks": [],
+        "orphan_tasks": [],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mesos_paths_map_to_their_endpoint_and_our_state_stays_ours() {
+        assert_eq!(mesos_endpoint("GET", "/master/state"), Some("/state"));
+        assert_eq!(mesos_endpoint("GET", "/master/state.json"), Some("/state"));
+        assert_eq!(mesos_endpoint("GET", "/state.json"), Some("/state"));
+        assert_eq!(mesos_endpoint("GET", "/state"), None);
+        assert_eq!(mesos_endpoint("GET", "/slaves"), Some("/slaves"));
+        assert_eq!(mesos_endpoint("GET", "/master/nope"), None);
+        assert_eq!(mesos_endpoint("GET", "/quota"), Some("/quota"));
+        assert_eq!(mesos_endpoint("POST", "/quota"), None);
+        assert_eq!(mesos_endpoint("POST", "/weights"), None);
+        assert_eq!(mesos_endpoint("PUT", "/weights"), Some("/weights"));
+    }
+
+    #[test]
+    fn resources_read_as_mesos_v0_json() {
+        let r: Resources =
+            "cpus:2;cpus(ml):1;mem:64;ports:[31000-31009,32000-32000]".parse().unwrap();
+        let m = resource_map(&r);
+        assert_eq!(m["cpus"], 3.0);
+        assert_eq!(m["gpus"], 0.0);
+        assert_eq!(m["ports"], "[31000-31009, 32000-32000]");
+    }
+
+    #[test]
+    fn weights_are_put_as_a_list_of_weight_infos() {
+        assert_eq!(parse_weights(r#"[{"role": "a", "weight": 2}]"#), Ok(vec![("a".into(), 2.0)]));
+        assert!(
+            parse_weights(r#"[{"role": "a", "weight": -1}]"#).unwrap_err().contains("positive")
+        );
+        assert!(parse_weights("{}").is_err());
+    }
+}
