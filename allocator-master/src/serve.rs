@@ -183,6 +183,8 @@ struct Live<'s, 'r> {
     store: Option<crate::master_registry::Store>,
     /// Every flag the master runs with, as `/master/flags` and `GET_FLAGS` show them.
     flags: Vec<(String, String)>,
+    /// Subscribers to the operator API's event stream.
+    streams: crate::clients::operator_events::OperatorStreams,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -211,6 +213,9 @@ impl<'s, 'r> Live<'s, 'r> {
             planner,
             store: None,
             flags: options.flags.clone(),
+            streams: crate::clients::operator_events::OperatorStreams::new(
+                Duration::from_secs_f64(options.heartbeat_interval),
+            ),
             sim,
         }
     }
@@ -245,6 +250,7 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             out.flush();
             self.persist()?;
+            self.streams.tick(&self.sim.applying(out));
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 self.answer(incoming, out)?;
@@ -253,6 +259,7 @@ impl<'s, 'r> Live<'s, 'r> {
             }
             let now = Instant::now();
             if self.deadline.is_some_and(|d| now >= d) || self.sim.master().interrupted() {
+                self.streams.close();
                 return Ok(());
             }
             let mut next = self.sim.master().next_periodic();
@@ -501,6 +508,10 @@ impl<'s, 'r> Live<'s, 'r> {
                 ));
                 return Ok(());
             }
+            ("POST", "/api/v1") if is_subscribe(&request.body) => {
+                self.streams.subscribe(request, &self.sim.applying(out));
+                return Ok(());
+            }
             ("POST", "/api/v1") => {
                 let metrics = self.metrics();
                 let answer = self.operator.answer(
@@ -624,6 +635,11 @@ impl<'s, 'r> Live<'s, 'r> {
 
 /// The realm whose authentication a request to `path` needs (whatever its method); `None`:
 /// never authenticated (`GET /version`, `/health`, unknown paths).
+/// Whether an operator API body is a `SUBSCRIBE` call (answered with the event stream).
+fn is_subscribe(body: &str) -> bool {
+    serde_json::from_str::<Value>(body).is_ok_and(|v| v["type"] == "SUBSCRIBE")
+}
+
 fn realm(method: &str, path: &str) -> Option<Realm> {
     match path {
         "/api/v1/scheduler" => Some(Realm::Frameworks),

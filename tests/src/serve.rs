@@ -208,21 +208,45 @@ pub fn offers_in(path: &Path) -> Vec<StreamOffer> {
         .collect()
 }
 
-/// The pymesos virtualenv's python: `$ALLOCATOR_MASTER_PYTHON`, else `target/pyenv/bin/python`
-/// (made by `tests/python/setup-venv.sh`). `None`, after printing why, when there is none:
-/// the test is to be skipped; except in CI (`CI=true`), where that is a failure.
+/// The python of a virtualenv with pymesos: `$ALLOCATOR_MASTER_PYTHON`, else
+/// `target/pyenv/bin/python`, which is made on first use by `tests/python/setup-venv.sh`
+/// (needs `python3` and PyPI). A test never passes without running: when the venv cannot be
+/// had, this panics saying why and how to make it. (`Option` for the callers' `let … else`.)
 pub fn pymesos_python() -> Option<PathBuf> {
-    let found = match std::env::var_os("ALLOCATOR_MASTER_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)).filter(|p| p.exists()),
-        None => Some(workspace_root().join("target/pyenv/bin/python")).filter(|p| p.exists()),
-    };
-    let ci = std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    match found {
-        Some(p) => Some(p),
-        None if ci => panic!("no pymesos venv (ALLOCATOR_MASTER_PYTHON or target/pyenv)"),
-        None => {
-            eprintln!("skipped: no pymesos venv (make it with `bash tests/python/setup-venv.sh`)");
-            None
+    static PYTHON: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let found = PYTHON.get_or_init(|| {
+        if let Some(p) = std::env::var_os("ALLOCATOR_MASTER_PYTHON").filter(|p| !p.is_empty()) {
+            let p = PathBuf::from(p);
+            return if p.exists() {
+                Ok(p)
+            } else {
+                Err(format!("ALLOCATOR_MASTER_PYTHON names {}, which does not exist", p.display()))
+            };
         }
+        let target = crate::target_dir();
+        let venv = target.parent().unwrap_or(&target).join("pyenv");
+        let python = venv.join("bin/python");
+        if python.exists() {
+            return Ok(python);
+        }
+        eprintln!("making the pymesos virtualenv in {} (once)", venv.display());
+        let out = Command::new("bash")
+            .arg("tests/python/setup-venv.sh")
+            .arg(&venv)
+            .current_dir(workspace_root())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("cannot run tests/python/setup-venv.sh: {e}"))?;
+        if out.status.success() && python.exists() {
+            Ok(python)
+        } else {
+            Err(format!("tests/python/setup-venv.sh {} failed ({})", venv.display(), out.status))
+        }
+    });
+    match found {
+        Ok(p) => Some(p.clone()),
+        Err(why) => panic!(
+            "no pymesos virtualenv: {why}. Make it with `bash tests/python/setup-venv.sh` (needs python3 with venv and PyPI), or name one with ALLOCATOR_MASTER_PYTHON"
+        ),
     }
 }

@@ -183,3 +183,66 @@ fn metrics_have_mesoss_master_system_and_timer_names() {
         assert!(m[&name].is_number(), "{name} in {m}");
     }
 }
+
+#[test]
+fn get_master_and_get_maintenance_status_answer_in_mesoss_shape() {
+    let serve = Serve::start(&["--scenario", CLUSTER, "--duration", "60"]);
+    let (status, body) = serve.request("POST", "/api/v1", r#"{"type": "GET_MASTER"}"#);
+    assert_eq!(status, 200, "{body}");
+    let master: Value = serde_json::from_str(&body).unwrap();
+    let info = &master["get_master"]["master_info"];
+    assert_eq!(info["hostname"], "127.0.0.1", "{master}");
+    assert!(info["version"].as_str().unwrap().starts_with("1."));
+    assert!(master["get_master"]["start_time"].as_f64().unwrap() > 1.0e9);
+    let window = json!({"machine_ids": [{"hostname": "a2"}],
+        "unavailability": {"start": {"nanoseconds": 3_600_000_000_000_i64}}});
+    let (status, _) = serve.request(
+        "POST",
+        "/api/v1",
+        &json!({"type": "UPDATE_MAINTENANCE_SCHEDULE",
+            "update_maintenance_schedule": {"schedule": {"windows": [window]}}})
+        .to_string(),
+    );
+    assert_eq!(status, 200);
+    let (status, body) = serve.request("POST", "/api/v1", r#"{"type": "GET_MAINTENANCE_STATUS"}"#);
+    assert_eq!(status, 200, "{body}");
+    let st: Value = serde_json::from_str(&body).unwrap();
+    let status = &st["get_maintenance_status"]["status"];
+    assert_eq!(status["draining_machines"][0]["id"], json!({"hostname": "a2"}), "{st}");
+    assert_eq!(status["down_machines"], json!([]));
+}
+
+#[test]
+fn the_operator_event_stream_starts_with_the_state_and_tells_changes() {
+    let serve = Serve::start(&["--scenario", CLUSTER, "--duration", "60"]);
+    let (status, _, mut stream) = serve.open_stream(
+        "/api/v1",
+        &["Content-Type: application/json", "Accept: application/json"],
+        r#"{"type": "SUBSCRIBE"}"#,
+    );
+    assert_eq!(status, 200);
+    let mut next = |want: &str| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stream.read_line(&mut line).unwrap() > 0, "the stream ended before {want}");
+            // RecordIO and chunk framing are lines of their own; a record is one JSON line.
+            if let Ok(event) = serde_json::from_str::<Value>(line.trim())
+                && event["type"] == want
+            {
+                return event;
+            }
+        }
+    };
+    let subscribed = next("SUBSCRIBED");
+    let agents = &subscribed["subscribed"]["get_state"]["get_agents"]["agents"];
+    assert_eq!(agents.as_array().unwrap().len(), 4, "{subscribed}");
+    let (status, _) = serve.request(
+        "POST",
+        "/api/v1",
+        r#"{"type": "MARK_AGENT_GONE", "mark_agent_gone": {"agent_id": {"value": "a4"}}}"#,
+    );
+    assert_eq!(status, 200);
+    let removed = next("AGENT_REMOVED");
+    assert_eq!(removed["agent_removed"]["agent_id"]["value"], "a4");
+}

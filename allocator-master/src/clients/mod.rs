@@ -13,5 +13,6 @@
 pub mod endpoints;
 pub mod mesos;
 pub mod operator;
+pub mod operator_events;
 pub mod scenario;
 pub mod simulated;

@@ -5,9 +5,9 @@
 //! Calls answered: `GET_HEALTH`, `GET_VERSION`, `GET_METRICS`, `GET_FLAGS`, `GET_STATE`,
 //! `GET_AGENTS`, `GET_FRAMEWORKS`, `GET_TASKS`, `GET_ROLES`, `GET_WEIGHTS`, `UPDATE_WEIGHTS`,
 //! `GET_QUOTA`, `UPDATE_QUOTA`, `GET_MAINTENANCE_SCHEDULE`, `UPDATE_MAINTENANCE_SCHEDULE`,
-//! `START_MAINTENANCE`, `STOP_MAINTENANCE`, `MARK_AGENT_GONE`, `TEARDOWN`; any other type is
-//! refused with
-//! `501`. Changes are [`Command`]s applied through an [`Apply`] handle (the wiring's, which
+//! `START_MAINTENANCE`, `STOP_MAINTENANCE`, `MARK_AGENT_GONE`, `TEARDOWN`, `GET_MASTER`,
+//! `GET_MAINTENANCE_STATUS` (and `SUBSCRIBE`, which `serve` answers with
+//! [`super::operator_events`]); any other type is refused with `501`. Changes are [`Command`]s applied through an [`Apply`] handle (the wiring's, which
 //! delivers each command's events before the next), so the master's clients and observers
 //! see them as they see a scenario's.
 //!
@@ -74,6 +74,8 @@ pub struct Operator {
     gone: std::collections::BTreeSet<String>,
     /// Every flag the master runs with, for `GET_FLAGS`.
     flags: Vec<(String, String)>,
+    /// When the master started, seconds since the epoch (`GET_MASTER`).
+    started: f64,
 }
 
 /// The operator's part of the master's registry ([`crate::master_registry`]).
@@ -91,7 +93,46 @@ impl Operator {
     /// An operator API answering `GET_FLAGS` with `flags` (name, value), beside the allocator,
     /// sorters and allocation interval in use.
     pub fn with_flags(flags: Vec<(String, String)>) -> Operator {
-        Operator { flags, ..Operator::default() }
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Operator { flags, started, ..Operator::default() }
+    }
+
+    /// `GET_MASTER`: the master's `MasterInfo`, start and election times.
+    fn master_json(&self, sim: &dyn Cluster<'_>) -> Value {
+        let flag = |name: &str| self.flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let hostname = flag("ip").unwrap_or_else(|| "127.0.0.1".into());
+        let port: u16 = flag("port").and_then(|p| p.parse().ok()).unwrap_or(5050);
+        let id = sim.scheduler().map_or_else(String::new, |v| v.master_id().to_owned());
+        serde_json::json!({
+            "master_info": {"id": id, "ip": 0, "port": port, "hostname": hostname,
+                "version": crate::mesos::MESOS_VERSION, "pid": format!("master@{hostname}:{port}"),
+                "address": {"hostname": hostname, "ip": hostname, "port": port}},
+            "start_time": self.started,
+            "elected_time": self.started,
+        })
+    }
+
+    /// `GET_MAINTENANCE_STATUS`: machines scheduled and up are draining, with no inverse-offer
+    /// statuses (the host does not ask the allocator for them); machines taken down are down.
+    fn maintenance_status(&self, master: &Master<'_>) -> Value {
+        let down: Vec<Value> =
+            self.down.values().map(|d| serde_json::json!({"hostname": d.hostname})).collect();
+        let draining: Vec<Value> = self
+            .schedule
+            .windows
+            .iter()
+            .flat_map(|w| w.machine_ids.iter())
+            .filter(|mid| {
+                !self
+                    .agents_on(master, std::slice::from_ref(*mid))
+                    .iter()
+                    .all(|a| self.down.contains_key(a))
+            })
+            .map(|mid| serde_json::json!({"id": mid, "statuses": []}))
+            .collect();
+        serde_json::json!({"draining_machines": draining, "down_machines": down})
     }
 
     /// What the registry keeps of this operator's state.
@@ -227,12 +268,15 @@ impl Operator {
                     .collect(),
             }))),
             CallType::GetFlags => Ok(Some(m::Response::flags(flags(sim.master(), &self.flags)))),
-            CallType::GetState => Ok(Some(m::Response::state(m::GetState {
-                get_tasks: Some(tasks(sim)),
-                get_executors: Some(serde_json::json!({"executors": []})),
-                get_frameworks: Some(frameworks(sim)),
-                get_agents: Some(agents(sim.master())),
-            }))),
+            CallType::GetState => Ok(Some(m::Response::state(v1_state(sim)))),
+            CallType::GetMaster => {
+                return json_answer(serde_json::json!({"type": "GET_MASTER", "get_master":
+                    self.master_json(sim)}));
+            }
+            CallType::GetMaintenanceStatus => {
+                return json_answer(serde_json::json!({"type": "GET_MAINTENANCE_STATUS",
+                    "get_maintenance_status": {"status": self.maintenance_status(sim.master())}}));
+            }
             CallType::GetAgents => Ok(Some(m::Response::agents(agents(sim.master())))),
             CallType::GetFrameworks => Ok(Some(m::Response::frameworks(frameworks(sim)))),
             CallType::GetTasks => Ok(Some(m::Response::tasks(tasks(sim)))),
@@ -432,6 +476,20 @@ pub fn effective_flags(
         crate::duration::format_seconds(master.allocation_interval()),
     );
     all
+}
+
+/// `GET_STATE`'s answer: agents, frameworks, tasks (and no executors).
+pub fn v1_state(sim: &dyn Cluster<'_>) -> m::GetState {
+    m::GetState {
+        get_tasks: Some(tasks(sim)),
+        get_executors: Some(serde_json::json!({"executors": []})),
+        get_frameworks: Some(frameworks(sim)),
+        get_agents: Some(agents(sim.master())),
+    }
+}
+
+fn json_answer(value: Value) -> Response {
+    Response::json(200, value.to_string())
 }
 
 fn flags(master: &Master<'_>, given: &[(String, String)]) -> m::GetFlags {

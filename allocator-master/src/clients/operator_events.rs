@@ -1,0 +1,181 @@
+//! The operator API's event stream (`SUBSCRIBE` on `POST /api/v1`, Mesos's `master::Event`):
+//! `SUBSCRIBED` with the whole state, then `AGENT_ADDED`, `AGENT_REMOVED`, `FRAMEWORK_ADDED`,
+//! `FRAMEWORK_UPDATED`, `FRAMEWORK_REMOVED`, `TASK_ADDED`, `TASK_UPDATED` as they happen, and a
+//! `HEARTBEAT` every heartbeat interval, RecordIO-framed as the scheduler API's.
+//!
+//! The events are told from the master's state: at each pass of `serve`'s loop (at least every
+//! 100 ms) the agents, frameworks and tasks are compared with the last pass, so a change that
+//! comes and goes within one pass is not seen. A task that ends is `TASK_UPDATED` with
+//! `TASK_FINISHED` (the master keeps no end reason for it).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::operator::{Cluster, v1_state};
+use crate::http::{Request, Stream};
+use crate::mesos::recordio;
+
+/// What the events are told from: agents, frameworks and tasks by id, as v1 JSON.
+#[derive(Default, PartialEq)]
+struct Seen {
+    agents: BTreeMap<String, Value>,
+    frameworks: BTreeMap<String, Value>,
+    tasks: BTreeMap<String, Value>,
+}
+
+impl Seen {
+    fn of(state: &Value) -> Seen {
+        let by =
+            |list: &Value, key: &dyn Fn(&Value) -> Option<String>| -> BTreeMap<String, Value> {
+                list.as_array()
+                    .map(|l| l.iter().filter_map(|v| Some((key(v)?, v.clone()))).collect())
+                    .unwrap_or_default()
+            };
+        Seen {
+            agents: by(&state["get_agents"]["agents"], &|a| {
+                a["agent_info"]["id"]["value"].as_str().map(str::to_owned)
+            }),
+            frameworks: by(&state["get_frameworks"]["frameworks"], &|f| {
+                f["framework_info"]["id"]["value"].as_str().map(str::to_owned)
+            }),
+            tasks: by(&state["get_tasks"]["tasks"], &|t| {
+                let fw = t["framework_id"]["value"].as_str()?;
+                Some(format!("{fw}/{}", t["task_id"]["value"].as_str()?))
+            }),
+        }
+    }
+
+    /// The events that turn `self` into `now`.
+    fn diff(&self, now: &Seen) -> Vec<Value> {
+        let mut events = Vec::new();
+        for (id, agent) in &now.agents {
+            if !self.agents.contains_key(id) {
+                events.push(json!({"type": "AGENT_ADDED", "agent_added": {"agent": agent}}));
+            }
+        }
+        for id in self.agents.keys().filter(|id| !now.agents.contains_key(*id)) {
+            events.push(
+                json!({"type": "AGENT_REMOVED", "agent_removed": {"agent_id": {"value": id}}}),
+            );
+        }
+        for (id, fw) in &now.frameworks {
+            match self.frameworks.get(id) {
+                None => events.push(json!({"type": "FRAMEWORK_ADDED", "framework_added": {"framework": fw}})),
+                Some(old) if old["active"] != fw["active"] || old["framework_info"] != fw["framework_info"] => {
+                    events.push(json!({"type": "FRAMEWORK_UPDATED", "framework_updated": {"framework": fw}}))
+                }
+                Some(_) => {}
+            }
+        }
+        for (id, fw) in &self.frameworks {
+            if !now.frameworks.contains_key(id) {
+                events.push(json!({"type": "FRAMEWORK_REMOVED",
+                    "framework_removed": {"framework_info": fw["framework_info"]}}));
+            }
+        }
+        for (id, task) in &now.tasks {
+            if !self.tasks.contains_key(id) {
+                events.push(json!({"type": "TASK_ADDED", "task_added": {"task": task}}));
+            }
+        }
+        for (id, task) in &self.tasks {
+            if !now.tasks.contains_key(id) {
+                let status = json!({"task_id": task["task_id"], "agent_id": task["agent_id"],
+                    "state": "TASK_FINISHED", "source": "SOURCE_MASTER"});
+                events.push(json!({"type": "TASK_UPDATED", "task_updated": {
+                    "framework_id": task["framework_id"], "state": "TASK_FINISHED", "status": status}}));
+            }
+        }
+        events
+    }
+}
+
+/// The operator API's subscribers. See the [module documentation](self).
+pub struct OperatorStreams {
+    streams: Vec<Stream>,
+    seen: Seen,
+    heartbeat: Duration,
+    last_heartbeat: Instant,
+}
+
+impl OperatorStreams {
+    /// No subscriber yet; each gets a `HEARTBEAT` every `heartbeat`.
+    pub fn new(heartbeat: Duration) -> OperatorStreams {
+        OperatorStreams {
+            streams: Vec::new(),
+            seen: Seen::default(),
+            heartbeat,
+            last_heartbeat: Instant::now(),
+        }
+    }
+
+    /// Answers `SUBSCRIBE`: a stream that starts with `SUBSCRIBED` (the state now).
+    pub fn subscribe(&mut self, request: Request, sim: &dyn Cluster<'_>) {
+        let state = serde_json::to_value(v1_state(sim)).unwrap_or_default();
+        if self.streams.is_empty() {
+            self.seen = Seen::of(&state);
+        }
+        let stream =
+            request.stream(200, vec![("Content-Type".into(), "application/json".into())], || {});
+        let subscribed = json!({"type": "SUBSCRIBED", "subscribed": {"get_state": state,
+            "heartbeat_interval_seconds": self.heartbeat.as_secs_f64()}});
+        let _ = stream.send(&recordio::encode(subscribed.to_string().as_bytes()));
+        self.streams.push(stream);
+    }
+
+    /// Sends what changed since the last pass, and heartbeats; forgets ended streams.
+    pub fn tick(&mut self, sim: &dyn Cluster<'_>) {
+        self.streams.retain(|s| !s.is_closed());
+        if self.streams.is_empty() {
+            return;
+        }
+        let now = Seen::of(&serde_json::to_value(v1_state(sim)).unwrap_or_default());
+        let mut events = self.seen.diff(&now);
+        self.seen = now;
+        if self.last_heartbeat.elapsed() >= self.heartbeat {
+            self.last_heartbeat = Instant::now();
+            events.push(json!({"type": "HEARTBEAT"}));
+        }
+        for event in events {
+            let record = recordio::encode(event.to_string().as_bytes());
+            for s in &self.streams {
+                let _ = s.send(&record);
+            }
+        }
+    }
+
+    /// Ends every stream (the master stops).
+    pub fn close(&mut self) {
+        for s in self.streams.drain(..) {
+            s.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_become_mesoss_operator_events() {
+        let before = Seen::of(&json!({
+            "get_agents": {"agents": [{"agent_info": {"id": {"value": "a1"}}}]},
+            "get_frameworks": {"frameworks": [{"framework_info": {"id": {"value": "f1"}}, "active": true}]},
+            "get_tasks": {"tasks": [{"framework_id": {"value": "f1"}, "task_id": {"value": "t1"}}]},
+        }));
+        let after = Seen::of(&json!({
+            "get_agents": {"agents": [{"agent_info": {"id": {"value": "a2"}}}]},
+            "get_frameworks": {"frameworks": [{"framework_info": {"id": {"value": "f1"}}, "active": false}]},
+            "get_tasks": {"tasks": [{"framework_id": {"value": "f1"}, "task_id": {"value": "t2"}}]},
+        }));
+        let types: Vec<String> =
+            before.diff(&after).iter().map(|e| e["type"].as_str().unwrap().to_owned()).collect();
+        assert_eq!(
+            types,
+            ["AGENT_ADDED", "AGENT_REMOVED", "FRAMEWORK_UPDATED", "TASK_ADDED", "TASK_UPDATED"]
+        );
+        assert!(before.diff(&before).is_empty());
+    }
+}
