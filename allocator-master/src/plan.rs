@@ -65,10 +65,13 @@ pub fn parse_change(text: &str) -> Result<Command, String> {
         serde_json::from_str(text).map_err(|e| format!("the change is not valid JSON: {e}"))?;
     let op = value.get("op").and_then(Value::as_str).unwrap_or_default().to_owned();
     if !CHANGES.contains(&op.as_str()) {
+        let got = match value.get("op") {
+            Some(op) => format!("\"op\": {op}"),
+            None => "no \"op\"".to_owned(),
+        };
         return Err(format!(
-            "a change is one scenario event with \"op\" among {}; got {:?}",
-            CHANGES.join(", "),
-            value.get("op").cloned().unwrap_or(Value::Null)
+            "a change is one scenario event with \"op\" among {}; got {got}",
+            CHANGES.join(", ")
         ));
     }
     let mut root = Map::new();

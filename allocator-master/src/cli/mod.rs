@@ -14,7 +14,7 @@ use clap::Parser;
 
 use allocator_api::{AllocatorOptions, Quantities};
 
-use crate::allocator_scenario::{AllocatorScenario, ScenarioConfig};
+use crate::allocator_scenario::{AllocatorScenario, Op, ScenarioConfig};
 use crate::driver::Driver;
 use crate::output::EventStream;
 use crate::scenario::Document;
@@ -783,6 +783,9 @@ fn run_plan(
     if !(plan.at.is_finite() && plan.at >= 0.0) {
         return Err(format!("--at must be a non-negative number of seconds, got {}", plan.at));
     }
+    if run.output.is_some() || run.explain.is_some() {
+        return Err("plan prints what-if offers and shares and writes no event stream or explanation: --output and --explain do not apply (--json prints the plan as JSON)".into());
+    }
     let change = crate::plan::parse_change(&plan.change).map_err(|e| format!("--change: {e}"))?;
     let doc = match &run.scenario {
         Some(path) => Document::read(path).map_err(|e| e.to_string())?,
@@ -796,6 +799,13 @@ fn run_plan(
     }
     let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
     let setup = setup(engine, flags, &scenario.config)?;
+    let end = scenario_end(&scenario, setup.options.allocation_interval);
+    if plan.at > end {
+        eprintln!(
+            "allocator-master: note: --at {} s is past the scenario's last event (at {end} s); the plan starts from the state after it",
+            plan.at
+        );
+    }
     let history = crate::plan::history_until(&scenario, plan.at);
     let result = crate::plan::plan(registry, &setup, &history, &change)?;
     if plan.json {
@@ -804,6 +814,19 @@ fn run_plan(
         print!("{}", result.to_text());
     }
     Ok(0)
+}
+
+/// The virtual time of a scenario's last event: its `advance`s and `tick`s added up.
+fn scenario_end(scenario: &AllocatorScenario, interval: f64) -> f64 {
+    scenario
+        .events
+        .iter()
+        .map(|(_, op)| match op {
+            Op::Advance(s) => *s,
+            Op::Tick => interval,
+            _ => 0.0,
+        })
+        .sum()
 }
 
 /// Which of the flags given before a subcommand the subcommand uses.
@@ -932,6 +955,21 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
         if s.serve.is_some() {
             return Err(format!(
                 "serve needs an allocator scenario; '{}' is a sorter scenario",
+                doc.file
+            ));
+        }
+        let unused: Vec<&str> = [
+            (s.report.is_some(), "--report"),
+            (s.run.explain.is_some(), "--explain"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !unused.is_empty() {
+            let verb = if unused.len() == 1 { "does" } else { "do" };
+            return Err(format!(
+                "{} {verb} not apply to a sorter scenario ('{}' drives one sorter: no allocations to draw or explain)",
+                unused.join(" and "),
                 doc.file
             ));
         }
