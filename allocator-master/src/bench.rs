@@ -458,6 +458,7 @@ pub fn steady_runs(
     frameworks: u32,
     runs: u32,
     samples: &[u32],
+    on_run: &mut dyn FnMut(u32),
 ) -> Result<(u64, Vec<SteadyPoint>), String> {
     let err = |e: allocator_api::ModuleError| e.to_string();
     let ids = decline_offers_cluster(allocator, agents, frameworks)?;
@@ -472,6 +473,7 @@ pub fn steady_runs(
         allocator.allocate(&ids, true, &mut batch).map_err(err)?;
         since_sample.push(start.elapsed());
         give_back(allocator, &batch, Some(0.0))?;
+        on_run(run);
         if samples.contains(&run) {
             let median_run = median(&since_sample);
             since_sample.clear();

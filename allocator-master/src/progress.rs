@@ -158,7 +158,7 @@ fn watch(what: &str, unit: &'static str, counters: &Counters, stop: &AtomicBool)
     if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(0);
         let style = indicatif::ProgressStyle::with_template(
-            "{prefix} [{elapsed_precise}] {wide_bar} {msg}",
+            "{prefix} [{elapsed_precise}, about {eta} left] {wide_bar} {msg}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
         bar.set_style(style);
@@ -175,11 +175,18 @@ fn watch(what: &str, unit: &'static str, counters: &Counters, stop: &AtomicBool)
         bar.finish_and_clear();
     } else {
         loop {
-            let said = describe(unit, counters.snapshot());
+            let snapshot = counters.snapshot();
+            let said = describe(unit, snapshot);
+            let elapsed = started.elapsed().as_secs_f64();
+            let left = match (snapshot.done, snapshot.total) {
+                (done, total) if done > 0 && total > done => {
+                    format!(", about {:.0} s left", elapsed / done as f64 * (total - done) as f64)
+                }
+                _ => String::new(),
+            };
             eprintln!(
-                "{what}: {} ({:.0} s)",
+                "{what}: {} ({elapsed:.0} s{left})",
                 if said.is_empty() { "running" } else { said.as_str() },
-                started.elapsed().as_secs_f64()
             );
             if !wait(PLAIN_EVERY) {
                 break;

@@ -527,7 +527,16 @@ fn memory_table(b: &BenchArgs, subjects: &[Subject<'_>]) -> Result<(), String> {
     );
     let before = crate::soak::rss_kib();
     let mut a = s.allocator()?;
-    let (setup, points) = bench::steady_runs(a.as_mut(), agents, frameworks, runs, &samples)?;
+    eprintln!("setting up {agents} agents x {frameworks} frameworks, then {runs} runs…");
+    let start = std::time::Instant::now();
+    let mut progress = |run: u32| {
+        if run % 50 == 0 && run < runs {
+            let left = start.elapsed().as_secs_f64() / f64::from(run) * f64::from(runs - run);
+            eprintln!("  run {run} of {runs}, about {left:.0} s left");
+        }
+    };
+    let (setup, points) =
+        bench::steady_runs(a.as_mut(), agents, frameworks, runs, &samples, &mut progress)?;
     println!("{agents} agents x {frameworks} frameworks");
     println!("  resident before setup: {before} KiB; after setup: {setup} KiB");
     for p in points {

@@ -958,13 +958,11 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
                 doc.file
             ));
         }
-        let unused: Vec<&str> = [
-            (s.report.is_some(), "--report"),
-            (s.run.explain.is_some(), "--explain"),
-        ]
-        .into_iter()
-        .filter_map(|(given, flag)| given.then_some(flag))
-        .collect();
+        let unused: Vec<&str> =
+            [(s.report.is_some(), "--report"), (s.run.explain.is_some(), "--explain")]
+                .into_iter()
+                .filter_map(|(given, flag)| given.then_some(flag))
+                .collect();
         if !unused.is_empty() {
             let verb = if unused.len() == 1 { "does" } else { "do" };
             return Err(format!(
@@ -1094,7 +1092,7 @@ fn report_title(scenario: &AllocatorScenario, doc: &Document) -> String {
 
 fn run_soak(a: &SoakArgs) -> Result<u8, String> {
     let registry = ModuleRegistry::new();
-    let progress = crate::progress::Progress::start("soak", "runs");
+    let progress = crate::progress::Progress::start("soak", "periodic runs");
     let options = crate::soak::SoakOptions {
         agents: a.agents,
         frameworks: a.frameworks,
@@ -1107,7 +1105,8 @@ fn run_soak(a: &SoakArgs) -> Result<u8, String> {
     progress.finish();
     let r = r?;
     println!(
-        "soak: {} allocation runs, {} churn events, {:.1} s; resident memory {} KiB after setup, {} KiB at the end; {} invariant violations",
+        "soak: {} periodic runs ({} allocation runs in all, those after churn events included), {} churn events, {:.1} s; resident memory {} KiB after setup, {} KiB at the end; {} invariant violations",
+        a.runs,
         r.runs,
         r.churn_events,
         r.seconds,

@@ -214,6 +214,12 @@ impl Stats {
             now,
             master.runs()
         );
+        let agents = master.agent_records().filter(|a| a.present).count();
+        let frameworks = master
+            .framework_ids()
+            .filter(|f| master.framework(*f).is_some_and(|r| r.present))
+            .count();
+        text.push_str(&format!("cluster: {agents} agents, {frameworks} frameworks\n"));
         let roles_json = self.role_table(master, sims, &mut text);
         let util = self.utilisation(master, &mut text);
         let [p50, p99, max] =
@@ -233,10 +239,13 @@ impl Stats {
                 None => text.push_str("GPU fragmentation: no GPU task ever waited\n"),
             }
         }
-        text.push_str(&format!(
-            "expectations: {} passed, {} failed\n",
-            expectations.passed, expectations.failed
-        ));
+        // A run without expectations (the default workload, most live runs) says nothing of them.
+        if expectations.passed + expectations.failed > 0 {
+            text.push_str(&format!(
+                "expectations: {} passed, {} failed\n",
+                expectations.passed, expectations.failed
+            ));
+        }
         let json = json!({"event": "summary", "time": now, "allocator": setup.allocator,
                           "role_sorter": setup.role_sorter, "framework_sorter": setup.framework_sorter,
                           "metrics": metrics, "roles": roles_json, "utilisation": util,
@@ -255,21 +264,21 @@ impl Stats {
     ) -> serde_json::Map<String, Value> {
         let now = master.now();
         let mut roles_json = serde_json::Map::new();
-        text.push_str(&format!(
-            "{:<24} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
-            "ROLE",
-            "SHARE",
-            "AVG SHARE",
-            "OFFERS",
-            "TASKS",
-            "SUBMITTED",
-            "STARTED",
-            "PENDING",
-            "WAIT MEAN",
-            "WAIT P99"
-        ));
         let mut role_names: BTreeSet<&String> = self.roles.keys().collect();
         role_names.extend(master.role_alloc().keys());
+        // The queue columns only when some role has a queue (trace-driven frameworks).
+        let queues = role_names.iter().any(|r| sims.trace_stats(r, master).submitted > 0);
+        text.push_str(&format!(
+            "{:<24} {:>10} {:>10} {:>8} {:>8}",
+            "ROLE", "SHARE", "AVG SHARE", "OFFERS", "TASKS"
+        ));
+        if queues {
+            text.push_str(&format!(
+                " {:>9} {:>8} {:>8} {:>9} {:>9}",
+                "SUBMITTED", "STARTED", "PENDING", "WAIT MEAN", "WAIT P99"
+            ));
+        }
+        text.push('\n');
         for role in role_names {
             let stats = self.roles.get(role).cloned().unwrap_or_default();
             let share = master.role_share(role);
@@ -290,18 +299,20 @@ impl Stats {
             let count = |x: u64| if submitted > 0 { x.to_string() } else { "-".into() };
             let secs = |x: f64| if submitted > 0 { format!("{x:.1}s") } else { "-".into() };
             text.push_str(&format!(
-                "{:<24} {:>10.4} {:>10.4} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
-                role,
-                share,
-                avg,
-                stats.offers,
-                stats.tasks,
-                count(submitted),
-                count(trace.started),
-                count(trace.pending),
-                secs(mean),
-                secs(p99)
+                "{:<24} {:>10.4} {:>10.4} {:>8} {:>8}",
+                role, share, avg, stats.offers, stats.tasks
             ));
+            if queues {
+                text.push_str(&format!(
+                    " {:>9} {:>8} {:>8} {:>9} {:>9}",
+                    count(submitted),
+                    count(trace.started),
+                    count(trace.pending),
+                    secs(mean),
+                    secs(p99)
+                ));
+            }
+            text.push('\n');
         }
         roles_json
     }
