@@ -26,7 +26,15 @@ pub struct Series {
     pub utilisation: BTreeMap<String, Vec<f64>>,
     /// Tasks waiting to start per role (trace-driven frameworks), one value per sample.
     pub waiting: BTreeMap<String, Vec<f64>>,
+    /// Events marked on every panel as a dashed vertical line: (time, label), such as a sorter
+    /// switch or an inverse offer.
+    pub marks: Vec<(f64, String)>,
+    /// Maintenance windows, shaded on every panel: agent, start, duration (`None`: open).
+    pub windows: BTreeMap<String, (f64, Option<f64>)>,
 }
+
+/// At most this many event marks are drawn (the rest are counted in a note).
+pub const MAX_MARKS: usize = 12;
 
 impl Series {
     /// Appends one sample.
@@ -76,6 +84,8 @@ impl Series {
             shares: self.shares.iter().map(|(k, v)| (k.clone(), pick(v))).collect(),
             utilisation: self.utilisation.iter().map(|(k, v)| (k.clone(), pick(v))).collect(),
             waiting: self.waiting.iter().map(|(k, v)| (k.clone(), pick(v))).collect(),
+            marks: self.marks.clone(),
+            windows: self.windows.clone(),
         }
     }
 }
@@ -119,6 +129,11 @@ const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
 
 const WIDTH: u32 = 960;
 const HEADER: u32 = 56;
+/// Characters of the title per line (18 px bold on the picture's width); longer titles wrap.
+const TITLE_CHARS: usize = 84;
+const TITLE_LINE: u32 = 22;
+const SHADE: RGBColor = RGBColor(0xf2, 0xe6, 0xc8);
+const MARK: RGBColor = RGBColor(0x88, 0x88, 0x88);
 const PANEL: u32 = 300;
 /// Height of a panel's caption and scale note above its plot.
 const PANEL_HEAD: u32 = 40;
@@ -230,9 +245,27 @@ struct Panel<'a> {
     lines: Vec<Line<'a>>,
     /// Marks each data point (sparse measurements).
     markers: bool,
+    /// Events (dashed vertical lines, labelled) and windows (shaded), on the time axis.
+    events: Option<&'a Series>,
     /// Draws each value as holding until the next sample (a state over time) rather than
     /// joining the points.
     steps: bool,
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word is a line
+/// of its own).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
 }
 
 /// Draws the picture: a title block, then the panels one under the other, sharing `xs`.
@@ -243,16 +276,23 @@ fn render(
     x_desc: &str,
     panels: &[Panel<'_>],
 ) -> Result<String, ReportError> {
-    let height = HEADER + PANEL * panels.len().max(1) as u32;
+    let lines = wrap(title, TITLE_CHARS);
+    let extra = TITLE_LINE * (lines.len().max(1) as u32 - 1);
+    let header = HEADER + extra;
+    let height = header + PANEL * panels.len().max(1) as u32;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         let fail = failed(title);
         root.fill(&WHITE).map_err(&fail)?;
-        let (head, body) = root.split_vertically(HEADER);
-        head.draw(&Text::new(title.to_owned(), (70, 8), text(18.0, INK, HPos::Left, true)))
-            .map_err(&fail)?;
-        head.draw(&Text::new(subtitle.to_owned(), (70, 34), text(12.0, NOTE, HPos::Left, false)))
+        let (head, body) = root.split_vertically(header);
+        for (i, line) in lines.iter().enumerate() {
+            let y = 8 + (TITLE_LINE as i32) * i as i32;
+            head.draw(&Text::new(line.clone(), (70, y), text(18.0, INK, HPos::Left, true)))
+                .map_err(&fail)?;
+        }
+        let y = 34 + extra as i32;
+        head.draw(&Text::new(subtitle.to_owned(), (70, y), text(12.0, NOTE, HPos::Left, false)))
             .map_err(&fail)?;
         let areas = body.split_evenly((panels.len().max(1), 1));
         for (area, panel) in areas.iter().zip(panels) {
@@ -285,7 +325,25 @@ fn draw_panel(area: &Area<'_>, xs: &[f64], x_desc: &str, p: &Panel<'_>) -> DrawR
             tick(y_top * 100.0, y_top * 100.0)
         )
     });
-    let note: Vec<&str> = zoom.iter().chain(&p.note).map(String::as_str).collect();
+    // Windows beyond the time axis, and marks past the limit, are said rather than drawn.
+    let mut events_note = Vec::new();
+    if let Some(events) = p.events {
+        for (agent, (start, duration)) in &events.windows {
+            if *start >= x_max {
+                let until = duration
+                    .map_or("on".to_owned(), |d| format!("to {} s", tick(start + d, start + d)));
+                events_note.push(format!(
+                    "maintenance window on {agent} from {} s {until}, after this run",
+                    tick(*start, *start)
+                ));
+            }
+        }
+        if events.marks.len() > MAX_MARKS {
+            events_note.push(format!("{} more events not marked", events.marks.len() - MAX_MARKS));
+        }
+    }
+    let note: Vec<&str> =
+        zoom.iter().chain(&p.note).chain(&events_note).map(String::as_str).collect();
     if !note.is_empty() {
         // A zoomed axis is the one thing a reader must not miss.
         let colour = if zoom.is_some() { ZOOM } else { NOTE };
@@ -320,7 +378,30 @@ fn draw_panel(area: &Area<'_>, xs: &[f64], x_desc: &str, p: &Panel<'_>) -> DrawR
         .y_desc(p.y_desc.as_str())
         .draw()?;
 
-    for line in &p.lines {
+    if let Some(events) = p.events {
+        for (start, duration) in events.windows.values() {
+            let end = duration.map_or(x_max, |d| (start + d).min(x_max));
+            if *start < x_max && end > *start {
+                let band = Rectangle::new([(*start, 0.0), (end, y_top)], SHADE.filled());
+                chart.draw_series(std::iter::once(band))?;
+            }
+        }
+        for (t, label) in events.marks.iter().take(MAX_MARKS) {
+            let line = vec![(*t, 0.0), (*t, y_top)];
+            chart.draw_series(DashedLineSeries::new(line, 4, 4, MARK.stroke_width(1)))?;
+            // Labels stay inside the plot: right of the line, or left of it near the end.
+            let h = if *t > x_max * 0.55 { HPos::Right } else { HPos::Left };
+            let style = text(10.0, NOTE, h, false);
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (*t, y_top * 0.97),
+                style,
+            )))?;
+        }
+    }
+    for (i, line) in p.lines.iter().enumerate() {
+        // A line exactly on an earlier one is drawn dashed over it, so both colours show.
+        let hidden = p.lines[..i].iter().any(|l| l.values == line.values && !l.reference);
         let points: Vec<(f64, f64)> = line
             .xs
             .as_deref()
@@ -333,6 +414,8 @@ fn draw_panel(area: &Area<'_>, xs: &[f64], x_desc: &str, p: &Panel<'_>) -> DrawR
         let points = if p.steps { steps(&points) } else { points };
         if line.reference {
             chart.draw_series(DashedLineSeries::new(points, 8, 5, REFERENCE.stroke_width(2)))?;
+        } else if hidden {
+            chart.draw_series(DashedLineSeries::new(points, 6, 6, line.colour.stroke_width(2)))?;
         } else {
             chart.draw_series(LineSeries::new(
                 points.iter().copied(),
@@ -457,6 +540,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> Result<String
             })
             .collect(),
         markers: false,
+        events: Some(&s),
         steps: true,
     };
     let utilisation = Panel {
@@ -483,6 +567,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> Result<String
             })
             .collect(),
         markers: false,
+        events: Some(&s),
         steps: true,
     };
     let mut panels = vec![shares, utilisation];
@@ -510,6 +595,7 @@ pub fn render_svg(title: &str, subtitle: &str, series: &Series) -> Result<String
                 })
                 .collect(),
             markers: false,
+            events: Some(&s),
             steps: true,
         });
     }
@@ -598,6 +684,7 @@ pub fn decline_offers_curve_svg(
             columns: vec![column.clone()],
             lines: run_lines,
             markers: true,
+            events: None,
             steps: false,
         },
         Panel {
@@ -609,6 +696,7 @@ pub fn decline_offers_curve_svg(
             columns: vec![column.clone()],
             lines: agent_lines,
             markers: true,
+            events: None,
             steps: false,
         },
     ];
@@ -626,6 +714,7 @@ pub fn decline_offers_curve_svg(
             columns: vec![column],
             lines: pair_lines,
             markers: true,
+            events: None,
             steps: false,
         });
     }
@@ -824,6 +913,29 @@ mod tests {
         let more = t.iter().find(|x| x.starts_with("… and ")).expect("an overflow row");
         let listed = names.iter().filter(|n| t.contains(n)).count();
         assert_eq!(*more, format!("… and {} more (not listed)", 40 - listed));
+    }
+
+    #[test]
+    fn a_long_title_wraps_instead_of_being_cut() {
+        let title = "word ".repeat(40);
+        let t = texts(&render_svg(title.trim(), "sub", &constant(3, &[("r", 0.5)], &[])).unwrap());
+        let lines: Vec<&String> = t.iter().filter(|x| x.starts_with("word")).collect();
+        assert!(lines.len() >= 2, "{t:?}");
+        assert_eq!(lines.iter().map(|l| l.split(' ').count()).sum::<usize>(), 40);
+        assert!(!t.iter().any(|x| x.contains('…')));
+    }
+
+    #[test]
+    fn events_are_marked_and_windows_beyond_the_run_are_said() {
+        let mut s = constant(3, &[("r", 0.5)], &[("cpus", 0.5), ("mem", 0.5)]);
+        s.marks.push((1.0, "sorters: random / drf".into()));
+        s.windows.insert("a1".into(), (3600.0, Some(1800.0)));
+        let svg = render_svg("t", "sub", &s).unwrap();
+        let t = texts(&svg);
+        assert!(t.iter().any(|x| x == "sorters: random / drf"), "{t:?}");
+        assert!(t.iter().any(|x| x.contains("maintenance window on a1 from 3600 s to 5400 s")));
+        // mem lies on cpus: it is drawn dashed so that both show.
+        assert!(svg.contains("stroke-dasharray") || svg.matches("<polyline").count() > 2);
     }
 
     #[test]

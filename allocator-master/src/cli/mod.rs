@@ -1075,19 +1075,13 @@ fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Result<u8, Str
     Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED })
 }
 
-/// The report's title: the scenario's description's first sentence, or its file name.
+/// The report's title: the scenario's description's first sentence, whole (the picture wraps
+/// it), or its file name.
 fn report_title(scenario: &AllocatorScenario, doc: &Document) -> String {
-    scenario.description.as_deref().map_or_else(
-        || doc.file.clone(),
-        |d| {
-            let first = d.split(". ").next().unwrap_or(d);
-            if first.chars().count() > 80 {
-                format!("{}…", first.chars().take(80).collect::<String>())
-            } else {
-                first.to_owned()
-            }
-        },
-    )
+    scenario
+        .description
+        .as_deref()
+        .map_or_else(|| doc.file.clone(), |d| d.split(". ").next().unwrap_or(d).to_owned())
 }
 
 fn run_soak(a: &SoakArgs) -> Result<u8, String> {

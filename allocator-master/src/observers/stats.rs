@@ -29,6 +29,8 @@ pub struct Stats {
     /// Seconds during which a GPU task was waiting, and the integral of the idle GPU fraction
     /// over those seconds (fragmentation).
     gpu_wait: (f64, f64),
+    /// The sorters at the last sample, to mark a switch in the report.
+    sorters: Option<(String, String)>,
 }
 
 /// Expectations checked so far, for the summary.
@@ -86,8 +88,11 @@ impl Stats {
                 self.roles.entry(role.clone()).or_default().tasks += 1;
             }
             Event::AllocationRun { micros, .. } => self.run_micros.push(*micros),
-            Event::InverseOffer { .. }
-            | Event::TaskEnded { .. }
+            Event::InverseOffer { framework, agent, .. } => {
+                let (f, a) = (master.framework_name(*framework), master.agent_name(*agent));
+                self.series.marks.push((master.now(), format!("inverse offer: {f} on {a}")));
+            }
+            Event::TaskEnded { .. }
             | Event::AgentRemoved(_)
             | Event::FrameworkPlayed { .. }
             | Event::TaskSubmitted { .. } => {}
@@ -122,11 +127,32 @@ impl Stats {
     /// Records one point of the report's time series (shares and utilisation now).
     pub fn sample(&mut self, master: &Master<'_>, sims: &dyn Queues) {
         let (cluster, excluded) = (master.cluster(), master.excluded());
-        let shares: BTreeMap<String, f64> = master
+        let mut shares: BTreeMap<String, f64> = master
             .role_alloc()
             .iter()
             .map(|(r, q)| (r.clone(), dominant_share(q, cluster, excluded)))
             .collect();
+        // Every framework's roles are in the report, holding something or not.
+        for fw in master.framework_ids() {
+            if let Some(info) = master.framework_info(fw) {
+                for role in info.roles.iter() {
+                    shares.entry(role.to_string()).or_insert(0.0);
+                }
+            }
+        }
+        let setup = master.setup();
+        let sorters = (setup.role_sorter.clone(), setup.framework_sorter.clone());
+        if self.sorters.as_ref().is_some_and(|old| *old != sorters) {
+            let label = format!("sorters: {} / {}", sorters.0, sorters.1);
+            self.series.marks.push((master.now(), label));
+        }
+        self.sorters = Some(sorters);
+        for agent in master.agent_records() {
+            if let Some(u) = &agent.unavailability {
+                let window = (u.start, u.duration.into_option());
+                self.series.windows.insert(agent.info.name.to_string(), window);
+            }
+        }
         let used = used_total(master);
         let util: BTreeMap<String, f64> = cluster
             .iter()
