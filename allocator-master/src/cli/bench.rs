@@ -530,7 +530,7 @@ fn memory_table(b: &BenchArgs, subjects: &[Subject<'_>]) -> Result<(), String> {
     eprintln!("setting up {agents} agents x {frameworks} frameworks, then {runs} runs…");
     let start = std::time::Instant::now();
     let mut progress = |run: u32| {
-        if run % 50 == 0 && run < runs {
+        if run.is_multiple_of(50) && run < runs {
             let left = start.elapsed().as_secs_f64() / f64::from(run) * f64::from(runs - run);
             eprintln!("  run {run} of {runs}, about {left:.0} s left");
         }
