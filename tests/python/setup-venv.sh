@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates a Python virtualenv with PyPI's pymesos 0.3.15, the Mesos framework library the
-# scheduler-API tests drive `allocator-master serve` with.
+# scheduler-API tests drive `allocator-master serve` with, and avmesos-cli 1.0.0, a Mesos CLI
+# (written by others) that the tests point at the master's `/slaves` and `/master/frameworks`.
 #
 #   bash tests/python/setup-venv.sh [VENV_DIR]     (default: target/pyenv)
 #
@@ -16,7 +17,7 @@ venv="${1:-target/pyenv}"
 python="${PYTHON:-python3}"
 py="$venv/bin/python"
 
-if [ -x "$py" ] && "$py" -c 'import pymesos' 2>/dev/null; then
+if [ -x "$py" ] && "$py" -c 'import pymesos, avmesos.cli, requests, toml' 2>/dev/null; then
     echo "pymesos venv ready at $venv" >&2
     echo "$py"
     exit 0
@@ -40,6 +41,7 @@ grep -Eq '^[[:space:]]*run_setup\(not IS_PYPY\)[[:space:]]*$' "$setup" || {
 sed -i -E 's/^([[:space:]]*)run_setup\(not IS_PYPY\)/\1run_setup(False)/' "$setup"
 "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$work/http-parser-0.9.0" >&2
 "$py" -m pip install --quiet --disable-pip-version-check pymesos==0.3.15 >&2
+"$py" -m pip install --quiet --disable-pip-version-check avmesos-cli==1.0.0 requests toml >&2
 # The compiled parser must be absent: pymesos then uses the pure-Python one.
 "$py" -c "import http_parser.parser" 2>/dev/null && { echo "setup-venv: http-parser built its C extension after all" >&2; exit 1; }
 "$py" -c 'import pymesos, http_parser.http, http_parser.pyparser; print("pymesos ready (pure-Python http-parser)")' >&2

@@ -208,7 +208,7 @@ pub fn offers_in(path: &Path) -> Vec<StreamOffer> {
         .collect()
 }
 
-/// The python of a virtualenv with pymesos: `$ALLOCATOR_MASTER_PYTHON`, else
+/// The python of a virtualenv with pymesos (and avmesos-cli): `$ALLOCATOR_MASTER_PYTHON`, else
 /// `target/pyenv/bin/python`, which is made on first use by `tests/python/setup-venv.sh`
 /// (needs `python3` and PyPI). A test never passes without running: when the venv cannot be
 /// had, this panics saying why and how to make it. (`Option` for the callers' `let … else`.)
@@ -226,10 +226,7 @@ pub fn pymesos_python() -> Option<PathBuf> {
         let target = crate::target_dir();
         let venv = target.parent().unwrap_or(&target).join("pyenv");
         let python = venv.join("bin/python");
-        if python.exists() {
-            return Ok(python);
-        }
-        eprintln!("making the pymesos virtualenv in {} (once)", venv.display());
+        // The script keeps a venv that has everything (one import), and makes it otherwise.
         let out = Command::new("bash")
             .arg("tests/python/setup-venv.sh")
             .arg(&venv)

@@ -246,3 +246,36 @@ fn the_operator_event_stream_starts_with_the_state_and_tells_changes() {
     let removed = next("AGENT_REMOVED");
     assert_eq!(removed["agent_removed"]["agent_id"]["value"], "a4");
 }
+
+/// A Mesos CLI from PyPI that no one here wrote (avmesos-cli, in the tests' venv) lists the
+/// agents (`/slaves`), frameworks (`/master/frameworks/`) and tasks of the default workload.
+#[test]
+fn a_mesos_cli_written_by_others_reads_the_state_endpoints() {
+    let Some(python) = workspace_tests::serve::pymesos_python() else { return };
+    let serve = Serve::start(&["--duration", "60"]);
+    let dir = std::env::temp_dir().join(format!("mesos-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(&config, format!("[master]\naddress = \"{}\"\n", serve.addr)).unwrap();
+    let cli = |args: &[&str]| -> String {
+        let out = Command::new(&python)
+            .args(["-m", "avmesos.cli.mesos-cli"])
+            .args(args)
+            .env("MESOS_CLI_CONFIG", &config)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "mesos {args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let agents = cli(&["agent", "list"]);
+    assert!(agents.starts_with("Agent ID") && agents.lines().count() > 10, "{agents}");
+    let frameworks = cli(&["framework", "list"]);
+    assert!(frameworks.contains("service-0"), "{frameworks}");
+    let tasks = cli(&["task", "list"]);
+    assert!(tasks.contains("TASK_RUNNING"), "{tasks}");
+}

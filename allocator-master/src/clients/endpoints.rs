@@ -51,6 +51,8 @@ pub fn index() -> Value {
 /// Mesos's endpoints served here; `None` otherwise: this master's own `/state`, and `POST
 /// /quota` and `/weights` (this master's scenario-event form) stay its own.
 pub fn mesos_endpoint<'p>(method: &str, path: &'p str) -> Option<&'p str> {
+    // As Mesos's router, a trailing slash names the same endpoint (`/master/frameworks/`).
+    let path = if path.len() > 1 { path.strip_suffix('/').unwrap_or(path) } else { path };
     let name = match path.strip_prefix("/master") {
         Some(rest) => rest.strip_suffix(".json").unwrap_or(rest),
         None if path == "/state" => return None,
@@ -381,6 +383,7 @@ mod tests {
         assert_eq!(mesos_endpoint("POST", "/quota"), None);
         assert_eq!(mesos_endpoint("POST", "/weights"), None);
         assert_eq!(mesos_endpoint("PUT", "/weights"), Some("/weights"));
+        assert_eq!(mesos_endpoint("GET", "/master/frameworks/"), Some("/frameworks"));
     }
 
     #[test]
