@@ -180,6 +180,15 @@ impl Response {
         }
     }
 
+    /// An HTML page (`Content-Type: text/html; charset=utf-8`).
+    pub fn html(status: u16, page: &str) -> Response {
+        Response {
+            status,
+            headers: vec![("Content-Type".into(), "text/html; charset=utf-8".into())],
+            body: page.as_bytes().to_vec(),
+        }
+    }
+
     /// An answer without a body (for example `202 Accepted`).
     pub fn empty(status: u16) -> Response {
         Response { status, headers: Vec::new(), body: Vec::new() }

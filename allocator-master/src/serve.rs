@@ -158,6 +158,11 @@ pub fn serve(
     result
 }
 
+/// The web page a browser gets at `/`: the live cluster, shares over time, explanations,
+/// what-if and the operator actions, all through the endpoints above (built into the binary:
+/// nothing to install beside it).
+const WEB_PAGE: &str = include_str!("web/index.html");
+
 /// How often the master loop looks at the interrupt flag when nothing else wakes it.
 const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
@@ -536,7 +541,12 @@ impl<'s, 'r> Live<'s, 'r> {
                 return Ok(());
             }
             ("GET", "/") => {
-                respond(request, 200, &crate::clients::endpoints::index());
+                // A browser gets the web page; any other client the list of endpoints.
+                if request.header("Accept").is_some_and(|a| a.contains("text/html")) {
+                    request.respond_with(crate::http::Response::html(200, WEB_PAGE));
+                } else {
+                    respond(request, 200, &crate::clients::endpoints::index());
+                }
                 return Ok(());
             }
             (method, path) if crate::clients::endpoints::mesos_endpoint(method, path).is_some() => {

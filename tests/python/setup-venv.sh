@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates a Python virtualenv with PyPI's pymesos 0.3.15, the Mesos framework library the
 # scheduler-API tests drive `allocator-master serve` with, and avmesos-cli 1.0.0, a Mesos CLI
-# (written by others) that the tests point at the master's `/slaves` and `/master/frameworks`.
+# (written by others) that the tests point at the master's `/slaves` and `/master/frameworks`,
+# and selenium 4.40.0, which drives headless Chromium through Debian's chromium-driver to test
+# the web page.
 #
 #   bash tests/python/setup-venv.sh [VENV_DIR]     (default: target/pyenv)
 #
@@ -17,7 +19,7 @@ venv="${1:-target/pyenv}"
 python="${PYTHON:-python3}"
 py="$venv/bin/python"
 
-if [ -x "$py" ] && "$py" -c 'import pymesos, avmesos.cli, requests, toml' 2>/dev/null; then
+if [ -x "$py" ] && "$py" -c 'import pymesos, avmesos.cli, requests, toml, selenium' 2>/dev/null; then
     echo "pymesos venv ready at $venv" >&2
     echo "$py"
     exit 0
@@ -42,6 +44,7 @@ sed -i -E 's/^([[:space:]]*)run_setup\(not IS_PYPY\)/\1run_setup(False)/' "$setu
 "$py" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$work/http-parser-0.9.0" >&2
 "$py" -m pip install --quiet --disable-pip-version-check pymesos==0.3.15 >&2
 "$py" -m pip install --quiet --disable-pip-version-check avmesos-cli==1.0.0 requests toml >&2
+"$py" -m pip install --quiet --disable-pip-version-check selenium==4.40.0 >&2
 # The compiled parser must be absent: pymesos then uses the pure-Python one.
 "$py" -c "import http_parser.parser" 2>/dev/null && { echo "setup-venv: http-parser built its C extension after all" >&2; exit 1; }
 "$py" -c 'import pymesos, http_parser.http, http_parser.pyparser; print("pymesos ready (pure-Python http-parser)")' >&2
