@@ -101,6 +101,22 @@ def check_weight_change():
     done()
 
 
+def check_maintenance():
+    """A maintenance window scheduled through the page shows beside its agent."""
+    d = browser()
+    d.get(f"http://{MASTER}/")
+    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#agents tbody tr"))
+    host = d.find_element(By.ID, "maint-host")
+    host.clear()
+    host.send_keys("a1")
+    d.find_element(By.CSS_SELECTOR, "#maintenance button").click()
+    wait_for(d, lambda d: "applied" in d.find_element(By.ID, "action-result").text)
+    wait_for(d, lambda d: "from" in d.find_element(By.CSS_SELECTOR, "#agents tbody tr").text)
+    seen["agent_row"] = d.find_element(By.CSS_SELECTOR, "#agents tbody tr").text
+    d.quit()
+    done()
+
+
 def check_unauthenticated():
     """With authentication on, a visitor without credentials changes nothing."""
     d = browser()

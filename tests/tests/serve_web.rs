@@ -91,3 +91,10 @@ fn an_unauthenticated_visitor_changes_nothing() {
     let roles = state["roles"].as_array().unwrap();
     assert!(roles.iter().all(|r| r["weight"] == 1.0), "nothing changed: {roles:?}");
 }
+
+#[test]
+fn a_maintenance_window_scheduled_through_the_page_shows_beside_its_agent() {
+    let serve = Serve::start(&["--scenario", CLUSTER, "--duration", "90"]);
+    let seen = check(&serve, "maintenance", &[]);
+    assert!(seen["agent_row"].as_str().unwrap().contains("from 60 s for 300 s"), "{seen}");
+}
