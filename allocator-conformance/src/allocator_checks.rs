@@ -7,7 +7,7 @@ use allocator_host::master::Command;
 use allocator_host::registry::ModuleRegistry;
 
 use crate::check::Check;
-use crate::cluster::{Step, agent, framework, recover, run, verdict};
+use crate::cluster::{Step, agent, framework, recover, run, skipped_if_refused, verdict};
 use crate::rule_checks;
 
 /// Runs every allocator check against `allocator` (a loaded allocator module or
@@ -396,14 +396,8 @@ fn applies_the_operations_it_accepts(registry: &ModuleRegistry, allocator: &str)
         Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    if let Some(e) = &r.error
-        && e.contains("is not supported by this module")
-    {
-        return Check {
-            name: NAME,
-            failure: None,
-            skipped: Some(format!("it refuses operations: {e}")),
-        };
+    if let Some(skipped) = skipped_if_refused(NAME, &r, "operations") {
+        return skipped;
     }
     let check = verdict(NAME, &r, |r| {
         let to_f2: Vec<&Resources> =

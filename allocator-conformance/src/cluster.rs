@@ -176,7 +176,9 @@ pub(crate) fn verdict(
     Check::new(name, failure)
 }
 
-/// Whether the run stopped because the module refuses a call it need not implement.
-pub(crate) fn refused_as_unsupported(r: &Run) -> bool {
-    r.error.as_deref().is_some_and(|e| e.contains("is not supported by this module"))
+/// Check `name` skipped, when the run stopped because the module refuses a call it need not
+/// implement (`what` it refuses: "operations", "quotas"); `None` otherwise.
+pub(crate) fn skipped_if_refused(name: &'static str, r: &Run, what: &str) -> Option<Check> {
+    let e = r.error.as_deref().filter(|e| e.contains("is not supported by this module"))?;
+    Some(Check { name, failure: None, skipped: Some(format!("it refuses {what}: {e}")) })
 }

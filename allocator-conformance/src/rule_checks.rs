@@ -10,7 +10,7 @@ use allocator_host::master::Command;
 use allocator_host::registry::ModuleRegistry;
 
 use crate::check::Check;
-use crate::cluster::{Step, agent, framework, recover, refused_as_unsupported, run, verdict};
+use crate::cluster::{Step, agent, framework, recover, run, skipped_if_refused, verdict};
 
 /// The check "clamps refuse filters as Mesos does": a negative `refuse_seconds` is a 5 s filter,
 /// and a filter shorter than the allocation interval still blocks the first periodic run after
@@ -134,18 +134,17 @@ pub(crate) fn gates_agents_by_capability(registry: &ModuleRegistry, allocator: &
 /// offered, given back and offered again never holds more of a device than it has (the guard
 /// cuts an over-commit, which fails the check), and only GPU frameworks get the agent.
 pub(crate) fn never_over_commits_a_device(registry: &ModuleRegistry, allocator: &str) -> Check {
-    let mut gpu_fw = framework("f1", "r1");
-    if let Step::Command(Command::AddFramework { capabilities, .. }) = &mut gpu_fw {
-        *capabilities = capabilities.with(FrameworkCapabilities::GPU_RESOURCES);
-    }
-    let mut gpu_fw2 = framework("f2", "r2");
-    if let Step::Command(Command::AddFramework { capabilities, .. }) = &mut gpu_fw2 {
-        *capabilities = capabilities.with(FrameworkCapabilities::GPU_RESOURCES);
-    }
+    let gpu_framework = |name: &str, role: &str| {
+        let mut step = framework(name, role);
+        if let Step::Command(Command::AddFramework { capabilities, .. }) = &mut step {
+            *capabilities = capabilities.with(FrameworkCapabilities::GPU_RESOURCES);
+        }
+        step
+    };
     let ops = vec![
         agent("d", "cpus:4;mem:4096;gpus[0]:1;gpus[1]:1"),
-        gpu_fw,
-        gpu_fw2,
+        gpu_framework("f1", "r1"),
+        gpu_framework("f2", "r2"),
         Step::Tick,
         recover("f1", "d", Some(0.0)),
         recover("f2", "d", Some(0.0)),
@@ -173,13 +172,8 @@ pub(crate) fn applies_update_available(registry: &ModuleRegistry, allocator: &st
         Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    if refused_as_unsupported(&r) {
-        let e = r.error.unwrap_or_default();
-        return Check {
-            name: NAME,
-            failure: None,
-            skipped: Some(format!("it refuses operations: {e}")),
-        };
+    if let Some(skipped) = skipped_if_refused(NAME, &r, "operations") {
+        return skipped;
     }
     verdict(NAME, &r, |r| {
         let cpus: i64 = r.on("a1").map(|o| o.resources.scalar("cpus").millis()).sum();
@@ -272,13 +266,8 @@ pub(crate) fn respects_quota_limits(registry: &ModuleRegistry, allocator: &str) 
         Step::Advance(3.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    if refused_as_unsupported(&r) {
-        let e = r.error.unwrap_or_default();
-        return Check {
-            name: NAME,
-            failure: None,
-            skipped: Some(format!("it refuses quotas: {e}")),
-        };
+    if let Some(skipped) = skipped_if_refused(NAME, &r, "quotas") {
+        return skipped;
     }
     verdict(NAME, &r, |r| {
         let cpus = cpus_offered_to(r, "r1");
@@ -306,13 +295,8 @@ pub(crate) fn holds_back_quota_guarantees(registry: &ModuleRegistry, allocator: 
         Step::Advance(3.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    if refused_as_unsupported(&r) {
-        let e = r.error.unwrap_or_default();
-        return Check {
-            name: NAME,
-            failure: None,
-            skipped: Some(format!("it refuses quotas: {e}")),
-        };
+    if let Some(skipped) = skipped_if_refused(NAME, &r, "quotas") {
+        return skipped;
     }
     verdict(NAME, &r, |r| {
         let cpus = cpus_offered_to(r, "r1");

@@ -186,8 +186,6 @@ struct Live<'s, 'r> {
     planner: &'s crate::planner::Planner,
     /// The master's registry, when it survives restarts (`--work_dir`).
     store: Option<crate::master_registry::Store>,
-    /// Every flag the master runs with, as `/master/flags` and `GET_FLAGS` show them.
-    flags: Vec<(String, String)>,
     /// Subscribers to the operator API's event stream.
     streams: crate::clients::operator_events::OperatorStreams,
 }
@@ -217,7 +215,6 @@ impl<'s, 'r> Live<'s, 'r> {
             auth: &options.auth,
             planner,
             store: None,
-            flags: options.flags.clone(),
             streams: crate::clients::operator_events::OperatorStreams::new(
                 Duration::from_secs_f64(options.heartbeat_interval),
             ),
@@ -258,8 +255,12 @@ impl<'s, 'r> Live<'s, 'r> {
             self.streams.tick(&self.sim.applying(out));
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
+                // A GET changes nothing the registry keeps: no snapshot for it.
+                let reads_only = incoming.method == "GET";
                 self.answer(incoming, out)?;
-                self.persist()?;
+                if !reads_only {
+                    self.persist()?;
+                }
                 continue;
             }
             let now = Instant::now();
@@ -557,7 +558,7 @@ impl<'s, 'r> Live<'s, 'r> {
                     self.sim.mesos().map(|m| m.completed_frameworks().to_vec()).unwrap_or_default();
                 let (status, answer) = crate::clients::endpoints::answer(
                     &mut self.sim.applying(out),
-                    &self.flags,
+                    self.operator.flags(),
                     &completed,
                     &method,
                     name,

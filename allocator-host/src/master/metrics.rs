@@ -103,9 +103,10 @@ pub fn write_mesos_master_metrics(m: &mut MetricMap, master: &Master<'_>) {
     put(m, "master/slaves_inactive".into(), (agents.len() - active) as f64);
     put(m, "master/slaves_connected".into(), agents.len() as f64);
     put(m, "master/slaves_disconnected".into(), 0.0);
+    // `framework_ids` lists the present frameworks only.
     let frameworks: Vec<_> = master.framework_ids().filter_map(|f| master.framework(f)).collect();
-    let active = frameworks.iter().filter(|f| f.present && f.active).count();
-    let present = frameworks.iter().filter(|f| f.present).count();
+    let active = frameworks.iter().filter(|f| f.active).count();
+    let present = frameworks.len();
     put(m, "master/frameworks_active".into(), active as f64);
     put(m, "master/frameworks_inactive".into(), (present - active) as f64);
     put(m, "master/frameworks_connected".into(), active as f64);

@@ -12,7 +12,9 @@ use allocator_api::resources::Value as ResValue;
 use allocator_api::{AgentId, FrameworkId, Resources};
 use serde_json::{Value, json};
 
-use super::operator::{Cluster, SchedulerView};
+use super::operator::{
+    Cluster, SchedulerView, frameworks_in_role, held_by_framework, held_by_role, role_names,
+};
 use allocator_host::master::{Command, Master};
 
 /// The endpoints `GET /` lists, with what each answers.
@@ -204,11 +206,7 @@ pub fn framework_json(
     let record = master.framework(fw)?;
     let roles: Vec<&str> = info.roles.iter().map(|r| r.as_str()).collect();
     let mesos = view.and_then(|v| v.framework_info(fw));
-    let allocated = master
-        .ledger()
-        .iter()
-        .filter(|a| a.framework == fw)
-        .fold(Resources::new(), |acc, a| acc + &a.resources);
+    let allocated = held_by_framework(master, fw);
     let capabilities: Vec<&str> = info.capabilities.names();
     Some(json!({
         "id": name,
@@ -245,32 +243,10 @@ fn frameworks(master: &Master<'_>, view: Option<&dyn SchedulerView>) -> Vec<Valu
 }
 
 fn roles(master: &Master<'_>) -> Vec<Value> {
-    let mut names: Vec<String> = master.weights().keys().cloned().collect();
-    names.extend(master.quotas().keys().cloned());
-    for fw in master.framework_ids() {
-        if let Some(info) = master.framework_info(fw) {
-            names.extend(info.roles.iter().map(|r| r.to_string()));
-        }
-    }
-    names.sort();
-    names.dedup();
-    names
+    role_names(master)
         .into_iter()
         .map(|role| {
-            let frameworks: Vec<&str> = master
-                .framework_ids()
-                .filter(|fw| {
-                    master
-                        .framework_info(*fw)
-                        .is_some_and(|i| i.roles.iter().any(|r| r.as_str() == role))
-                })
-                .map(|fw| master.framework_name(fw))
-                .collect();
-            let held = master
-                .ledger()
-                .iter()
-                .filter(|a| a.role.as_str() == role)
-                .fold(Resources::new(), |acc, a| acc + &a.resources);
+            let held = held_by_role(master, &role);
             let q = master.quotas().get(&role);
             let quantities = |q: Option<&allocator_api::Quantities>| -> Value {
                 let map: serde_json::Map<String, Value> = q
@@ -283,7 +259,7 @@ fn roles(master: &Master<'_>) -> Vec<Value> {
             json!({
                 "name": role,
                 "weight": master.weights().get(&role).copied().unwrap_or(1.0),
-                "frameworks": frameworks,
+                "frameworks": frameworks_in_role(master, &role),
                 "resources": resource_map(&held),
                 "allocated": resource_map(&held),
                 "offered": resource_map(&Resources::new()),

@@ -501,38 +501,11 @@ impl MesosFrameworks {
             None => {
                 let name =
                     info.id.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| self.fresh_id(""));
-                let add = Command::AddFramework {
-                    framework: name.clone(),
-                    roles: roles.clone(),
-                    capabilities,
-                    active: false,
-                    used: Vec::new(),
-                    suppressed_roles: sub.suppressed_roles.clone(),
-                    min_allocatable: min_allocatable.clone(),
-                    tasks: None,
-                };
-                let id = match master.apply(&add) {
-                    Ok(Applied::Framework(id)) => id,
-                    Ok(other) => return Err(format!("adding a framework gave {other:?}")),
-                    Err(e) => {
-                        request.respond_with(Response::text(400, &e));
-                        return Ok(());
-                    }
-                };
-                self.by_master.insert(id, name.clone());
-                self.frameworks.insert(
-                    name.clone(),
-                    Connected {
-                        id,
-                        info: s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info },
-                        principal,
-                        stream: None,
-                        stream_id: String::new(),
-                        disconnected: Some(Instant::now()),
-                        tasks: BTreeMap::new(),
-                        last_heartbeat: Instant::now(),
-                    },
-                );
+                let suppressed = sub.suppressed_roles.clone();
+                if let Err(e) = self.add_disconnected(&name, info, principal, suppressed, master)? {
+                    request.respond_with(Response::text(400, &e));
+                    return Ok(());
+                }
                 name
             }
         };
@@ -786,44 +759,56 @@ impl MesosFrameworks {
                     continue;
                 }
             };
-            let add = Command::AddFramework {
-                framework: entry.id.clone(),
-                roles: info.effective_roles(),
-                capabilities: capabilities(&info),
-                active: false,
-                used: Vec::new(),
-                suppressed_roles: Vec::new(),
-                min_allocatable: min_allocatable(&info),
-                tasks: None,
-            };
-            let id = match master.apply(&add) {
-                Ok(Applied::Framework(id)) => id,
-                Ok(other) => return Err(format!("adding a framework gave {other:?}")),
-                Err(e) => {
-                    log::warn!("registry: framework {} not restored: {e}", entry.id);
-                    continue;
-                }
-            };
-            log::info!(
-                "framework {} restored from the registry; waiting for it to subscribe",
-                entry.id
-            );
-            self.by_master.insert(id, entry.id.clone());
-            self.frameworks.insert(
-                entry.id,
-                Connected {
-                    id,
-                    info,
-                    principal: entry.principal,
-                    stream: None,
-                    stream_id: String::new(),
-                    disconnected: Some(Instant::now()),
-                    tasks: BTreeMap::new(),
-                    last_heartbeat: Instant::now(),
-                },
-            );
+            match self.add_disconnected(&entry.id, info, entry.principal, Vec::new(), master)? {
+                Ok(()) => log::info!(
+                    "framework {} restored from the registry; waiting for it to subscribe",
+                    entry.id
+                ),
+                Err(e) => log::warn!("registry: framework {} not restored: {e}", entry.id),
+            }
         }
         Ok(())
+    }
+
+    /// Adds framework `name` to the master inactive, as a client of this API that has no
+    /// stream yet (a subscription activates it; past its failover timeout it is removed).
+    /// `Ok(Err(reason))` when the master refuses it: nothing changed.
+    fn add_disconnected(
+        &mut self,
+        name: &str,
+        info: s::FrameworkInfo,
+        principal: Option<String>,
+        suppressed_roles: Vec<String>,
+        master: &mut Master<'_>,
+    ) -> Result<Result<(), String>, String> {
+        let add = Command::AddFramework {
+            framework: name.to_owned(),
+            roles: info.effective_roles(),
+            capabilities: capabilities(&info),
+            active: false,
+            used: Vec::new(),
+            suppressed_roles,
+            min_allocatable: min_allocatable(&info),
+            tasks: None,
+        };
+        let id = match master.apply(&add) {
+            Ok(Applied::Framework(id)) => id,
+            Ok(other) => return Err(format!("adding a framework gave {other:?}")),
+            Err(e) => return Ok(Err(e)),
+        };
+        self.by_master.insert(id, name.to_owned());
+        let connected = Connected {
+            id,
+            info: s::FrameworkInfo { id: Some(FrameworkId::new(name)), ..info },
+            principal,
+            stream: None,
+            stream_id: String::new(),
+            disconnected: Some(Instant::now()),
+            tasks: BTreeMap::new(),
+            last_heartbeat: Instant::now(),
+        };
+        self.frameworks.insert(name.to_owned(), connected);
+        Ok(Ok(()))
     }
 
     /// The frameworks removed lately, newest last (Mesos's `completed_frameworks`).
@@ -865,7 +850,7 @@ impl MesosFrameworks {
             }
             self.completed.push(json);
         }
-        let Some(f) = self.frameworks.remove(fw) else { return Ok(()) };
+        let f = self.frameworks.remove(fw).expect("present: its id was read above");
         self.offers.retain(|_, (owner, _)| owner != fw);
         self.inverse.retain(|_, (owner, _)| owner != fw);
         self.by_master.remove(&f.id);

@@ -124,15 +124,19 @@ impl Operator {
             .windows
             .iter()
             .flat_map(|w| w.machine_ids.iter())
+            // Draining: some agent of the machine is still up.
             .filter(|mid| {
-                !self
-                    .agents_on(master, std::slice::from_ref(*mid))
-                    .iter()
-                    .all(|a| self.down.contains_key(a))
+                let agents = self.agents_on(master, std::slice::from_ref(*mid));
+                agents.iter().any(|a| !self.down.contains_key(a))
             })
             .map(|mid| serde_json::json!({"id": mid, "statuses": []}))
             .collect();
         serde_json::json!({"draining_machines": draining, "down_machines": down})
+    }
+
+    /// Every flag the master runs with, as given to [`Operator::with_flags`].
+    pub fn flags(&self) -> &[(String, String)] {
+        &self.flags
     }
 
     /// What the registry keeps of this operator's state.
@@ -537,18 +541,58 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
     m::GetAgents { agents, recovered_agents: Vec::new() }
 }
 
+/// Every role the master knows, in name order: those holding resources, weighted, with a quota,
+/// or named by a framework. Both operator views (v1 `GET_ROLES`, v0 `/master/roles`) list these.
+pub(crate) fn role_names(master: &Master<'_>) -> Vec<String> {
+    let mut names: std::collections::BTreeSet<String> =
+        master.role_alloc().keys().cloned().collect();
+    names.extend(master.weights().keys().cloned());
+    names.extend(master.quotas().keys().cloned());
+    for fw in master.framework_ids() {
+        if let Some(info) = master.framework_info(fw) {
+            names.extend(info.roles.iter().map(|r| r.to_string()));
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// The frameworks subscribed to `role`, by name.
+pub(crate) fn frameworks_in_role<'m>(master: &'m Master<'_>, role: &str) -> Vec<&'m str> {
+    master
+        .framework_ids()
+        .filter(|fw| {
+            master.framework_info(*fw).is_some_and(|i| i.roles.iter().any(|r| r.as_str() == role))
+        })
+        .map(|fw| master.framework_name(fw))
+        .collect()
+}
+
+/// What `role` holds, offered or allocated, by the host's ledger.
+pub(crate) fn held_by_role(master: &Master<'_>, role: &str) -> Resources {
+    master
+        .ledger()
+        .iter()
+        .filter(|a| a.role.as_str() == role)
+        .fold(Resources::default(), |acc, a| acc + &a.resources)
+}
+
+/// What framework `fw` holds, offered or allocated, by the host's ledger.
+pub(crate) fn held_by_framework(master: &Master<'_>, fw: allocator_api::FrameworkId) -> Resources {
+    master
+        .ledger()
+        .iter()
+        .filter(|a| a.framework == fw)
+        .fold(Resources::default(), |acc, a| acc + &a.resources)
+}
+
 fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
     let master = sim.master();
-    let state = master.state();
     let frameworks = master
         .framework_ids()
         .filter_map(|id| {
             let name = master.framework_name(id).to_owned();
             let info = master.framework_info(id)?;
-            let active = state["frameworks"]
-                .as_array()
-                .and_then(|l| l.iter().find(|f| f["framework"] == name.as_str()))
-                .is_some_and(|f| f["active"] == true);
+            let active = master.framework(id).is_some_and(|f| f.active);
             let mesos = sim.scheduler().and_then(|m| m.framework_info(id));
             let framework_info = match mesos {
                 Some(i) => i.clone(),
@@ -559,11 +603,7 @@ fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
                 }))
                 .expect("a framework info"),
             };
-            let allocated: Resources = master
-                .ledger()
-                .iter()
-                .filter(|a| a.framework == id)
-                .fold(Resources::default(), |acc, a| acc + &a.resources);
+            let allocated = held_by_framework(master, id);
             Some(m::Framework {
                 framework_info,
                 active,
@@ -607,41 +647,16 @@ fn tasks(sim: &dyn Cluster<'_>) -> m::GetTasks {
 }
 
 fn roles(master: &Master<'_>) -> m::GetRoles {
-    let state = master.state();
-    let mut names: Vec<String> = state["roles"]
-        .as_array()
-        .map(|l| l.iter().filter_map(|r| r["role"].as_str().map(str::to_owned)).collect())
-        .unwrap_or_default();
-    for fw in master.framework_ids() {
-        if let Some(info) = master.framework_info(fw) {
-            names.extend(info.roles.iter().map(|r| r.to_string()));
-        }
-    }
-    names.sort();
-    names.dedup();
-    let roles = names
+    let roles = role_names(master)
         .into_iter()
-        .map(|role| {
-            let frameworks = master
-                .framework_ids()
-                .filter(|fw| {
-                    master
-                        .framework_info(*fw)
-                        .is_some_and(|i| i.roles.iter().any(|r| r.as_str() == role))
-                })
-                .map(|fw| FrameworkId::new(master.framework_name(fw)))
-                .collect();
-            let held: Resources = master
-                .ledger()
-                .iter()
-                .filter(|a| a.role.as_str() == role)
-                .fold(Resources::default(), |acc, a| acc + &a.resources);
-            m::Role {
-                weight: master.weights().get(&role).copied().unwrap_or(1.0),
-                frameworks,
-                resources: to_mesos(&held, None, ResourceFormat::Refined),
-                name: role,
-            }
+        .map(|role| m::Role {
+            weight: master.weights().get(&role).copied().unwrap_or(1.0),
+            frameworks: frameworks_in_role(master, &role)
+                .into_iter()
+                .map(FrameworkId::new)
+                .collect(),
+            resources: to_mesos(&held_by_role(master, &role), None, ResourceFormat::Refined),
+            name: role,
         })
         .collect();
     m::GetRoles { roles }

@@ -241,10 +241,7 @@ impl Stats {
             master.runs()
         );
         let agents = master.agent_records().filter(|a| a.present).count();
-        let frameworks = master
-            .framework_ids()
-            .filter(|f| master.framework(*f).is_some_and(|r| r.present))
-            .count();
+        let frameworks = master.framework_ids().count();
         text.push_str(&format!("cluster: {agents} agents, {frameworks} frameworks\n"));
         let roles_json = self.role_table(master, sims, &mut text);
         let util = self.utilisation(master, &mut text);
@@ -292,8 +289,10 @@ impl Stats {
         let mut roles_json = serde_json::Map::new();
         let mut role_names: BTreeSet<&String> = self.roles.keys().collect();
         role_names.extend(master.role_alloc().keys());
+        let traces: Vec<_> =
+            role_names.into_iter().map(|r| (r, sims.trace_stats(r, master))).collect();
         // The queue columns only when some role has a queue (trace-driven frameworks).
-        let queues = role_names.iter().any(|r| sims.trace_stats(r, master).submitted > 0);
+        let queues = traces.iter().any(|(_, t)| t.submitted > 0);
         text.push_str(&format!(
             "{:<24} {:>10} {:>10} {:>8} {:>8}",
             "ROLE", "SHARE", "AVG SHARE", "OFFERS", "TASKS"
@@ -305,11 +304,10 @@ impl Stats {
             ));
         }
         text.push('\n');
-        for role in role_names {
+        for (role, trace) in traces {
             let stats = self.roles.get(role).cloned().unwrap_or_default();
             let share = master.role_share(role);
             let avg = if now > 0.0 { stats.share_time / now } else { share };
-            let trace = sims.trace_stats(role, master);
             let submitted = trace.submitted;
             let (mean, p99) = wait_stats(&trace.waits);
             let mut r = json!({"dominant_share": share, "average_dominant_share": avg, "offers": stats.offers,
