@@ -15,6 +15,7 @@ import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -46,16 +47,16 @@ def browser():
 
 
 def wait_for(driver, predicate, timeout=20):
-    WebDriverWait(driver, timeout).until(predicate)
+    # The page re-renders its tables every 2 s: an element read just then is stale; try again.
+    WebDriverWait(driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(predicate)
 
 
 def roles(driver):
-    rows = driver.find_elements(By.CSS_SELECTOR, "#roles tbody tr")
-    out = {}
-    for row in rows:
-        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
-        out[cells[0]] = {"weight": cells[1], "share": cells[4]}
-    return out
+    # Read in one script call, so a refresh cannot swap the rows out halfway through.
+    rows = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#roles tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent.trim()));")
+    return {cells[0]: {"weight": cells[1], "share": cells[4]} for cells in rows}
 
 
 def check_cluster():
