@@ -39,7 +39,8 @@ unsafe extern "C" {
 
 /// Makes a module that ends the process from inside a call (`exit(0)`, `exit(1)`, or
 /// abi_stable's `exit(1)` for a panic across the boundary) visible: at exit, if a module call is
-/// in progress, one line names the module and the call, and the process exits with
+/// in progress, an error record (through `log`) names the module and the call, and the process
+/// exits with
 /// [`EXIT_MODULE_ENDED_PROCESS`] instead of the module's code. For the master's binary; an
 /// embedding master may install it too. Installing twice is harmless.
 pub fn report_modules_that_end_the_process() {
@@ -74,10 +75,11 @@ extern "C" fn on_exit() {
         return;
     }
     if let Some((module, what)) = call_in_progress() {
-        eprintln!(
-            "allocator-master: {module} ended the process from inside {what} (it called exit, or \
-             panicked across the module boundary); exit code {EXIT_MODULE_ENDED_PROCESS}"
+        log::error!(
+            "{module} ended the process from inside {what} (it called exit, or panicked across \
+             the module boundary); exit code {EXIT_MODULE_ENDED_PROCESS}"
         );
+        log::logger().flush();
         // SAFETY: ends the process at once, without running the remaining exit handlers.
         unsafe { _exit(EXIT_MODULE_ENDED_PROCESS) }
     }
@@ -293,10 +295,11 @@ fn check(shared: &Shared, timeout: f64) {
             let what = slot.what.load(Ordering::Relaxed);
             // SAFETY: only `&'static &'static str` pointers are ever stored.
             let what = if what.is_null() { "?" } else { unsafe { *what } };
-            eprintln!(
-                "allocator-master: a module call has not returned for {running_ms:.0} ms ({what}, {}), over --module_call_timeout_ms {timeout}; stopping",
+            log::error!(
+                "a module call has not returned for {running_ms:.0} ms ({what}, {}), over the module call timeout of {timeout} ms; ending the process (exit code {EXIT_HUNG})",
                 slot.module
             );
+            log::logger().flush();
             HOST_EXITING.store(true, Ordering::SeqCst);
             std::process::exit(EXIT_HUNG);
         }

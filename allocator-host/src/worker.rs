@@ -32,9 +32,13 @@ const WORKER_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 /// The exit code of a worker whose channel broke or carried something it could not decode.
 const EXIT_CHANNEL: i32 = 70;
 
-/// Runs this process as a module worker and exits: the host started it with [`WORKER_ARG`]
-/// and the channel as its standard input. Never returns. See the
-/// [isolation documentation](crate::isolation#embedding).
+/// Runs this process as a module worker and exits; a master whose modules may run in workers
+/// calls it first thing in `main` when [`is_worker_invocation`](crate::is_worker_invocation)
+/// says so. The master started this process with the channel as its standard input.
+///
+/// Never returns. The exit code is 0 when the master closes the channel, 70 when the channel
+/// broke or carried something the worker could not decode (said in an error record on the
+/// worker's standard error, where its logger writes).
 pub fn worker_main() -> ! {
     init_logging();
     // SAFETY: getppid has no preconditions.
@@ -43,10 +47,12 @@ pub fn worker_main() -> ! {
     let code = match take_channel().and_then(|channel| serve(channel, master)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("allocator-master: module worker: {e}");
+            // Through this process's own logger (`init_logging`), to its standard error.
+            log::error!("the worker's channel to the host failed: {e}");
             EXIT_CHANNEL
         }
     };
+    log::logger().flush();
     std::process::exit(code)
 }
 
@@ -372,8 +378,10 @@ fn probe(
         .collect())
 }
 
-/// Module records go to standard error, at the level `RUST_LOG` names (`warn` if it names
-/// none), marked as the worker's.
+/// The worker process's logger: its records (the worker's own and those its modules forward)
+/// go to its standard error, at the level `RUST_LOG` names (`warn` if it names none), marked
+/// as the worker's. This is the process's logger backend, the one place a worker writes to
+/// standard error.
 fn init_logging() {
     struct Stderr(log::LevelFilter);
     impl log::Log for Stderr {
@@ -382,7 +390,14 @@ fn init_logging() {
         }
         fn log(&self, r: &log::Record<'_>) {
             if self.enabled(r.metadata()) {
-                eprintln!("[module worker {} {}] {}", r.level(), r.target(), r.args());
+                // A failed write has nowhere else to go.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "[module worker {} {}] {}",
+                    r.level(),
+                    r.target(),
+                    r.args()
+                );
             }
         }
         fn flush(&self) {}

@@ -29,8 +29,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::http::Response;
-use crate::mesos::base64_decode;
+use allocator_http::Response;
+use allocator_mesos::base64_decode;
 
 /// `principal → secret`, from `--credentials`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -540,7 +540,7 @@ mod tests {
 
     #[test]
     fn basic_authentication_gives_the_principal() {
-        let header = format!("Basic {}", crate::mesos::base64_encode(b"ops:secret"));
+        let header = format!("Basic {}", allocator_mesos::base64_encode(b"ops:secret"));
         assert_eq!(
             auth().authenticate(Realm::ReadWrite, Some(&header)).unwrap().as_deref(),
             Some("ops")
@@ -549,7 +549,7 @@ mod tests {
 
     #[test]
     fn missing_or_wrong_credentials_get_401_with_the_realm() {
-        let wrong = format!("Basic {}", crate::mesos::base64_encode(b"ops:guess"));
+        let wrong = format!("Basic {}", allocator_mesos::base64_encode(b"ops:guess"));
         for header in [None, Some("Bearer x"), Some(wrong.as_str()), Some("Basic !!!")] {
             let denied = auth().authenticate(Realm::ReadWrite, header).unwrap_err();
             assert_eq!(denied.status, 401);

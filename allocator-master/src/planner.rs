@@ -1,7 +1,7 @@
 //! What-if plans off the master thread (`serve`'s `POST /plan`).
 //!
 //! A plan replays everything the master applied into two fresh masters (with and without the
-//! change, [`crate::plan::plan`]): far more work than any other request. The master thread
+//! change, [`allocator_sim::plan::plan`]): far more work than any other request. The master thread
 //! only parses the change and takes a copy of its journal, then hands the job to one of
 //! [`WORKERS`] planner threads, which answer the request themselves; allocation runs and other
 //! requests go on meanwhile. At most [`QUEUED`] jobs wait for a worker: past that a plan is
@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use crate::allocator_scenario::Op;
-use crate::http::Request;
 use allocator_host::ModuleRegistry;
 use allocator_host::master::{Command, Setup};
+use allocator_http::Request;
+use allocator_sim::allocator_scenario::Op;
 
 /// Planner threads: plans made at once.
 pub const WORKERS: usize = 2;
@@ -108,10 +108,11 @@ fn work(
             job.request.respond(503, body.to_string());
             continue;
         }
-        let (status, body) = match crate::plan::plan(registry, setup, &job.history, &job.change) {
-            Ok(plan) => (200, plan.to_json()),
-            Err(message) => (400, json!({"error": message})),
-        };
+        let (status, body) =
+            match allocator_sim::plan::plan(registry, setup, &job.history, &job.change) {
+                Ok(plan) => (200, plan.to_json()),
+                Err(message) => (400, json!({"error": message})),
+            };
         job.request.respond(status, body.to_string());
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! One thread (the caller's) owns the [`Driver`]: the allocator, the host's ledger and the
 //! simulated frameworks. Like Mesos's allocator process it works from one FIFO queue: the HTTP
-//! server ([`crate::http`]: hyper on a runtime of its own, with head, body and idle timeouts,
+//! server ([`allocator_http`]: hyper on a runtime of its own, with head, body and idle timeouts,
 //! a 1 MiB body limit and per-address and global connection limits) reads the connections and
 //! puts complete requests on the queue; the master thread answers them in order between
 //! allocation runs. A slow or idle client holds only its own connection. The virtual clock
@@ -19,8 +19,8 @@
 //! | `POST /quota` | the `update_quota` event's fields: `role`, [`guarantees`, `limits`] |
 //! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
-//! | `GET /explain?role=R`, `?framework=F` | why it got what it got at the last run ([`crate::explain`]) |
-//! | `POST /plan` | one scenario event (a change); answers [`crate::plan::Plan::to_json`], changes nothing |
+//! | `GET /explain?role=R`, `?framework=F` | why it got what it got at the last run ([`allocator_sim::explain`]) |
+//! | `POST /plan` | one scenario event (a change); answers [`allocator_sim::plan::Plan::to_json`], changes nothing |
 //! | `POST /api/v1/scheduler` | the Mesos v1 scheduler API ([`crate::clients::mesos`]) |
 //! | `POST /api/v1` | the Mesos v1 operator API ([`crate::clients::operator`]) |
 //! | `GET /version` | `{"version": "1.12.0"}` (what Mesos clients read before subscribing) |
@@ -41,12 +41,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::allocator_scenario::{AllocatorScenario, Op};
 use crate::auth::{Action, Auth, Caller, Realm};
-use crate::driver::Driver;
-use crate::output::EventStream;
-use crate::scenario::Document;
+use crate::clients::mesos::MesosFrameworks;
 use allocator_host::master::Command;
+use allocator_sim::allocator_scenario::{AllocatorScenario, Op};
+use allocator_sim::driver::Driver;
+use allocator_sim::output::EventStream;
+use allocator_sim::scenario::Document;
 
 /// How `serve` runs.
 #[derive(Clone, Debug)]
@@ -62,9 +63,9 @@ pub struct ServeOptions {
     /// Authentication and authorization ([`crate::auth`]).
     pub auth: Auth,
     /// The HTTP server's limits and timeouts.
-    pub http_limits: crate::http::Limits,
+    pub http_limits: allocator_http::Limits,
     /// Serve HTTPS with these PEM files (`None`: plain HTTP).
-    pub tls: Option<crate::http::TlsFiles>,
+    pub tls: Option<allocator_http::TlsFiles>,
     /// Keep the master's registry in this directory (`--work_dir`), restoring it at start
     /// ([`crate::master_registry`]); `None`: nothing survives a restart.
     pub work_dir: Option<std::path::PathBuf>,
@@ -73,7 +74,7 @@ pub struct ServeOptions {
 }
 
 /// A request read in full by the HTTP server.
-type Incoming = crate::http::Request;
+type Incoming = allocator_http::Request;
 
 /// Serves `scenario` live until `options.duration` has passed. Prints `serving on
 /// http://ADDR` on stderr once listening. `Err` when the address cannot be bound or a module
@@ -93,16 +94,14 @@ pub fn serve(
             options.heartbeat_interval
         ));
     }
-    sim.attach_mesos(crate::clients::mesos::MesosFrameworks::new(Duration::from_secs_f64(
-        options.heartbeat_interval,
-    )));
+    sim.attach_client(MesosFrameworks::new(Duration::from_secs_f64(options.heartbeat_interval)));
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
         None => None,
     };
-    let tls = options.tls.as_ref().map(crate::http::Tls::load).transpose()?;
+    let tls = options.tls.as_ref().map(allocator_http::Tls::load).transpose()?;
     let (server, requests) =
-        crate::http::Server::bind_tls(&options.listen, options.http_limits.clone(), tls)
+        allocator_http::Server::bind_tls(&options.listen, options.http_limits.clone(), tls)
             .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
     let (scheme, addr) = (server.scheme(), server.addr());
     eprintln!("serving on {scheme}://{addr}");
@@ -148,7 +147,7 @@ pub fn serve(
         live.run(out, &rx, restored)
     });
     // The master ends the frameworks' streams itself: a stop never waits for a client.
-    let _ = sim.with_mesos(out, |m, _| {
+    let _ = sim.with_client(out, |m: &mut MesosFrameworks, _| {
         m.close_streams();
         Ok(())
     });
@@ -246,7 +245,9 @@ impl<'s, 'r> Live<'s, 'r> {
         }
         loop {
             self.catch_up(out)?;
-            if let Err(e) = self.sim.with_mesos(out, |m, master| m.tick(master)) {
+            if let Err(e) =
+                self.sim.with_client(out, |m: &mut MesosFrameworks, master| m.tick(master))
+            {
                 self.fatal()?;
                 log::error!("scheduler API: {e}");
             }
@@ -336,7 +337,7 @@ impl<'s, 'r> Live<'s, 'r> {
         let master = self.sim.master();
         let ops = self.operator.records();
         let (frameworks, removed_frameworks) =
-            self.sim.mesos().map(|m| m.records()).unwrap_or_default();
+            self.sim.client::<MesosFrameworks>().map(|m| m.records()).unwrap_or_default();
         State {
             version: VERSION,
             quotas: master
@@ -435,7 +436,9 @@ impl<'s, 'r> Live<'s, 'r> {
         }
         let (frameworks, removed) = (state.frameworks, state.removed_frameworks);
         let count = frameworks.len();
-        self.sim.with_mesos(out, |m, master| m.restore(frameworks, removed, master))?;
+        self.sim.with_client(out, |m: &mut MesosFrameworks, master| {
+            m.restore(frameworks, removed, master)
+        })?;
         log::info!("registry restored ({count} framework(s) waiting to subscribe)");
         eprintln!("restored the registry: {count} framework(s) may subscribe again with their ids");
         self.persist()
@@ -463,7 +466,7 @@ impl<'s, 'r> Live<'s, 'r> {
         m.insert("master/plans_refused".into(), json!(self.planner.refused()));
         allocator_host::metrics::write_mesos_master_metrics(&mut m, self.sim.master());
         m.insert("master/uptime_secs".into(), json!(self.start.elapsed().as_secs_f64()));
-        let offers = self.sim.mesos().map_or(0, |m| m.outstanding_offers());
+        let offers = self.sim.client::<MesosFrameworks>().map_or(0, |m| m.outstanding_offers());
         m.insert("master/outstanding_offers".into(), json!(offers));
         crate::system_metrics::write(&mut m);
         m
@@ -499,16 +502,16 @@ impl<'s, 'r> Live<'s, 'r> {
         }
         match (request.method.as_str(), request.path.as_str()) {
             ("POST", "/api/v1/scheduler") => {
-                if let Err(e) =
-                    self.sim.with_mesos(out, |m, master| m.call(request, caller, master))
-                {
+                if let Err(e) = self.sim.with_client(out, |m: &mut MesosFrameworks, master| {
+                    m.call(request, caller, master)
+                }) {
                     self.fatal()?;
                     log::error!("scheduler API: {e}");
                 }
                 return Ok(());
             }
             (_, "/api/v1/scheduler") => {
-                request.respond_with(crate::http::Response::text(
+                request.respond_with(allocator_http::Response::text(
                     405,
                     "Expecting 'POST', received another method",
                 ));
@@ -538,13 +541,13 @@ impl<'s, 'r> Live<'s, 'r> {
                 return self.fatal();
             }
             ("GET", "/version") => {
-                respond(request, 200, &json!({"version": crate::mesos::MESOS_VERSION}));
+                respond(request, 200, &json!({"version": allocator_mesos::MESOS_VERSION}));
                 return Ok(());
             }
             ("GET", "/") => {
                 // A browser gets the web page; any other client the list of endpoints.
                 if request.header("Accept").is_some_and(|a| a.contains("text/html")) {
-                    request.respond_with(crate::http::Response::html(200, WEB_PAGE));
+                    request.respond_with(allocator_http::Response::html(200, WEB_PAGE));
                 } else {
                     respond(request, 200, &crate::clients::endpoints::index());
                 }
@@ -554,8 +557,11 @@ impl<'s, 'r> Live<'s, 'r> {
                 let name =
                     crate::clients::endpoints::mesos_endpoint(method, path).expect("checked");
                 let method = method.to_owned();
-                let completed: Vec<Value> =
-                    self.sim.mesos().map(|m| m.completed_frameworks().to_vec()).unwrap_or_default();
+                let completed: Vec<Value> = self
+                    .sim
+                    .client::<MesosFrameworks>()
+                    .map(|m| m.completed_frameworks().to_vec())
+                    .unwrap_or_default();
                 let (status, answer) = crate::clients::endpoints::answer(
                     &mut self.sim.applying(out),
                     self.operator.flags(),
@@ -572,7 +578,7 @@ impl<'s, 'r> Live<'s, 'r> {
                     return Err(e);
                 }
                 if answer.is_null() {
-                    request.respond_with(crate::http::Response::empty(status));
+                    request.respond_with(allocator_http::Response::empty(status));
                 } else {
                     respond(request, status, &answer);
                 }
@@ -594,9 +600,10 @@ impl<'s, 'r> Live<'s, 'r> {
             ("GET", "/explain", _) => explain(self.sim, &request.query),
             ("POST", "/plan", _) => {
                 // Parsed here; made and answered by a planner thread.
-                let job = body
-                    .and_then(|b| crate::plan::parse_change(&b))
-                    .and_then(|change| Ok((crate::plan::history(self.sim.master())?, change)));
+                let job =
+                    body.and_then(|b| allocator_sim::plan::parse_change(&b)).and_then(|change| {
+                        Ok((allocator_sim::plan::history(self.sim.master())?, change))
+                    });
                 match job {
                     Ok((history, change)) => {
                         if let Err(request) = self.planner.submit(request, history, change) {
@@ -725,7 +732,7 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
 /// Mesos's answers to a body or an `Accept` this master does not speak: `415` for a
 /// protobuf (or other non-JSON) body, `406` when JSON is not acceptable. Only the v1 APIs
 /// check them, as in Mesos.
-fn check_media_types(request: &Incoming) -> Result<(), crate::http::Response> {
+fn check_media_types(request: &Incoming) -> Result<(), allocator_http::Response> {
     if !matches!(request.path.as_str(), "/api/v1/scheduler" | "/api/v1") {
         return Ok(());
     }
@@ -734,7 +741,7 @@ fn check_media_types(request: &Incoming) -> Result<(), crate::http::Response> {
         let content_type = request.header("Content-Type").unwrap_or(json);
         let media = content_type.split(';').next().unwrap_or_default().trim();
         if !media.eq_ignore_ascii_case(json) {
-            return Err(crate::http::Response::text(
+            return Err(allocator_http::Response::text(
                 415,
                 &format!("Expecting 'Content-Type' of {json}"),
             ));
@@ -748,7 +755,7 @@ fn check_media_types(request: &Incoming) -> Result<(), crate::http::Response> {
                 .any(|m| media.eq_ignore_ascii_case(m))
         });
         if !allows_json {
-            return Err(crate::http::Response::text(
+            return Err(allocator_http::Response::text(
                 406,
                 &format!("Expecting 'Accept' to allow '{json}'"),
             ));

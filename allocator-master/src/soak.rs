@@ -9,12 +9,12 @@ use std::time::Instant;
 use allocator_api::FrameworkCapabilities;
 use allocator_api::rng::Rng;
 
-use crate::allocator_scenario::Op;
-use crate::driver::Driver;
-use crate::output::EventStream;
 use allocator_host::master::{Command, TaskSpec};
 use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::ModuleRegistry;
+use allocator_sim::allocator_scenario::Op;
+use allocator_sim::driver::Driver;
+use allocator_sim::output::EventStream;
 
 /// Soak parameters.
 #[derive(Clone, Debug)]
@@ -30,7 +30,7 @@ pub struct SoakOptions {
     /// Stop after the current run once this is non-zero (SIGINT/SIGTERM).
     pub interrupt: Option<Arc<AtomicUsize>>,
     /// Where the runs done are reported.
-    pub progress: Option<Arc<crate::progress::Counters>>,
+    pub progress: Option<Arc<allocator_sim::progress::Counters>>,
 }
 
 /// What a soak run measured.

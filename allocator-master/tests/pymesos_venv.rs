@@ -1,8 +1,8 @@
 //! The Python harness for the scheduler API tests: the virtualenv made by
 //! `tests/python/setup-venv.sh` (pymesos 0.3.15 on a pure-Python http-parser) must import
 //! pymesos, and the clients pymesos is made of (Python's `http.client` for calls, http-parser's
-//! pure-Python parser for the `SUBSCRIBE` stream) must read what [`allocator_master::http`]
-//! and [`allocator_master::mesos`] write.
+//! pure-Python parser for the `SUBSCRIBE` stream) must read what [`allocator_http`]
+//! and [`allocator_mesos`] write.
 //!
 //! The venv's python is `$ALLOCATOR_MASTER_PYTHON`, else `target/pyenv/bin/python` in the
 //! workspace. Without either the test skips with a printed reason, except in CI (`CI=true`),
@@ -117,10 +117,10 @@ print(json.dumps({"calls": calls, "status": parser.get_status_code(),
 
 /// Answers `REVIVE` with `202` and `SUBSCRIBE` with a stream of `SUBSCRIBED`, `HEARTBEAT` and
 /// `OFFERS`, each its own chunk, then ends the stream.
-fn answer_like_a_master(requests: std::sync::mpsc::Receiver<allocator_master::http::Request>) {
-    use allocator_master::http::Response;
-    use allocator_master::mesos::scheduler::{Call, CallType, Event, Offer, Subscribed};
-    use allocator_master::mesos::{AgentId, FrameworkId, OfferId, ResourceFormat, to_mesos};
+fn answer_like_a_master(requests: std::sync::mpsc::Receiver<allocator_http::Request>) {
+    use allocator_http::Response;
+    use allocator_mesos::scheduler::{Call, CallType, Event, Offer, Subscribed};
+    use allocator_mesos::{AgentId, FrameworkId, OfferId, ResourceFormat, to_mesos};
     for request in requests {
         let call = Call::parse(&request.body).expect("the client's call parses");
         call.validate().expect("the client's call is well formed");
@@ -171,11 +171,8 @@ fn answer_like_a_master(requests: std::sync::mpsc::Receiver<allocator_master::ht
 #[test]
 fn pymesos_clients_read_kept_alive_call_answers_and_a_chunked_recordio_event_stream() {
     let Some(python) = python_or_skip() else { return };
-    let (server, requests) = allocator_master::http::Server::bind(
-        "127.0.0.1:0",
-        allocator_master::http::Limits::default(),
-    )
-    .unwrap();
+    let (server, requests) =
+        allocator_http::Server::bind("127.0.0.1:0", allocator_http::Limits::default()).unwrap();
     std::thread::spawn(move || answer_like_a_master(requests));
     let addr = server.addr();
     let out = Command::new(&python)
@@ -239,14 +236,11 @@ type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 /// A scripted stand-in for the master (the real one wires the master core): `/version`,
 /// `SUBSCRIBE` → `SUBSCRIBED` + one offer, `ACCEPT` with a `LAUNCH` → `TASK_RUNNING`, its
 /// acknowledgement → `TASK_FINISHED`, `TEARDOWN` → end of stream. Every call is parsed and
-/// validated with [`allocator_master::mesos`].
-fn scripted_master(
-    requests: std::sync::mpsc::Receiver<allocator_master::http::Request>,
-    seen: Seen,
-) {
-    use allocator_master::http::{Response, Stream};
-    use allocator_master::mesos::scheduler::*;
-    use allocator_master::mesos::*;
+/// validated with [`allocator_mesos`].
+fn scripted_master(requests: std::sync::mpsc::Receiver<allocator_http::Request>, seen: Seen) {
+    use allocator_http::{Response, Stream};
+    use allocator_mesos::scheduler::*;
+    use allocator_mesos::*;
     let mut stream: Option<Stream> = None;
     let status = |state: TaskState, uuid: u8| {
         let mut s = TaskStatus::new(TaskId::new("t-1"), state);
@@ -332,11 +326,8 @@ fn scripted_master(
 #[test]
 fn a_pymesos_framework_subscribes_launches_on_an_offer_and_sees_its_task_finish() {
     let Some(python) = python_or_skip() else { return };
-    let (server, requests) = allocator_master::http::Server::bind(
-        "127.0.0.1:0",
-        allocator_master::http::Limits::default(),
-    )
-    .unwrap();
+    let (server, requests) =
+        allocator_http::Server::bind("127.0.0.1:0", allocator_http::Limits::default()).unwrap();
     let seen = Seen::default();
     let master_seen = seen.clone();
     std::thread::spawn(move || scripted_master(requests, master_seen));

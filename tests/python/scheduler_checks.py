@@ -4,7 +4,7 @@ Usage: python scheduler_checks.py HOST:PORT CHECK [ARGS...]
 
 Each check drives one or more pymesos frameworks (written as a user writes one, for Apache
 Mesos) against a running `serve`, and prints one JSON line of what it saw; the Rust tests in
-allocator-master/tests/serve_scheduler_api.rs start the master and assert on that line. A check
+tests/tests/serve_scheduler_api.rs start the master and assert on that line. A check
 gives up after 30 s and prints what it saw so far (exit code 3).
 """
 

@@ -359,7 +359,7 @@ fn assert_restarted(err: &str, module_line: &str, cause: &str, n: u32, limit: u3
     let line = err.lines().find(|l| l.contains(&restart)).unwrap_or_else(|| {
         panic!("expected a line with '{restart}' in: {err}");
     });
-    assert!(line.starts_with(&format!("allocator-master: {module_line} failed in ")), "{line}");
+    assert!(line.contains(&format!("] {module_line} failed in ")), "{line}");
     assert!(line.contains(cause), "expected '{cause}' in: {line}");
 }
 

@@ -3,9 +3,9 @@
 
 use std::process::Command;
 
-use allocator_master::allocator_scenario::AllocatorScenario;
-use allocator_master::allocator_scenario::print::op_to_json;
-use allocator_master::plan::history_until;
+use allocator_sim::allocator_scenario::AllocatorScenario;
+use allocator_sim::allocator_scenario::print::op_to_json;
+use allocator_sim::plan::history_until;
 use serde_json::{Value, json};
 use workspace_tests::{master, workspace_root};
 
@@ -23,7 +23,7 @@ fn plan(at: f64, change: &Value) -> Value {
 /// checks the offers made since `at` against `expected` with an `expect_offers` event; returns
 /// whether that expectation held.
 fn applied_for_real(at: f64, change: &Value, next_run: f64, expected: &Value) -> bool {
-    let doc = allocator_master::workload::default_document(0);
+    let doc = allocator_sim::workload::default_document(0);
     let scenario = AllocatorScenario::parse(&doc).unwrap();
     let mut events: Vec<Value> =
         history_until(&scenario, at).iter().filter_map(op_to_json).collect();

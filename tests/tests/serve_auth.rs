@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use allocator_master::mesos::base64_encode;
+use allocator_mesos::base64_encode;
 use serde_json::{Value, json};
 use workspace_tests::serve::{Serve, header, pymesos_python};
 

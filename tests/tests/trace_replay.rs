@@ -5,11 +5,11 @@ use allocator_api::AllocatorOptions;
 use allocator_host::ModuleRegistry;
 use allocator_host::manifest;
 use allocator_host::master::Setup;
-use allocator_master::allocator_scenario::AllocatorScenario;
-use allocator_master::driver::Driver;
-use allocator_master::import::{ImportOptions, alibaba_gpu_v2023};
-use allocator_master::output::EventStream;
-use allocator_master::scenario::Document;
+use allocator_lab::import::{ImportOptions, alibaba_gpu_v2023};
+use allocator_sim::allocator_scenario::AllocatorScenario;
+use allocator_sim::driver::Driver;
+use allocator_sim::output::EventStream;
+use allocator_sim::scenario::Document;
 use workspace_tests::workspace_root;
 
 fn trace_dir() -> std::path::PathBuf {

@@ -119,14 +119,14 @@
 //! # Embedding
 //!
 //! A master that embeds this crate and isolates modules must let its executable act as the
-//! worker: call [`worker_main`](crate::worker::worker_main) first thing in `main` when
+//! worker: call [`worker_main`](crate::worker_main) first thing in `main` when
 //! [`is_worker_invocation`] says so (or point [`IsolationSettings::worker_exe`] at a binary
 //! that does):
 //!
 //! ```no_run
 //! // First thing in `main`:
-//! if allocator_host::isolation::is_worker_invocation() {
-//!     allocator_host::worker::worker_main(); // never returns
+//! if allocator_host::is_worker_invocation() {
+//!     allocator_host::worker_main(); // never returns
 //! }
 //! // … the master …
 //! ```
@@ -163,8 +163,9 @@ pub const WORKER_ARG: &str = "__module-worker";
 /// is the host's, and is not passed to the module's factory.
 pub const ISOLATION_PARAMETER: &str = "isolation";
 
-/// `true` when this process was started as a module worker (its first argument is
-/// [`WORKER_ARG`]).
+/// `true` when this process was started as a module worker: a master that isolates a module
+/// starts its own executable again, with a first argument reserved for this. Its `main` then
+/// calls [`worker_main`](crate::worker_main) first thing.
 pub fn is_worker_invocation() -> bool {
     std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG)
 }

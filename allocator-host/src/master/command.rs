@@ -32,124 +32,339 @@ pub type AgentUsed = Vec<(String, Option<String>, Resources)>;
 /// the scenario event of the same name; [`AnswerOffer`](Command::AnswerOffer),
 /// [`KillTask`](Command::KillTask) and [`RequestResources`](Command::RequestResources) come
 /// from frameworks only.
+///
+/// What holds for every command ([`Master::apply`]):
+///
+/// * **Refusals.** A command is refused (`Err`, with a one-line reason) when it names an agent
+///   or framework the master does not have present (`unknown agent 'a'`,
+///   `unknown framework 'f'`), when a role it names breaks Mesos's role rules
+///   ([`allocator_api::roles::validate`]; the roles of `AddFramework`, `UpdateFramework`,
+///   `UpdateWeights` and `UpdateQuota`), or when the allocator refuses the call it makes
+///   (`the allocator refused <call>: <reason>`). The allocator is called before anything is
+///   recorded, so a refused command leaves the master's records as they were and is not
+///   journaled. The exceptions are where a command makes a second allocator call after the
+///   first took effect: the allocation run of a command that makes one (the change stays,
+///   unjournaled, and the error is the run's), and the calls named under `RecoverResources` and `AnswerOffer`.
+/// * **Faults.** A module that fails (panics, reports a failure, or, isolated, dies in its
+///   worker or does not answer within the call timeout) is handled by the [failure policy](super::FailurePolicy):
+///   under `Fallback` and `Restart` the call is repeated on the replacement and the command
+///   goes on; under `Stop` the command fails with the reason, and so does every later one
+///   ([`Master::stopped`]).
+/// * **Allocation runs.** Where a command "runs the allocator", it makes one event-triggered
+///   allocation run: each offer that passes the offer guard is recorded and emitted as an
+///   [`Event::Offer`], then the accepted inverse offers ([`Event::InverseOffer`]), then one
+///   [`Event::AllocationRun`]. Other commands wait for the next run (the periodic one of
+///   [`Master::advance`], or one another command triggers).
+/// * **The journal.** Commands from a client ([`Origin::Client`]) are journaled as they are,
+///   except as `AnswerOffer`, `KillTask` and `RequestResources` say.
 #[derive(Clone, Debug, PartialEq)]
-#[allow(missing_docs)]
 pub enum Command {
+    /// Adds an agent and runs the allocator over it; answers [`Applied::Agent`] with its id.
+    /// A name seen before and removed gets its old id back.
+    ///
+    /// Refused when an agent of that name is present, or when an entry of `used` gives no
+    /// role for a framework not added yet.
     AddAgent {
+        /// Its name (the agent id in Mesos's terms), by which later commands name it.
         agent: String,
+        /// Its total resources.
         resources: Resources,
+        /// Its hostname, which the [whitelist](Command::UpdateWhitelist) matches; `None`: its
+        /// name.
         hostname: Option<String>,
+        /// What it supports; `None`: every capability.
         capabilities: Option<AgentCapabilities>,
+        /// Its attributes (which simulated tasks' constraints match).
         attributes: Vec<Attribute>,
+        /// What frameworks already use on it (an agent that comes back to a master after a
+        /// failover), recorded as theirs. A framework may be named before it is added; the
+        /// role `None` stands for the framework's first role, and needs it added already.
         used: AgentUsed,
+        /// Its maintenance window, if one is scheduled already.
         unavailability: Option<Unavailability>,
     },
-    RemoveAgent(String),
-    ActivateAgent(String),
-    DeactivateAgent(String),
+    /// Removes an agent: what frameworks held on it is gone (not given back to anyone), each
+    /// task on it ends ([`Event::TaskEnded`] with [`TaskEnd::AgentRemoved`](super::TaskEnd::AgentRemoved)),
+    /// then [`Event::AgentRemoved`]: offers of its resources are void from then on.
+    RemoveAgent(
+        /// The agent's name.
+        String,
+    ),
+    /// Activates an agent: its resources may be offered again, from the next allocation run
+    /// (this command makes none).
+    ActivateAgent(
+        /// The agent's name.
+        String,
+    ),
+    /// Deactivates an agent: nothing on it is offered until it is activated. What frameworks
+    /// hold there stays theirs.
+    DeactivateAgent(
+        /// The agent's name.
+        String,
+    ),
+    /// Changes an agent's total, capabilities or attributes, and runs the allocator over it
+    /// when anything changed. A total smaller than what frameworks hold there is taken as
+    /// given (Mesos's rule R14): the agent is then over-committed
+    /// ([`Master::overcommitted_agents`]) until resources come back.
     UpdateAgent {
+        /// The agent's name.
         agent: String,
+        /// Its new total; `None`: unchanged.
         resources: Option<Resources>,
+        /// Its new capabilities; `None`: unchanged.
         capabilities: Option<AgentCapabilities>,
+        /// Its new attributes (the whole list); `None`: unchanged.
         attributes: Option<Vec<Attribute>>,
     },
+    /// Adds a resource provider's resources to an agent's total, with what frameworks already
+    /// use of them. Makes no allocation run. Refused when `used` names a framework that is
+    /// not present.
     AddResourceProvider {
+        /// The agent's name.
         agent: String,
+        /// The resources added to its total.
         resources: Resources,
+        /// What present frameworks already use of them, as for [`Command::AddAgent`]
+        /// (`None` role: the framework's first role).
         used: AgentUsed,
     },
-    /// A framework; with `tasks`, one the master's simulated frameworks play
-    /// ([`Event::FrameworkPlayed`]).
+    /// Adds a framework; when it is active, runs the allocator over every agent. Answers
+    /// [`Applied::Framework`] with its id. With `tasks`, the master's simulated frameworks
+    /// play it: [`Event::FrameworkPlayed`] comes before any offer it gets.
+    ///
+    /// Refused when a framework of that name is present, when `roles` is empty, or when
+    /// `used` names an agent that is not present.
     AddFramework {
+        /// Its name (the framework id in Mesos's terms), by which later commands name it.
         framework: String,
+        /// Its roles, at least one; each must pass Mesos's role rules.
         roles: Vec<String>,
+        /// What it supports (`MULTI_ROLE`, `GPU_RESOURCES`, …).
         capabilities: FrameworkCapabilities,
+        /// Whether it starts active (connected); an inactive framework gets no offers until
+        /// [activated](Command::ActivateFramework).
         active: bool,
+        /// What it already uses, per agent name, under its first role (merged with what an
+        /// agent's `used` recorded for it).
         used: Vec<(String, Resources)>,
+        /// Roles it starts suppressed in: no offers in them until it revives them.
         suppressed_roles: Vec<String>,
+        /// Its `min_allocatable_resources`, per role: the smallest offer it wants there.
         min_allocatable: Vec<RoleMinAllocatable>,
+        /// What its tasks look like, for a framework the master's simulated frameworks play;
+        /// `None`: a framework its client answers for itself.
         tasks: Option<TaskSpec>,
     },
-    RemoveFramework(String),
-    ActivateFramework(String),
-    DeactivateFramework(String),
+    /// Removes a framework: what it held is dropped from the master's records (the allocator
+    /// takes it back), and each of its tasks ends ([`Event::TaskEnded`] with
+    /// [`TaskEnd::FrameworkRemoved`](super::TaskEnd::FrameworkRemoved)). Makes no allocation run.
+    RemoveFramework(
+        /// The framework's name.
+        String,
+    ),
+    /// Activates a framework and runs the allocator over every agent.
+    ActivateFramework(
+        /// The framework's name.
+        String,
+    ),
+    /// Deactivates a framework: it gets no offers until it is activated. What it holds stays
+    /// its own.
+    DeactivateFramework(
+        /// The framework's name.
+        String,
+    ),
+    /// Changes a framework's roles, capabilities, suppressed roles or
+    /// `min_allocatable_resources`. Makes no allocation run. Refused when `roles` is given
+    /// empty.
     UpdateFramework {
+        /// The framework's name.
         framework: String,
+        /// Its new roles (the whole list, at least one); `None`: unchanged.
         roles: Option<Vec<String>>,
+        /// Its new capabilities; `None`: unchanged.
         capabilities: Option<FrameworkCapabilities>,
+        /// The roles it is suppressed in (the whole list); `None`: unchanged.
         suppressed_roles: Option<Vec<String>>,
+        /// Its new `min_allocatable_resources` (the whole list); `None`: unchanged.
         min_allocatable: Option<Vec<RoleMinAllocatable>>,
     },
     /// What a framework gives back on an agent. Without a role, every role it holds there;
     /// without resources (`"all"`), all it holds (per role), otherwise the first role (in
-    /// name order) holding them.
+    /// name order) holding them. Its tasks there that no longer fit in what it still holds
+    /// end ([`Event::TaskEnded`] with [`TaskEnd::ResourcesRecovered`](super::TaskEnd::ResourcesRecovered); the
+    /// first launched keep theirs). Makes no allocation run.
+    ///
+    /// Refused when `resources` are given and no role in question holds them all. Giving back
+    /// per role is one allocator call each: when a later one is refused, the roles before it
+    /// are given back already.
     RecoverResources {
+        /// The framework's name.
         framework: String,
+        /// The agent's name.
         agent: String,
+        /// What it gives back; `None`: all it holds there (in the roles in question).
         resources: Option<Resources>,
+        /// The role it gives back from; `None`: any role it holds there.
         role: Option<String>,
+        /// The refuse filter: for this many seconds the framework is not offered these
+        /// resources on this agent again. `None`: the allocator's default filter.
         refuse_seconds: Option<f64>,
     },
-    /// A framework suppresses its offers in these roles (empty: all its roles).
-    SuppressOffers(String, Vec<String>),
-    /// A framework revives its offers in these roles (empty: all its roles), and the
-    /// allocator runs over every agent.
-    ReviveOffers(String, Vec<String>),
-    UpdateQuota(String, Quota),
-    UpdateWeights(Vec<(String, f64)>),
-    UpdateWhitelist(Option<Vec<String>>),
-    UpdateUnavailability(String, Option<Unavailability>),
+    /// A framework suppresses its offers: it gets none in these roles until it revives them.
+    /// Makes no allocation run.
+    SuppressOffers(
+        /// The framework's name.
+        String,
+        /// The roles; empty: all its roles.
+        Vec<String>,
+    ),
+    /// A framework revives its offers in these roles (the built-in allocator drops its refuse
+    /// filters in them, and its inverse-offer filters). From a client, runs the allocator over every agent; from a simulated framework
+    /// ([`Origin::Simulated`]), the next periodic run serves it.
+    ReviveOffers(
+        /// The framework's name.
+        String,
+        /// The roles; empty: all its roles.
+        Vec<String>,
+    ),
+    /// Sets a role's quota (guarantees and limits), replacing the one it had. Makes no
+    /// allocation run.
+    UpdateQuota(
+        /// The role; it must pass Mesos's role rules.
+        String,
+        /// Its quota.
+        Quota,
+    ),
+    /// Sets role weights; roles not named keep theirs. Makes no allocation run.
+    UpdateWeights(
+        /// (role, weight) pairs; each role must pass Mesos's role rules.
+        Vec<(String, f64)>,
+    ),
+    /// Sets the whitelist: only agents whose hostname is on it are offered. Makes no
+    /// allocation run.
+    UpdateWhitelist(
+        /// The hostnames; `None` clears the whitelist (every agent may be offered).
+        Option<Vec<String>>,
+    ),
+    /// Schedules or cancels an agent's maintenance, and runs the allocator over it: the
+    /// frameworks holding resources there get inverse offers ([`Event::InverseOffer`]).
+    UpdateUnavailability(
+        /// The agent's name.
+        String,
+        /// The maintenance window; `None` cancels it.
+        Option<Unavailability>,
+    ),
+    /// A framework's answer to an inverse offer for an agent, passed to the allocator; the
+    /// master records nothing of it. Makes no allocation run.
     UpdateInverseOffer {
+        /// The agent's name.
         agent: String,
+        /// The framework's name.
         framework: String,
+        /// Its answer (accepted or declined); `None`: no answer.
         status: Option<InverseOfferStatus>,
+        /// The refuse filter: for this many seconds the framework gets no inverse offer for
+        /// this agent. `None`: none.
         refuse_seconds: Option<f64>,
     },
+    /// Applies operations (reserve, unreserve, create or destroy a volume, …) to what a
+    /// framework holds on an agent under a role; the agent's total changes with what they
+    /// convert. Makes no allocation run. Refused, before the allocator is called, when an
+    /// operation is malformed or does not apply to what the framework holds there.
     UpdateAllocation {
+        /// The framework's name.
         framework: String,
+        /// The agent's name.
         agent: String,
+        /// The role the resources are allocated to.
         role: String,
+        /// The operations, in order.
         operations: Vec<Operation>,
     },
+    /// Applies operations to an agent's unallocated resources (an operator's reservation or
+    /// volume); the agent's total changes with what they convert. Makes no allocation run.
+    /// Refused, before the allocator is called, when an operation is malformed (a reservation
+    /// without a role, a volume without an id, …).
     UpdateAvailable {
+        /// The agent's name.
         agent: String,
+        /// The operations, in order.
         operations: Vec<Operation>,
     },
+    /// Recovery after a master failover: how many agents are expected back (the allocator
+    /// may hold back offers until they are) and the quotas to restore, which the master
+    /// records as [`UpdateQuota`](Command::UpdateQuota) would.
     Recover {
+        /// The agents expected to come back.
         expected_agents: u32,
+        /// The quotas to restore.
         quotas: Vec<RoleQuota>,
     },
+    /// Pauses allocation: runs make no offers until [`Resume`](Command::Resume). The clock
+    /// and its periodic runs go on.
     Pause,
+    /// Resumes allocation; offers come from the next allocation run (this command makes
+    /// none).
     Resume,
+    /// Switches the built-in allocator's sorters, each rebuilt from the allocator's records
+    /// (nothing allocated is lost). Makes no allocation run. Refused when the allocator is a
+    /// module, or the built-in runs in the worker of isolated sorter modules, and when a name
+    /// is neither a loaded sorter module nor the built-in `drf`.
     SetSorters {
+        /// The role sorter's name; `None`: unchanged.
         role_sorter: Option<String>,
+        /// The framework sorter's name (the same for every role); `None`: unchanged.
         framework_sorter: Option<String>,
     },
-    /// A task for a simulated framework's queue ([`Event::TaskSubmitted`]).
+    /// A task for a simulated framework's queue: the master emits [`Event::TaskSubmitted`],
+    /// and the simulated frameworks launch it on a later offer. Calls no allocator. Refused
+    /// when the framework was not added with `tasks`.
     SubmitTask {
+        /// The framework's name.
         framework: String,
+        /// The task.
         task: Submission,
     },
     /// A framework's answer to `offer` (an [`Event::Offer`] it got): it launches `tasks`
     /// (resources and an optional duration, in seconds) on parts of it, one after another,
     /// and declines the rest with a refuse filter of `refuse_seconds`. Nothing changes when
     /// a task does not fit. Journaled as the `recover_resources` of the declined part.
+    ///
+    /// Answers [`Applied::Launched`] with the tasks' ids, in order; each launch is an
+    /// [`Event::TaskLaunched`], and a task with a duration ends
+    /// ([`TaskEnd::Finished`](super::TaskEnd::Finished)) when [`Master::advance`] reaches its end, its
+    /// resources going back to the allocator. An interrupted master
+    /// ([`Master::set_interrupt`]) launches the tasks so far and declines the rest. The offer
+    /// must be one the master made and the framework has not answered yet: the master checks
+    /// only that the tasks fit in it. The tasks are recorded before the allocator is told,
+    /// so a refusal by the allocator then leaves them launched.
     AnswerOffer {
+        /// The offer answered, as the master emitted it.
         offer: Arc<Allocation>,
+        /// The tasks to launch on it: (resources, seconds it runs or `None` for ever).
         tasks: Vec<(Resources, Option<f64>)>,
+        /// The refuse filter for what is declined: for this many seconds the framework is
+        /// not offered it on this agent again.
         refuse_seconds: f64,
     },
-    /// A framework kills one of its running tasks: its resources go back to the allocator.
-    /// Journaled as the `recover_resources` of the task's resources.
+    /// A framework kills one of its running tasks: its resources go back to the allocator
+    /// (with no refuse filter) and the task ends ([`Event::TaskEnded`] with
+    /// [`TaskEnd::Killed`](super::TaskEnd::Killed)). Answers [`Applied::Killed`]: `false`, and
+    /// nothing changes, when no such task runs. Journaled as the `recover_resources` of the
+    /// task's resources.
     KillTask {
+        /// The framework, by its handle.
         framework: FrameworkId,
+        /// The task's id, as [`Event::TaskLaunched`] gave it.
         task: u64,
     },
-    /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator. Not
-    /// journaled: no scenario event carries it (the built-in allocator ignores it, as
-    /// Mesos's does).
+    /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator; the master
+    /// records nothing. Not journaled: no scenario event carries it (the built-in allocator
+    /// ignores it, as Mesos's does).
     RequestResources {
+        /// The framework's name.
         framework: String,
+        /// What it asks for, one entry a request (a task it means to launch).
         requests: Vec<Resources>,
     },
 }

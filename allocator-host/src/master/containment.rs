@@ -20,6 +20,8 @@ use allocator_api::{Allocator, ModuleError};
 use super::Master;
 
 /// The allocator being driven.
+// Public only for the workspace's own crates and tests; not promised.
+#[doc(hidden)]
 pub enum Engine {
     /// The built-in `hierarchical` allocator (supports `set_sorters`).
     Builtin(Box<HierarchicalAllocator>),
@@ -100,7 +102,7 @@ impl Master<'_> {
                     match self.restart(what, &e, limit) {
                         // The call in flight is repeated on the restarted module.
                         Ok(()) => continue,
-                        Err(why) => eprintln!("allocator-master: the restart failed: {why}"),
+                        Err(why) => log::error!("the restart failed: {why}"),
                     }
                 }
                 FailurePolicy::Restart { .. } | FailurePolicy::Fallback => {}
@@ -137,8 +139,8 @@ impl Master<'_> {
         }
     }
 
-    /// Restarts the failed module (see [`FailurePolicy::Restart`]) and says so in one line on
-    /// standard error: the module, the cause, the count. The engine is replaced only when the
+    /// Restarts the failed module (see [`FailurePolicy::Restart`]) and says so in one error
+    /// record: the module, the cause, the count. The engine is replaced only when the
     /// fresh module holds the host's records.
     fn restart(&mut self, what: &str, e: &ModuleError, limit: u32) -> Result<(), String> {
         self.restarts += 1;
@@ -147,8 +149,8 @@ impl Master<'_> {
         match &mut self.engine {
             Engine::Module(_) => {
                 let name = self.setup.allocator.clone();
-                eprintln!(
-                    "allocator-master: allocator module '{name}' failed in {what} ({e}); restarting it ({count})"
+                log::error!(
+                    "allocator module '{name}' failed in {what} ({e}); restarting it ({count})"
                 );
                 let mut fresh = registry
                     .create_allocator_module_with(
@@ -163,8 +165,8 @@ impl Master<'_> {
                 self.engine = Engine::Module(fresh);
             }
             Engine::Hosted(_) => {
-                eprintln!(
-                    "allocator-master: {} failed in {what} ({e}); restarting it ({count})",
+                log::error!(
+                    "{} failed in {what} ({e}); restarting it ({count})",
                     self.sorter_module_names()
                 );
                 // A fresh built-in allocator in a worker (a fresh worker when the last one
@@ -179,8 +181,8 @@ impl Master<'_> {
                 self.engine = Engine::Hosted(fresh);
             }
             Engine::Builtin(_) => {
-                eprintln!(
-                    "allocator-master: {} failed in {what} ({e}); restarting it ({count})",
+                log::error!(
+                    "{} failed in {what} ({e}); restarting it ({count})",
                     self.sorter_module_names()
                 );
                 let role = registry
@@ -205,21 +207,14 @@ impl Master<'_> {
         match &mut self.engine {
             Engine::Module(_) => {
                 log::error!(
-                    "allocator module '{}' failed in {what}: {e}; falling back to the built-in hierarchical allocator",
-                    self.setup.allocator
-                );
-                eprintln!(
-                    "allocator-master: allocator module '{}' failed in {what} ({e}); continuing with the built-in hierarchical allocator",
+                    "allocator module '{}' failed in {what} ({e}); continuing with the built-in hierarchical allocator",
                     self.setup.allocator
                 );
                 self.rebuild_builtin()?;
             }
             Engine::Hosted(_) => {
                 log::error!(
-                    "a sorter module failed in {what}: {e}; falling back to the built-in drf sorter"
-                );
-                eprintln!(
-                    "allocator-master: a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
+                    "a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
                 );
                 // The allocator's own records were in the worker: the built-in is rebuilt
                 // here, with drf sorters, from the host's.
@@ -227,10 +222,7 @@ impl Master<'_> {
             }
             Engine::Builtin(alloc) if sorter_modules => {
                 log::error!(
-                    "a sorter module failed in {what}: {e}; falling back to the built-in drf sorter"
-                );
-                eprintln!(
-                    "allocator-master: a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
+                    "a sorter module failed in {what} ({e}); continuing with the built-in drf sorters"
                 );
                 alloc.replace_sorters(builtin_drf(), builtin_drf())?;
                 self.setup.role_sorter = BUILTIN_SORTER.into();

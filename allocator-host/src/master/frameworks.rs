@@ -50,6 +50,9 @@ impl Master<'_> {
         if self.framework_id(new.name).is_ok() {
             return Err(format!("framework '{}' is already added", new.name));
         }
+        if new.roles.is_empty() {
+            return Err("a framework needs at least one role".into());
+        }
         let id = self.framework_id_or_new(new.name);
         let info = FrameworkInfo {
             id,

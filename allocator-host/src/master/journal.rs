@@ -117,8 +117,7 @@ impl Journal {
         if let Some(sink) = &mut self.sink
             && let Err(e) = sink.write(&entry)
         {
-            log::warn!("recording stopped: {e}");
-            eprintln!("allocator-master: the recording stopped: {e}");
+            log::error!("the recording stopped: {e}");
             self.sink = None;
             self.sink_failed = Some(format!("at {:.3} s of virtual time: {e}", self.time));
         }

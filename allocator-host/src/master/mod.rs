@@ -26,6 +26,8 @@ pub mod agents;
 pub mod command;
 pub mod containment;
 pub mod events;
+// Public only for the workspace's own crates and tests; not promised.
+#[doc(hidden)]
 pub mod fallback;
 pub mod frameworks;
 pub mod journal;
@@ -323,6 +325,8 @@ impl<'r> Master<'r> {
     }
 
     /// The engine (for the built-in allocator's own figures, such as its refuse filters).
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub fn engine(&self) -> &Engine {
         &self.engine
     }

@@ -1,6 +1,6 @@
-//! One allocation run: the allocator's offers pass the offer guard
-//! ([`crate::guard`]) against the host's records, go into the ledger and out as
-//! [`Event::Offer`]s; inverse offers are checked the same way.
+//! One allocation run: the allocator's offers pass the offer guard against the host's
+//! records, go into the ledger and out as [`Event::Offer`]s; inverse offers are checked the
+//! same way.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -264,3 +264,18 @@ fn a_command_naming_a_role_mesos_refuses_is_refused_and_changes_nothing() {
     }
     assert_eq!(m.framework_ids().count(), 0);
 }
+
+#[test]
+fn a_framework_without_roles_is_refused_even_with_resources_in_use() {
+    let registry = ModuleRegistry::new();
+    let mut m = Master::new(&registry, setup()).expect("built-in allocator");
+    m.apply(&agent("a1", "cpus:4;mem:1024")).expect("agent added");
+    let mut add = Command::add_framework("f1", &[]);
+    if let Command::AddFramework { used, .. } = &mut add {
+        used.push(("a1".to_owned(), res("cpus:1")));
+    }
+    let err = m.apply(&add).unwrap_err();
+    assert_eq!(err, "a framework needs at least one role");
+    assert!(m.framework_id("f1").is_err());
+    assert!(m.ledger().is_empty());
+}

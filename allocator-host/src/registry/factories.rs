@@ -91,6 +91,8 @@ impl ModuleRegistry {
 
     /// A factory for sorters called `name` (checked now, so that a bad name fails before any
     /// work): each call creates a fresh instance of the loaded module or of the built-in `drf`.
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub fn sorter_factory(
         &self,
         name: &str,
@@ -147,6 +149,8 @@ impl ModuleRegistry {
     /// [`Allocator`]: the host learns of a sorter's fault as a fault of the allocator call
     /// it happened in (`worker for the built-in allocator with sorter module 'x' killed by
     /// SIGSEGV during allocate`). See [`crate::isolation`].
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub fn create_builtin_in_worker(
         &self,
         options: &AllocatorOptions,

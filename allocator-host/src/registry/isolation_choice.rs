@@ -8,19 +8,23 @@ use crate::isolation::{ISOLATION_PARAMETER, Isolation, IsolationSettings, ProbeE
 use crate::manifest;
 
 use super::ModuleRegistry;
-use super::error::LoadError;
+use super::error::{LoadError, LoadErrorKind};
 use super::library::{check_exports_module_header, check_regular_file};
 use super::modules::{Described, LoadedModule, host_parameters};
 
 impl ModuleRegistry {
     /// Sets how modules are isolated (`--module_isolation`, `--module_memory_limit_mb`): for
     /// instances created from now on. See [`crate::isolation`].
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub fn set_isolation(&mut self, settings: IsolationSettings) {
         self.isolator.settings = settings;
     }
 
     /// Where the instances of module `m` run: its manifest entry's `isolation` parameter, else
     /// the registry's default.
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub fn isolation_of(&self, m: &LoadedModule) -> Isolation {
         m.isolation.unwrap_or(self.isolator.settings.default)
     }
@@ -60,11 +64,10 @@ impl ModuleRegistry {
         match self.isolator.probe(path, label, &entries, &self.watchdog) {
             Ok(modules) => Ok(modules.into_iter().map(Described::probed).collect()),
             Err(ProbeError::Refused(line)) => Err(LoadError::Checked(line)),
-            Err(ProbeError::Worker(reason)) => Err(LoadError::Worker {
-                manifest: label.to_owned(),
-                path: path.display().to_string(),
-                reason,
-            }),
+            Err(ProbeError::Worker(reason)) => {
+                Err(LoadErrorKind::Worker { path: path.display().to_string(), reason }
+                    .in_manifest(label))
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the module header (read from the file, before anything maps it); abi_stable's checks
 //! (header, ABI version, type layouts) and the root module; the library's `init`. Then, for
 //! each module the manifest names, its descriptor's checks (API major version, the module's own
-//! `compatible`). Each refusal is one [`LoadError`] variant, one line.
+//! `compatible`). Each refusal is one [`LoadErrorKind`] variant, one line.
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ use allocator_api::abi::{
 };
 
 use super::ModuleRegistry;
-use super::error::LoadError;
+use super::error::{LoadError, LoadErrorKind};
 
 /// Refuses anything that is not a regular file (following links) before it is opened.
 pub(super) fn check_regular_file(path: &Path, label: &str) -> Result<(), LoadError> {
@@ -22,11 +22,7 @@ pub(super) fn check_regular_file(path: &Path, label: &str) -> Result<(), LoadErr
         Ok(m) => file_kind(&m.file_type()),
         Err(_) => "missing or unreadable",
     };
-    Err(LoadError::NotRegularFile {
-        manifest: label.to_owned(),
-        path: path.display().to_string(),
-        kind,
-    })
+    Err(LoadErrorKind::NotRegularFile { path: path.display().to_string(), kind }.in_manifest(label))
 }
 
 fn file_kind(t: &std::fs::FileType) -> &'static str {
@@ -50,10 +46,8 @@ fn file_kind(t: &std::fs::FileType) -> &'static str {
 /// the module header symbol.
 pub(super) fn check_exports_module_header(path: &Path, label: &str) -> Result<(), LoadError> {
     use object::read::{Object, ObjectSymbol};
-    let open = |reason: String| LoadError::Open {
-        manifest: label.to_owned(),
-        path: path.display().to_string(),
-        reason,
+    let open = |reason: String| {
+        LoadErrorKind::Open { path: path.display().to_string(), reason }.in_manifest(label)
     };
     let data = std::fs::read(path).map_err(|e| open(e.to_string()))?;
     let file = object::File::parse(&*data)
@@ -69,12 +63,12 @@ pub(super) fn check_exports_module_header(path: &Path, label: &str) -> Result<()
     if exported {
         Ok(())
     } else {
-        Err(LoadError::NotModuleLibrary {
-            manifest: label.to_owned(),
+        Err(LoadErrorKind::NotModuleLibrary {
             path: path.display().to_string(),
             reason: "it exports no allocator module header; build it with allocator_api::export_modules!"
                 .into(),
-        })
+        }
+        .in_manifest(label))
     }
 }
 
@@ -96,12 +90,12 @@ impl ModuleRegistry {
             Ok(1) => header.init_root_module::<ModuleLibraryRef>().map(LoadedLibrary::V1),
             Ok(2) => header.init_root_module::<ModuleLibraryV2Ref>().map(LoadedLibrary::V2),
             Ok(_) => {
-                return Err(LoadError::IncompatibleVersion {
-                    manifest: label.to_owned(),
+                return Err(LoadErrorKind::IncompatibleVersion {
                     path: shown,
                     found: format!("ABI {}", version.version),
                     expected: supported_abis(),
-                });
+                }
+                .in_manifest(label));
             }
             Err(e) => Err(LibraryError::ParseVersionError(e)),
         }
@@ -109,11 +103,9 @@ impl ModuleRegistry {
         if let abi_stable::std_types::RResult::RErr(e) =
             (library.init())(allocator_api::logging::host_services())
         {
-            return Err(LoadError::Init {
-                manifest: label.to_owned(),
-                path: shown,
-                reason: e.to_string(),
-            });
+            return Err(
+                LoadErrorKind::Init { path: shown, reason: e.to_string() }.in_manifest(label)
+            );
         }
         self.libraries.insert(path.to_owned(), library);
         Ok(library)
@@ -127,50 +119,50 @@ fn supported_abis() -> String {
 
 /// Turns abi_stable's loading errors into one-line [`LoadError`]s.
 fn library_error(e: LibraryError, label: &str, path: &str) -> LoadError {
-    let manifest = label.to_owned();
+    library_error_kind(e, path).in_manifest(label)
+}
+
+/// What [`library_error`] says, without the manifest.
+fn library_error_kind(e: LibraryError, path: &str) -> LoadErrorKind {
     let path = path.to_owned();
     match e {
-        LibraryError::OpenError { err, .. } => LoadError::Open { manifest, path, reason: err.to_string() },
-        LibraryError::GetSymbolError { .. } => LoadError::NotModuleLibrary {
-            manifest,
+        LibraryError::OpenError { err, .. } => LoadErrorKind::Open { path, reason: err.to_string() },
+        LibraryError::GetSymbolError { .. } => LoadErrorKind::NotModuleLibrary {
             path,
             reason: "it exports no allocator module header; build it with allocator_api::export_modules!".into(),
         },
-        LibraryError::InvalidAbiHeader(h) => LoadError::NotModuleLibrary {
-            manifest,
+        LibraryError::InvalidAbiHeader(h) => LoadErrorKind::NotModuleLibrary {
             path,
             reason: format!("it was built with an incompatible abi_stable ({h:?})"),
         },
         LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
-            LoadError::IncompatibleVersion {
-                manifest,
+            LoadErrorKind::IncompatibleVersion {
                 path,
                 found: actual_version.to_string(),
                 expected: expected_version.to_string(),
             }
         }
-        LibraryError::ParseVersionError(v) => LoadError::IncompatibleVersion {
-            manifest,
+        LibraryError::ParseVersionError(v) => LoadErrorKind::IncompatibleVersion {
             path,
             found: format!("an unparsable version ({v:?})"),
             expected: supported_abis(),
         },
         LibraryError::AbiInstability(err) => {
-            LoadError::Layout { manifest, path, reason: summarize_layout_error(&err.to_string()) }
+            LoadErrorKind::Layout { path, reason: summarize_layout_error(&err.to_string()) }
         }
         LibraryError::InvalidCAbi { .. } => {
-            LoadError::Layout { manifest, path, reason: "the C ABI self-test failed".into() }
+            LoadErrorKind::Layout { path, reason: "the C ABI self-test failed".into() }
         }
         LibraryError::RootModule { err, .. } => {
             let reason = match err {
                 RootModuleError::Unwound => "its root module panicked while loading".to_owned(),
                 RootModuleError::Returned(e) => e.to_string(),
             };
-            LoadError::Init { manifest, path, reason }
+            LoadErrorKind::Init { path, reason }
         }
         LibraryError::Many(errors) => match errors.into_iter().next() {
-            Some(first) => library_error(first, label, &path),
-            None => LoadError::Init { manifest, path, reason: "unknown loading error".into() },
+            Some(first) => library_error_kind(first, &path),
+            None => LoadErrorKind::Init { path, reason: "unknown loading error".into() },
         },
     }
 }
@@ -199,22 +191,20 @@ pub(super) fn check_descriptor(
     let name = d.name.to_string();
     let major = d.api_version.as_str().split('.').next().and_then(|m| m.parse::<u32>().ok());
     if major != Some(API_MAJOR) {
-        return Err(LoadError::ApiVersion {
-            manifest: label.to_owned(),
+        return Err(LoadErrorKind::ApiVersion {
             path: path.to_owned(),
             module: name,
             found: d.api_version.to_string(),
             expected: format!("{API_MAJOR}.x"),
-        });
+        }
+        .in_manifest(label));
     }
     if let abi_stable::std_types::ROption::RSome(check) = d.compatible
         && !check()
     {
-        return Err(LoadError::Incompatible {
-            manifest: label.to_owned(),
-            path: path.to_owned(),
-            module: name,
-        });
+        return Err(
+            LoadErrorKind::Incompatible { path: path.to_owned(), module: name }.in_manifest(label)
+        );
     }
     Ok(())
 }

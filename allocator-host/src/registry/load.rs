@@ -37,8 +37,8 @@ impl ModuleRegistry {
     /// Loads every library and module of `manifest`, in order, stopping at the first error.
     ///
     /// A library whose modules (as this manifest entry names them) are all isolated is not
-    /// opened here: a worker checks it and reports its modules (see [`crate::isolation`]), so
-    /// that nothing in it runs in this process.
+    /// opened here: a worker process checks it and reports its modules, so that nothing in it
+    /// runs in this process.
     pub fn load_manifest(
         &mut self,
         manifest: &Manifest,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::manifest::{self, ManifestSource};
 
 use super::ModuleRegistry;
-use super::error::LoadError;
+use super::error::{LoadError, LoadErrorKind};
 use super::library::check_regular_file;
 
 impl ModuleRegistry {
@@ -24,20 +24,20 @@ impl ModuleRegistry {
             let p = Path::new(file);
             let full = if p.is_absolute() { p.to_owned() } else { source.base.join(p) };
             if std::fs::metadata(&full).is_err() {
-                return Err(LoadError::NotFound {
-                    manifest: label,
+                return Err(LoadErrorKind::NotFound {
                     name: file.to_owned(),
                     searched: full.display().to_string(),
-                });
+                }
+                .in_manifest(label));
             }
             check_regular_file(&full, &label)?;
             return Ok(std::fs::canonicalize(&full).unwrap_or(full));
         }
         let Some(name) = entry.name.as_deref().filter(|n| !n.is_empty()) else {
-            return Err(LoadError::NoLibrary { manifest: label, index });
+            return Err(LoadErrorKind::NoLibrary { index }.in_manifest(label));
         };
         if name.contains('/') || name.contains('\\') || name.contains("..") {
-            return Err(LoadError::BadName { manifest: label, index, name: name.to_owned() });
+            return Err(LoadErrorKind::BadName { index, name: name.to_owned() }.in_manifest(label));
         }
         let filename = libloading::library_filename(name);
         let mut searched = Vec::new();
@@ -65,11 +65,8 @@ impl ModuleRegistry {
             filename.to_string_lossy(),
             platform_search_vars()
         ));
-        Err(LoadError::NotFound {
-            manifest: label,
-            name: name.to_owned(),
-            searched: searched.join(", "),
-        })
+        Err(LoadErrorKind::NotFound { name: name.to_owned(), searched: searched.join(", ") }
+            .in_manifest(label))
     }
 }
 

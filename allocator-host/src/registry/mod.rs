@@ -7,9 +7,9 @@
 //!
 //! One concept a file; each file uses only those listed before it (and this one):
 //!
-//! * `error`: [`LoadError`] and [`CreateError`];
-//! * `library`: opening a library and its checks, in Mesos's order (one [`LoadError`] variant
-//!   each), and the checks of each module's descriptor;
+//! * `error`: [`LoadError`] (with [`LoadErrorKind`]) and [`CreateError`];
+//! * `library`: opening a library and its checks, in Mesos's order (one [`LoadErrorKind`]
+//!   variant each), and the checks of each module's descriptor;
 //! * `locate`: finding a manifest entry's library file;
 //! * `modules`: [`LoadedModule`] and its per-module parameters; registering a module entry;
 //! * `isolation_choice`: where a module's instances run, and which libraries a worker checks;
@@ -34,11 +34,11 @@ mod locate;
 mod modules;
 
 pub use builtin::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS, BUILTIN_SORTER};
-pub use error::{CreateError, LoadError};
+pub use error::{CreateError, LoadError, LoadErrorKind};
 pub use modules::LoadedModule;
 
-/// The loaded libraries and their modules.
-#[derive(Default)]
+/// The loaded libraries and their modules. Created with [`ModuleRegistry::new`] (there is no
+/// `Default`: every registry searches libraries next to the running executable).
 pub struct ModuleRegistry {
     libraries: HashMap<PathBuf, LoadedLibrary>,
     modules: BTreeMap<String, LoadedModule>,
@@ -49,6 +49,8 @@ pub struct ModuleRegistry {
 
 impl ModuleRegistry {
     /// An empty registry that searches `name` libraries next to the running executable.
+    // No `Default`: `new` reads where the running executable is.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> ModuleRegistry {
         let exe_dir = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_owned));
         ModuleRegistry {
@@ -62,6 +64,8 @@ impl ModuleRegistry {
 
     /// The call budget and watchdog every module call runs under (factories, instances and
     /// their drops; see [`crate::watchdog`]).
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub fn watchdog(&self) -> &Watchdog {
         &self.watchdog
     }

@@ -11,7 +11,7 @@ use crate::manifest;
 
 use super::ModuleRegistry;
 use super::builtin::{BUILTIN_ALLOCATOR, BUILTIN_ALLOCATOR_ALIAS};
-use super::error::{CreateError, LoadError};
+use super::error::{CreateError, LoadError, LoadErrorKind};
 use super::library::check_descriptor;
 
 /// A module the registry knows.
@@ -34,6 +34,8 @@ pub struct LoadedModule {
     /// Where its instances run, when its manifest entry says (`isolation` parameter);
     /// `None`: as the registry's
     /// [`IsolationSettings::default`](crate::isolation::IsolationSettings::default) says.
+    // Public only for the workspace's own crates and tests; not promised.
+    #[doc(hidden)]
     pub isolation: Option<Isolation>,
     /// The descriptor in the library mapped in this process; `None` when the library was
     /// checked in a worker only (an isolated module).
@@ -119,12 +121,11 @@ impl ModuleRegistry {
         let label = label.to_owned();
         let shown = path.display().to_string();
         let Some(name) = module.name.as_deref().filter(|n| !n.is_empty()) else {
-            return Err(LoadError::NoModuleName { manifest: label, path: shown });
+            return Err(LoadErrorKind::NoModuleName { path: shown }.in_manifest(label));
         };
         let Some(found) = described.iter().find(|d| d.name == name) else {
             let available: Vec<&str> = described.iter().map(|d| d.name.as_str()).collect();
-            return Err(LoadError::ModuleNotFound {
-                manifest: label,
+            return Err(LoadErrorKind::ModuleNotFound {
                 path: shown,
                 module: name.to_owned(),
                 available: if available.is_empty() {
@@ -132,16 +133,14 @@ impl ModuleRegistry {
                 } else {
                     available.join(", ")
                 },
-            });
+            }
+            .in_manifest(label));
         };
         if found.kind == ModuleKind::ALLOCATOR
             && (name == BUILTIN_ALLOCATOR || name == BUILTIN_ALLOCATOR_ALIAS)
         {
-            return Err(LoadError::ReservedName {
-                manifest: label,
-                path: shown,
-                module: name.to_owned(),
-            });
+            return Err(LoadErrorKind::ReservedName { path: shown, module: name.to_owned() }
+                .in_manifest(label));
         }
         if let Some(descriptor) = &found.descriptor {
             // (A worker that checked the library has run these checks.)
@@ -151,24 +150,22 @@ impl ModuleRegistry {
         {
             None => None,
             Some(p) => Some(p.value.parse::<Isolation>().map_err(|reason| {
-                LoadError::BadIsolation { manifest: label.clone(), module: name.to_owned(), reason }
+                LoadErrorKind::BadIsolation { module: name.to_owned(), reason }.in_manifest(&label)
             })?),
         };
         let parameters = host_parameters(&module.parameters);
         if let Some(existing) = self.modules.get(name) {
             if existing.library != path {
-                return Err(LoadError::DuplicateLibrary {
-                    manifest: label,
+                return Err(LoadErrorKind::DuplicateLibrary {
                     module: name.to_owned(),
                     first: existing.library.display().to_string(),
                     second: shown,
-                });
+                }
+                .in_manifest(label));
             }
             if existing.parameters != parameters || existing.isolation != isolation {
-                return Err(LoadError::DuplicateParameters {
-                    manifest: label,
-                    module: name.to_owned(),
-                });
+                return Err(LoadErrorKind::DuplicateParameters { module: name.to_owned() }
+                    .in_manifest(label));
             }
             return Ok(()); // identical reload: a no-op
         }

@@ -194,7 +194,7 @@ fn or<'a>(given: &'a [u32], default: &'a [u32]) -> &'a [u32] {
     if given.is_empty() { default } else { given }
 }
 
-/// Writes the DeclineOffers curves ([`crate::report::decline_offers_curve_svg`]).
+/// Writes the DeclineOffers curves ([`allocator_pictures::decline_offers_curve_svg`]).
 fn write_curve(
     path: &std::path::Path,
     agents: &[u32],
@@ -202,7 +202,7 @@ fn write_curve(
     per_considered: &BTreeMap<String, Vec<f64>>,
     runs: &str,
 ) -> Result<(), String> {
-    let svg = crate::report::decline_offers_curve_svg(agents, curves, per_considered, runs)
+    let svg = allocator_pictures::decline_offers_curve_svg(agents, curves, per_considered, runs)
         .map_err(|e| e.to_string())?;
     std::fs::write(path, svg)
         .map_err(|e| format!("cannot write --plot '{}': {e}", path.display()))?;

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use super::{CallLimitFlags, ModuleFlags, load_modules};
-use crate::experiment::{self, Measure, Options};
 use allocator_host::master::{Master, Setup};
+use allocator_lab::experiment::{self, Measure, Options};
 
 /// `allocator-master experiment` arguments.
 #[derive(clap::Args, Debug, Clone)]

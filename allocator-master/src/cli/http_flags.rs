@@ -1,11 +1,11 @@
 //! `serve`'s HTTP flags: TLS (`--ssl_cert_file`, `--ssl_key_file`) and the HTTP server's
 //! limits and timeouts (hidden flags, for tests and operators who need them; the defaults are
-//! [`crate::http::Limits::default`]).
+//! [`allocator_http::Limits::default`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::http::{Limits, TlsFiles};
+use allocator_http::{Limits, TlsFiles};
 
 /// The HTTP server's flags (flattened into `serve`'s).
 #[derive(clap::Args, Debug, Clone, Default)]

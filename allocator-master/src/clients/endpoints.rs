@@ -46,7 +46,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
 pub fn index() -> Value {
     let endpoints: Vec<Value> =
         ENDPOINTS.iter().map(|(path, what)| json!({"endpoint": path, "answers": what})).collect();
-    json!({"master": "allocator-master", "version": crate::mesos::MESOS_VERSION, "endpoints": endpoints})
+    json!({"master": "allocator-master", "version": allocator_mesos::MESOS_VERSION, "endpoints": endpoints})
 }
 
 /// `path` without its `/master` prefix and `.json` suffix, when `method` on it is one of
@@ -164,7 +164,7 @@ fn agent_json(master: &Master<'_>, id: AgentId) -> Option<Value> {
         "unreserved_resources": resource_map(&total.unreserved()),
         "attributes": attributes,
         "active": true,
-        "version": crate::mesos::MESOS_VERSION,
+        "version": allocator_mesos::MESOS_VERSION,
         "capabilities": info.capabilities.names(),
     }))
 }
@@ -323,7 +323,7 @@ fn state(
     let port: u16 = flag("port").and_then(|p| p.parse().ok()).unwrap_or(5050);
     let pid = format!("master@{hostname}:{port}");
     json!({
-        "version": crate::mesos::MESOS_VERSION,
+        "version": allocator_mesos::MESOS_VERSION,
         "id": view.map_or("", |v| v.master_id()),
         "pid": pid,
         "hostname": hostname,

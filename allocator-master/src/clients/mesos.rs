@@ -12,7 +12,7 @@
 //!   id; `ACCEPT` and `DECLINE` name offer ids and become [`Command::AnswerOffer`]. An offer
 //!   of a framework that is not connected goes straight back to the allocator.
 //! * A launched task goes `TASK_STARTING` → `TASK_RUNNING` at once; the master finishes it
-//!   after its duration ([`crate::mesos::scheduler::TaskInfo::duration`]), and its [`Event::TaskEnded`] becomes
+//!   after its duration ([`allocator_mesos::scheduler::TaskInfo::duration`]), and its [`Event::TaskEnded`] becomes
 //!   `TASK_FINISHED` (`TASK_KILLED` after `KILL`, `TASK_LOST` when its agent goes). A task that
 //!   does not fit what is left of the offers, names another agent or reuses a live task id
 //!   gets `TASK_ERROR`; tasks of an `ACCEPT` naming an unknown offer get `TASK_LOST`
@@ -42,16 +42,16 @@ use allocator_api::{
 };
 
 use crate::auth::{Action, Caller, Realm};
-use crate::http::{Request, Response, Stream};
-use crate::mesos::scheduler::{
+use allocator_host::master::{Applied, Command, Event, Master, TaskEnd};
+use allocator_http::{Request, Response, Stream};
+use allocator_mesos::scheduler::{
     self as s, Call, CallType, FrameworkCapabilityType, TaskState, TaskStatus, TaskStatusReason,
     TaskStatusSource,
 };
-use crate::mesos::{
+use allocator_mesos::{
     AgentId, Attribute, Bytes, Filters, FrameworkId, OfferId, ResourceFormat, TaskId, from_mesos,
     to_mesos,
 };
-use allocator_host::master::{Applied, Command, Event, Master, TaskEnd};
 
 /// Mesos's refusal of a subscription or update that would change a framework's principal.
 const PRINCIPAL_CHANGED: &str = "Changing framework's principal is not allowed";
@@ -522,7 +522,7 @@ impl MesosFrameworks {
             heartbeat_interval_seconds: Some(self.heartbeat.as_secs_f64()),
             master_info: Some(s::MasterInfo {
                 id: self.master_id.clone(),
-                version: Some(crate::mesos::MESOS_VERSION.into()),
+                version: Some(allocator_mesos::MESOS_VERSION.into()),
                 ..s::MasterInfo::default()
             }),
         });
@@ -941,7 +941,7 @@ impl MesosFrameworks {
             }),
             executor_ids: Vec::new(),
             unavailability: None,
-            allocation_info: Some(crate::mesos::resource::AllocationInfo {
+            allocation_info: Some(allocator_mesos::resource::AllocationInfo {
                 role: Some(a.role.to_string()),
             }),
         }
@@ -1061,7 +1061,8 @@ fn min_allocatable(info: &s::FrameworkInfo) -> Vec<RoleMinAllocatable> {
                 .quantities
                 .iter()
                 .map(|q| {
-                    let text = crate::mesos::operator::QuotaConfig::quantities_text(&q.quantities);
+                    let text =
+                        allocator_mesos::operator::QuotaConfig::quantities_text(&q.quantities);
                     text.parse().unwrap_or_default()
                 })
                 .collect::<Vec<allocator_api::Quantities>>();
@@ -1070,10 +1071,10 @@ fn min_allocatable(info: &s::FrameworkInfo) -> Vec<RoleMinAllocatable> {
         .collect()
 }
 
-fn mesos_unavailability(u: &allocator_api::Unavailability) -> crate::mesos::Unavailability {
-    crate::mesos::Unavailability {
-        start: crate::mesos::TimeInfo::from_secs(u.start),
-        duration: u.duration.into_option().map(crate::mesos::DurationInfo::from_secs),
+fn mesos_unavailability(u: &allocator_api::Unavailability) -> allocator_mesos::Unavailability {
+    allocator_mesos::Unavailability {
+        start: allocator_mesos::TimeInfo::from_secs(u.start),
+        duration: u.duration.into_option().map(allocator_mesos::DurationInfo::from_secs),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The v1 operator API of `serve` (`POST /api/v1`, SPEC 6.2): Mesos's operator calls as
 //! queries and commands of the [master core](allocator_host::master), in Mesos's JSON
-//! ([`crate::mesos::operator`]).
+//! ([`allocator_mesos::operator`]).
 //!
 //! Calls answered: `GET_HEALTH`, `GET_VERSION`, `GET_METRICS`, `GET_FLAGS`, `GET_STATE`,
 //! `GET_AGENTS`, `GET_FRAMEWORKS`, `GET_TASKS`, `GET_ROLES`, `GET_WEIGHTS`, `UPDATE_WEIGHTS`,
@@ -26,13 +26,13 @@ use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resourc
 use serde_json::{Map, Value};
 
 use crate::auth::{Action, Caller, Denied};
-use crate::http::Response;
-use crate::mesos::operator::{self as m, Call, CallType, QuotaConfig};
-use crate::mesos::scheduler as s;
-use crate::mesos::{
+use allocator_host::master::{Apply, Command, Master};
+use allocator_http::Response;
+use allocator_mesos::operator::{self as m, Call, CallType, QuotaConfig};
+use allocator_mesos::scheduler as s;
+use allocator_mesos::{
     AgentId, Attribute, FrameworkId, ResourceFormat, ScalarValue, TaskId, to_mesos,
 };
-use allocator_host::master::{Apply, Command, Master};
 
 /// What the operator API shows of the frameworks connected over the scheduler API: their own
 /// `FrameworkInfo` and their tasks' names.
@@ -84,7 +84,7 @@ pub struct OperatorRecords {
     /// The maintenance schedule, when it has windows.
     pub schedule: Option<m::Schedule>,
     /// The machines (by hostname) whose agents are down for maintenance.
-    pub down: Vec<crate::mesos::MachineId>,
+    pub down: Vec<allocator_mesos::MachineId>,
     /// Agents marked gone.
     pub gone: Vec<String>,
 }
@@ -107,7 +107,7 @@ impl Operator {
         let id = sim.scheduler().map_or_else(String::new, |v| v.master_id().to_owned());
         serde_json::json!({
             "master_info": {"id": id, "ip": 0, "port": port, "hostname": hostname,
-                "version": crate::mesos::MESOS_VERSION, "pid": format!("master@{hostname}:{port}"),
+                "version": allocator_mesos::MESOS_VERSION, "pid": format!("master@{hostname}:{port}"),
                 "address": {"hostname": hostname, "ip": hostname, "port": port}},
             "start_time": self.started,
             "elected_time": self.started,
@@ -146,7 +146,10 @@ impl Operator {
             down: self
                 .down
                 .values()
-                .map(|d| crate::mesos::MachineId { hostname: Some(d.hostname.clone()), ip: None })
+                .map(|d| allocator_mesos::MachineId {
+                    hostname: Some(d.hostname.clone()),
+                    ip: None,
+                })
                 .collect(),
             gone: self.gone.iter().cloned().collect(),
         }
@@ -183,7 +186,7 @@ fn authorize(
     caller: Caller<'_>,
     scheduler: Option<&dyn SchedulerView>,
 ) -> Result<(), Denied> {
-    let machines = |list: &[crate::mesos::MachineId]| -> Vec<String> {
+    let machines = |list: &[allocator_mesos::MachineId]| -> Vec<String> {
         list.iter().filter_map(|m| m.hostname.clone().or_else(|| m.ip.clone())).collect()
     };
     let (action, objects): (Action, Vec<String>) = match call.kind {
@@ -259,7 +262,7 @@ impl Operator {
             CallType::GetHealth => Ok(Some(m::Response::health(m::GetHealth { healthy: true }))),
             CallType::GetVersion => Ok(Some(m::Response::version(m::GetVersion {
                 version_info: m::VersionInfo {
-                    version: crate::mesos::MESOS_VERSION.into(),
+                    version: allocator_mesos::MESOS_VERSION.into(),
                     ..m::VersionInfo::default()
                 },
             }))),
@@ -355,7 +358,11 @@ impl Operator {
     }
 
     /// Agents (present or taken down) on `machines`.
-    fn agents_on(&self, master: &Master<'_>, machines: &[crate::mesos::MachineId]) -> Vec<String> {
+    fn agents_on(
+        &self,
+        master: &Master<'_>,
+        machines: &[allocator_mesos::MachineId],
+    ) -> Vec<String> {
         let hit = |name: &str, hostname: &str| {
             machines.iter().any(|mid| {
                 [&mid.hostname, &mid.ip].into_iter().flatten().any(|h| h == hostname || h == name)
@@ -417,7 +424,7 @@ impl Operator {
     fn start_maintenance(
         &mut self,
         sim: &mut dyn Cluster<'_>,
-        machines: &[crate::mesos::MachineId],
+        machines: &[allocator_mesos::MachineId],
     ) -> Result<(), String> {
         for agent in self.agents_on(sim.master(), machines) {
             let master = sim.master();
@@ -441,7 +448,7 @@ impl Operator {
     fn stop_maintenance(
         &mut self,
         sim: &mut dyn Cluster<'_>,
-        machines: &[crate::mesos::MachineId],
+        machines: &[allocator_mesos::MachineId],
     ) -> Result<(), String> {
         for agent in self.agents_on(sim.master(), machines) {
             let Some(d) = self.down.remove(&agent) else { continue };
@@ -526,7 +533,7 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
                 },
                 active: true,
                 deactivated: None,
-                version: crate::mesos::MESOS_VERSION.into(),
+                version: allocator_mesos::MESOS_VERSION.into(),
                 registered_time: None,
                 total_resources: to_mesos(total, None, ResourceFormat::Refined),
                 allocated_resources: to_mesos(
@@ -636,7 +643,7 @@ fn tasks(sim: &dyn Cluster<'_>) -> m::GetTasks {
                 framework_id: FrameworkId::new(fw_name),
                 executor_id: None,
                 agent_id: AgentId::new(master.agent_name(t.agent)),
-                state: crate::mesos::scheduler::TaskState::TaskRunning,
+                state: allocator_mesos::scheduler::TaskState::TaskRunning,
                 resources: to_mesos(&t.resources, Some(&t.role), ResourceFormat::Refined),
                 statuses: Vec::new(),
                 labels: None,

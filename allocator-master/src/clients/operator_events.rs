@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::operator::{Cluster, v1_state};
-use crate::http::{Request, Stream};
-use crate::mesos::recordio;
+use allocator_http::{Request, Stream};
+use allocator_mesos::recordio;
 
 /// What the events are told from: agents, frameworks and tasks by id, as v1 JSON.
 #[derive(Default, PartialEq)]

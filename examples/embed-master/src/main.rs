@@ -23,8 +23,8 @@ use allocator_host::master::{Command, Event, FailurePolicy, Setup};
 
 fn main() -> ExitCode {
     // With `isolation: process`, modules run in workers: this executable, started again.
-    if allocator_host::isolation::is_worker_invocation() {
-        allocator_host::worker::worker_main();
+    if allocator_host::is_worker_invocation() {
+        allocator_host::worker_main();
     }
     // Module faults and the master's refusals are reported through `log`.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();

@@ -3,11 +3,12 @@
 #![no_main]
 
 use allocator_host::ModuleRegistry;
-use allocator_master::allocator_scenario::AllocatorScenario;
-use allocator_master::output::EventStream;
-use allocator_master::scenario::Document;
-use allocator_master::driver::{Setup, Driver};
-use allocator_master::sorter_scenario::SorterScenario;
+use allocator_sim::allocator_scenario::AllocatorScenario;
+use allocator_sim::output::EventStream;
+use allocator_sim::scenario::Document;
+use allocator_host::master::Setup;
+use allocator_sim::driver::Driver;
+use allocator_sim::sorter_scenario::SorterScenario;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(scenario) = AllocatorScenario::parse(&doc) else { return };
     // Keep runs short: skip scenarios that advance the clock far.
     let far = scenario.events.iter().any(
-        |(_, op)| matches!(op, allocator_master::allocator_scenario::Op::Advance(s) if *s > 100.0),
+        |(_, op)| matches!(op, allocator_sim::allocator_scenario::Op::Advance(s) if *s > 100.0),
     );
     if far || scenario.events.len() > 200 {
         return;

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use allocator_api::{Allocation, Operation as ApiOperation, OperationKind, Resources};
 
 use super::{MesosFrameworks, answer};
-use crate::mesos::scheduler::{
+use allocator_host::master::{Command, Master};
+use allocator_mesos::scheduler::{
     self as s, OperationType, TaskInfo, TaskState, TaskStatus, TaskStatusReason, TaskStatusSource,
 };
-use crate::mesos::{AgentId, Filters, Resource, from_mesos};
-use allocator_host::master::{Command, Master};
+use allocator_mesos::{AgentId, Filters, Resource, from_mesos};
 
 /// The offers of one `ACCEPT` as its operations use them up.
 struct Offered {

@@ -385,8 +385,9 @@ mod tests {
             assert_eq!(framework["tasks"], json!({"request": 16}));
         }
         let scenario = serde_json::to_string(&out.scenario).unwrap();
-        let doc = crate::scenario::Document::parse(&scenario, "imported").unwrap();
-        crate::allocator_scenario::AllocatorScenario::parse(&doc).expect("the scenario loads");
+        let doc = allocator_sim::scenario::Document::parse(&scenario, "imported").unwrap();
+        allocator_sim::allocator_scenario::AllocatorScenario::parse(&doc)
+            .expect("the scenario loads");
     }
 
     #[test]

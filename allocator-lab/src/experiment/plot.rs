@@ -10,11 +10,11 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
 use super::{MAX_BUCKET, Row};
-use crate::report::{INK, PALETTE};
+use allocator_pictures::{INK, PALETTE};
 
 /// Text in the report's style (plain, dark).
 fn text(px: f64, h: HPos) -> TextStyle<'static> {
-    crate::report::text(px, INK, h, false)
+    allocator_pictures::text(px, INK, h, false)
 }
 
 /// One allocator's (q1, median, q3) per bucket.
@@ -306,7 +306,8 @@ fn draw_bars(
             )))
             .map_err(err)?;
     }
-    let value_style = crate::report::text(9.5, RGBColor(0x44, 0x44, 0x44), HPos::Center, false);
+    let value_style =
+        allocator_pictures::text(9.5, RGBColor(0x44, 0x44, 0x44), HPos::Center, false);
     // Each group takes 80 % of its pod list's slot, a bar at most 56 px; each bar 90 % of
     // its share of the group.
     let k = allocators.len().max(1) as i32;
@@ -474,7 +475,7 @@ pub fn render_bars_svg(rows: &[Row]) -> Result<String, String> {
                 }
             ),
             (20, 40),
-            crate::report::text(12.0, RGBColor(0x55, 0x55, 0x55), HPos::Left, false),
+            allocator_pictures::text(12.0, RGBColor(0x55, 0x55, 0x55), HPos::Left, false),
         ))
         .map_err(err)?;
         draw_legend(&head, &allocators, 68)?;
@@ -528,7 +529,7 @@ pub fn render_bars_svg(rows: &[Row]) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    use crate::report::svg_texts as texts;
+    use allocator_pictures::svg_texts as texts;
 
     /// A row whose allocated GPU is `allocated` % in every bucket.
     fn row(workload: &str, policy: &str, seed: u64, allocated: f64) -> Row {

@@ -44,6 +44,10 @@
 //!   `on_close` callback then runs exactly once.
 //! * **TLS.** [`Server::bind_tls`] with a [`Tls`] made from PEM files ([`Tls::load`]) serves
 //!   HTTPS only; the handshake must end within [`Limits::header_timeout`].
+//!
+//! This crate is the only one that knows hyper, tokio and rustls. It knows nothing of Mesos,
+//! the master core or the simulation: a request is bytes in, an answer bytes out.
+#![deny(missing_docs)]
 
 use std::collections::HashMap;
 use std::convert::Infallible;

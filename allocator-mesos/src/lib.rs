@@ -1,4 +1,9 @@
-//! The JSON of Apache Mesos's v1 HTTP APIs, as `serve` speaks them (SPEC section 6).
+//! The JSON of Apache Mesos's v1 HTTP APIs, as `allocator-master serve` speaks them (SPEC
+//! section 6).
+//!
+//! Only this crate knows Mesos's JSON: the rest of the workspace talks in
+//! [`allocator_api`]'s types and converts at this boundary. It holds no master state and does
+//! no I/O (no HTTP, no files): messages are parsed and written, nothing else.
 //!
 //! Field and enum names are those of Mesos's protobuf definitions under the protobuf JSON
 //! mapping (`include/mesos/v1/mesos.proto`, `scheduler/scheduler.proto`, `master/master.proto`,
@@ -14,6 +19,8 @@
 //!   (`FrameworkInfo`, `Offer`, `TaskInfo`, `TaskStatus`, …).
 //! * [`operator`]: the operator API's `Call` and `Response` for the calls of SPEC 6.2.
 //! * [`recordio`]: RecordIO framing of an event stream (`<length>\n<json>`).
+
+#![deny(missing_docs)]
 
 /// The Mesos version `serve` speaks (`GET /version`, `SUBSCRIBED`): plain dotted integers,
 /// since clients (pymesos) parse every part as a number.

@@ -12,9 +12,9 @@ use allocator_api::{
 use allocator_host::ModuleRegistry;
 use allocator_host::master::Setup;
 use allocator_host::master::{Command, TaskSpec};
-use allocator_master::allocator_scenario::Op;
-use allocator_master::driver::Driver;
-use allocator_master::output::EventStream;
+use allocator_sim::allocator_scenario::Op;
+use allocator_sim::driver::Driver;
+use allocator_sim::output::EventStream;
 use proptest::prelude::*;
 
 const ROLES: [&str; 5] = ["r1", "r2", "a/b", "a", "r1/x"];

@@ -5,10 +5,10 @@ use allocator_host::registry::ModuleRegistry;
 use serde_json::{Value, json};
 
 use allocator_host::master::{FailurePolicy, Setup};
-use allocator_master::allocator_scenario::AllocatorScenario;
-use allocator_master::driver::Driver;
-use allocator_master::output::EventStream;
-use allocator_master::scenario::Document;
+use allocator_sim::allocator_scenario::AllocatorScenario;
+use allocator_sim::driver::Driver;
+use allocator_sim::output::EventStream;
+use allocator_sim::scenario::Document;
 
 /// Runs `events` (scenario JSON) and explains `subject`; the reasons by code.
 fn explain(events: Value, subject: &str) -> Vec<Value> {

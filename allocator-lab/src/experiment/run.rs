@@ -20,7 +20,7 @@ use placement_core::frag::{
 };
 
 use super::trace::{NodeSpec, Pod};
-use crate::clients::simulated::take;
+use allocator_sim::clients::simulated::take;
 
 const FRAMEWORK: &str = "packing";
 

@@ -8,7 +8,7 @@
 #   cp target/release/allocator-master target/release/allocator-master-sandbox   # with it
 #   (the same at the commit before) target/release/allocator-master-nosandbox
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 NEW=target/release/allocator-master-sandbox
 OLD=target/release/allocator-master-nosandbox
 dir=$(mktemp -d)

@@ -25,7 +25,7 @@ pub struct Stats {
     roles: BTreeMap<String, RoleStats>,
     util_time: BTreeMap<String, f64>,
     run_micros: Vec<u64>,
-    series: crate::report::Series,
+    series: allocator_pictures::Series,
     /// Seconds during which a GPU task was waiting, and the integral of the idle GPU fraction
     /// over those seconds (fragmentation).
     gpu_wait: (f64, f64),
@@ -182,7 +182,7 @@ impl Stats {
         &self,
         title: &str,
         master: &Master<'_>,
-    ) -> Result<String, crate::report::ReportError> {
+    ) -> Result<String, allocator_pictures::ReportError> {
         let setup = master.setup();
         let subtitle = format!(
             "allocator {}, role sorter {}, framework sorter {}; {} allocation runs over {:.0} s",
@@ -192,7 +192,7 @@ impl Stats {
             master.runs(),
             master.now()
         );
-        crate::report::render_svg(title, &subtitle, &self.series)
+        allocator_pictures::render_svg(title, &subtitle, &self.series)
     }
 
     /// Every run's time so far, in milliseconds.

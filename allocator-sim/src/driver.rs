@@ -1,13 +1,13 @@
 //! The composition root: a [`Driver`] is the [master core](allocator_host::master) wired to
-//! its clients (scenario events, simulated frameworks, frameworks over the scheduler API) and
-//! observers (the event stream, statistics, expectations, explanations). Every master the
-//! binary runs — a scenario, the default workload, `serve`, a plan's fork, the soak, the
-//! conformance suite — is one.
+//! its clients (scenario events, simulated frameworks, and at most one live [`Client`] such as
+//! frameworks over the scheduler API) and observers (the event stream, statistics,
+//! expectations, explanations). Every master the binary runs — a scenario, the default
+//! workload, `serve`, a plan's fork, the soak — is one.
 //!
 //! [`Driver::command`] applies a command ([`Master::apply`]) and [`Driver::advance`] moves the
 //! clock ([`Master::advance`]); either then delivers the master's events: observers first
 //! (each sees every event), then the simulated frameworks answer their offers, then the
-//! frameworks connected over the scheduler API; after an allocation run idle simulated
+//! live client; after an allocation run idle simulated
 //! frameworks suppress their offers and the report takes a sample. [`Driver::apply`] takes a
 //! scenario event: a command, a clock event or an expectation.
 
@@ -18,8 +18,6 @@ use allocator_host::registry::ModuleRegistry;
 use serde_json::Value;
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
-use crate::clients::mesos::MesosFrameworks;
-use crate::clients::operator::{Cluster, SchedulerView};
 use crate::clients::scenario::Expectations;
 use crate::clients::simulated::SimulatedFrameworks;
 use crate::observers::stats::{ExpectationCount, Stats};
@@ -53,13 +51,23 @@ pub struct Outcome {
     pub summary_json: Value,
 }
 
+/// A client of the master that lives outside the simulation (frameworks over the Mesos
+/// scheduler API, a Kubernetes scheduler): it sees every batch of the master's events after
+/// the observers and the simulated frameworks, and may apply commands in answer. At most one
+/// is [attached](Driver::attach_client) to a [`Driver`].
+pub trait Client: std::any::Any {
+    /// Sees `events` (already seen by the observers) and answers them on `master`; an `Err`
+    /// stops the run, as a refused command does.
+    fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String>;
+}
+
 /// The simulated master. See the [module documentation](self).
 pub struct Driver<'r> {
     master: Master<'r>,
     file: String,
     sims: SimulatedFrameworks,
-    /// Frameworks connected over the scheduler API (`serve` only).
-    mesos: Option<MesosFrameworks>,
+    /// The live client, when one is attached (`serve`'s frameworks over the scheduler API).
+    client: Option<Box<dyn Client>>,
     stats: Stats,
     expectations: Expectations,
     /// Where a long run reports how far it got.
@@ -76,7 +84,7 @@ struct Deliverer<'a> {
     sims: &'a mut SimulatedFrameworks,
     last_run: &'a mut crate::explain::LastRun,
     explain: Option<&'a str>,
-    mesos: Option<&'a mut MesosFrameworks>,
+    client: Option<&'a mut (dyn Client + 'static)>,
     stats: &'a mut Stats,
     expectations: &'a mut Expectations,
     progress: Option<&'a crate::progress::Counters>,
@@ -105,8 +113,8 @@ impl<'r> Deliverer<'_> {
                 ran = true;
                 self.sims.suppress_idle(master)?;
             }
-            if let Some(mesos) = self.mesos.as_deref_mut() {
-                mesos.observe(&events, master)?;
+            if let Some(client) = self.client.as_deref_mut() {
+                client.observe(&events, master)?;
             }
         }
         if ran {
@@ -119,8 +127,8 @@ impl<'r> Deliverer<'_> {
     }
 }
 
-/// The wiring as the operator API's [`Cluster`]: each command is applied and its events
-/// delivered ([`Driver::command`]) before the next.
+/// The wiring as an [`Apply`] (what the operator API drives): each command is applied and its
+/// events delivered ([`Driver::command`]) before the next.
 pub struct Applying<'a, 'r> {
     sim: &'a mut Driver<'r>,
     out: &'a mut EventStream,
@@ -136,44 +144,21 @@ impl<'r> Apply<'r> for Applying<'_, 'r> {
     }
 }
 
-impl<'r> Cluster<'r> for Applying<'_, 'r> {
-    fn scheduler(&self) -> Option<&dyn SchedulerView> {
-        self.sim.mesos.as_ref().map(|m| m as &dyn SchedulerView)
+impl<'a, 'r> Applying<'a, 'r> {
+    /// The driver and the event stream the commands deliver their events to, for a client's
+    /// own operations through this wiring.
+    pub fn parts(&mut self) -> (&mut Driver<'r>, &mut EventStream) {
+        (self.sim, self.out)
     }
 
-    fn teardown(&mut self, framework: &str) -> Result<(), String> {
-        if self.sim.mesos.as_ref().is_some_and(|m| m.knows(framework)) {
-            let name = framework.to_owned();
-            self.sim.with_mesos(self.out, |m, master| m.teardown(&name, master)).map(drop)
-        } else {
-            self.sim.command(&Command::RemoveFramework(framework.to_owned()), self.out).map(drop)
-        }
-    }
-}
-
-impl SchedulerView for MesosFrameworks {
-    fn framework_info(
-        &self,
-        id: allocator_api::FrameworkId,
-    ) -> Option<&crate::mesos::scheduler::FrameworkInfo> {
-        MesosFrameworks::framework_info(self, id)
-    }
-
-    fn task_name(&self, fw: allocator_api::FrameworkId, task: u64) -> Option<&str> {
-        MesosFrameworks::task_name(self, fw, task)
-    }
-
-    fn principal(&self, framework: &str) -> Option<&str> {
-        MesosFrameworks::principal(self, framework)
-    }
-
-    fn master_id(&self) -> &str {
-        MesosFrameworks::master_id(self)
+    /// The driver inside.
+    pub fn driver(&self) -> &Driver<'r> {
+        self.sim
     }
 }
 
 impl<'r> Driver<'r> {
-    /// This wiring as a [`Cluster`] whose commands deliver their events to `out`.
+    /// This wiring as an [`Apply`] whose commands deliver their events to `out`.
     pub fn applying<'a>(&'a mut self, out: &'a mut EventStream) -> Applying<'a, 'r> {
         Applying { sim: self, out }
     }
@@ -191,7 +176,7 @@ impl<'r> Driver<'r> {
             master: Master::new(registry, setup)?,
             file: file.to_owned(),
             sims: SimulatedFrameworks::default(),
-            mesos: None,
+            client: None,
             stats: Stats::default(),
             expectations: Expectations::new(file),
             progress: None,
@@ -294,11 +279,11 @@ impl<'r> Driver<'r> {
         out: &'a mut EventStream,
     ) -> (&'a mut Master<'r>, Deliverer<'a>) {
         let Driver {
-            master, sims, mesos, stats, expectations, progress, last_run, explain, ..
+            master, sims, client, stats, expectations, progress, last_run, explain, ..
         } = self;
         let deliverer = Deliverer {
             sims,
-            mesos: mesos.as_mut(),
+            client: client.as_deref_mut(),
             last_run,
             explain: explain.as_deref(),
             stats,
@@ -328,28 +313,31 @@ impl<'r> Driver<'r> {
         self.master.finish_recording()
     }
 
-    /// Connects frameworks over the scheduler API (`serve`): from now on they see the
-    /// master's events after the simulated frameworks.
-    pub fn attach_mesos(&mut self, mesos: MesosFrameworks) {
-        self.mesos = Some(mesos);
+    /// Attaches a live client (`serve`'s frameworks over the scheduler API): from now on it
+    /// sees the master's events after the simulated frameworks. It replaces any client
+    /// attached before.
+    pub fn attach_client<C: Client>(&mut self, client: C) {
+        self.client = Some(Box::new(client));
     }
 
-    /// The frameworks connected over the scheduler API, when attached.
-    pub fn mesos(&self) -> Option<&MesosFrameworks> {
-        self.mesos.as_ref()
+    /// The attached client, when it is a `C`.
+    pub fn client<C: Client>(&self) -> Option<&C> {
+        let client: &dyn std::any::Any = self.client.as_deref()?;
+        client.downcast_ref()
     }
 
-    /// Runs `f` on the frameworks connected over the scheduler API (when
-    /// [attached](Self::attach_mesos)) and the master, then delivers the master's events as
-    /// [`apply`](Self::apply) does. `Ok(None)` when none are attached.
-    pub fn with_mesos<R>(
+    /// Runs `f` on the attached client (when it is a `C`) and the master, then delivers the
+    /// master's events as [`apply`](Self::apply) does. `Ok(None)` when no `C` is attached.
+    pub fn with_client<C: Client, R>(
         &mut self,
         out: &mut EventStream,
-        f: impl FnOnce(&mut MesosFrameworks, &mut Master<'r>) -> Result<R, String>,
+        f: impl FnOnce(&mut C, &mut Master<'r>) -> Result<R, String>,
     ) -> Result<Option<R>, String> {
         let (master, mut deliverer) = self.deliverer(out);
-        let Some(mesos) = deliverer.mesos.as_deref_mut() else { return Ok(None) };
-        let result = f(mesos, master)?;
+        let Some(client) = deliverer.client.as_deref_mut() else { return Ok(None) };
+        let client: &mut dyn std::any::Any = client;
+        let Some(client) = client.downcast_mut::<C>() else { return Ok(None) };
+        let result = f(client, master)?;
         deliverer.deliver(master)?;
         Ok(Some(result))
     }
@@ -412,7 +400,7 @@ impl<'r> Driver<'r> {
     }
 
     /// Renders the report of the run so far as SVG.
-    pub fn report_svg(&self, title: &str) -> Result<String, crate::report::ReportError> {
+    pub fn report_svg(&self, title: &str) -> Result<String, allocator_pictures::ReportError> {
         self.stats.report_svg(title, &self.master)
     }
 

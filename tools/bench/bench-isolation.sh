@@ -4,7 +4,7 @@
 # alternating, in one sequence. Build first:
 #   cargo build --release -p allocator-master -p drf_sorter -p binpack_allocator
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 B=target/release/allocator-master
 dir=$(mktemp -d)
 echo '{"libraries":[{"name":"drf_sorter","modules":[{"name":"drf"}]}]}' >"$dir/drf.json"

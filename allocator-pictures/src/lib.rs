@@ -7,6 +7,11 @@
 //! panel of a picture and no two series share one (roles and resources included); reference
 //! lines are dashed grey, never a series colour; each legend column is headed by what its
 //! values are ("final", "avg over time", "peak", "at N agents").
+//!
+//! This crate is the only one that knows plotters' drawing (the policy lab's plots use its
+//! palette and text styles). It knows nothing of the master, modules or files: it turns series
+//! into SVG text.
+#![deny(missing_docs)]
 
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -103,7 +108,7 @@ fn failed<E: Display>(picture: &str) -> impl Fn(E) -> ReportError + '_ {
 }
 
 /// Series colours, handed out in order; grey is kept for reference lines.
-pub(crate) const PALETTE: [RGBColor; 16] = [
+pub const PALETTE: [RGBColor; 16] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -122,7 +127,8 @@ pub(crate) const PALETTE: [RGBColor; 16] = [
     RGBColor(0x84, 0x3c, 0x39),
 ];
 const REFERENCE: RGBColor = RGBColor(0x55, 0x55, 0x55);
-pub(crate) const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+/// The colour of titles, labels and axis text.
+pub const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const NOTE: RGBColor = RGBColor(0x66, 0x66, 0x66);
 const ZOOM: RGBColor = RGBColor(0xb0, 0x30, 0x00);
 const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
@@ -146,7 +152,7 @@ const ROW: i32 = 17;
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// Text of `px` pixels (plotters' SVG backend writes the size divided by 1.24).
-pub(crate) fn text(px: f64, colour: RGBColor, h: HPos, bold: bool) -> TextStyle<'static> {
+pub fn text(px: f64, colour: RGBColor, h: HPos, bold: bool) -> TextStyle<'static> {
     let style = if bold { FontStyle::Bold } else { FontStyle::Normal };
     TextStyle {
         font: (FONT, px * 1.24, style).into_font(),
@@ -730,9 +736,9 @@ pub fn decline_offers_curve_svg(
     )
 }
 
-/// The text of every `<text>` element of an SVG, in order (for tests of the pictures).
-#[cfg(test)]
-pub(crate) fn svg_texts(svg: &str) -> Vec<String> {
+/// The text of every `<text>` element of an SVG, in order (for tests of the pictures, here and
+/// in the lab).
+pub fn svg_texts(svg: &str) -> Vec<String> {
     svg.split("<text")
         .skip(1)
         .filter_map(|t| {

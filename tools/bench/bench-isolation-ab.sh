@@ -4,7 +4,7 @@
 # target/release (a build with the variant under test, e.g. spinning) — beside in-process;
 # alternating, 3 rounds. DeclineOffers 10,000 x 1,000.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dir=$(mktemp -d)
 echo '{"libraries":[{"name":"drf_sorter","modules":[{"name":"drf"}]}]}' >"$dir/drf.json"
 cp target/release/libdrf_sorter.so "$dir/"

@@ -144,7 +144,7 @@ pub fn history(master: &Master<'_>) -> Result<Vec<Op>, String> {
 
 /// Predicts `change` applied to the live master `driver` now, from its journal, against not
 /// applying it; changes nothing in `driver`. (`serve` makes its plans on planner threads from
-/// the same [`history`], [`crate::planner`].)
+/// the same [`history`], in `allocator-master`'s planner.)
 pub fn plan_live(driver: &Driver<'_>, change: &Command) -> Result<Plan, String> {
     plan(driver.master().registry(), driver.initial_setup(), &history(driver.master())?, change)
 }
