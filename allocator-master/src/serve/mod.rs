@@ -10,7 +10,8 @@
 //! scenario events play at their times, and a periodic allocation runs every
 //! `allocation_interval`; after the last event the master keeps running periodically.
 //!
-//! Endpoints (JSON bodies and answers):
+//! Endpoints (JSON bodies and answers; the routing table, with the realm each path needs, is
+//! [`routes`]):
 //!
 //! | request | answer |
 //! |---|---|
@@ -41,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::auth::{Action, Auth, Caller, Realm};
+use crate::auth::{Action, Auth, Caller};
 use crate::clients::mesos::MesosFrameworks;
 use allocator_host::master::Command;
 use allocator_sim::allocator_scenario::{AllocatorScenario, Op};
@@ -161,6 +162,8 @@ pub fn serve(
 /// what-if and the operator actions, all through the endpoints above (built into the binary:
 /// nothing to install beside it).
 const WEB_PAGE: &str = include_str!("web/index.html");
+
+mod routes;
 
 /// How often the master loop looks at the interrupt flag when nothing else wakes it.
 const INTERRUPT_POLL: Duration = Duration::from_millis(100);
@@ -472,14 +475,16 @@ impl<'s, 'r> Live<'s, 'r> {
         m
     }
 
-    /// Answers one request. `Err` stops the master.
-    fn answer(&mut self, incoming: Incoming, out: &mut EventStream) -> Result<(), String> {
-        let request = incoming;
+    /// Answers one request: Mesos's media-type checks, then authentication in the realm of
+    /// its path, authorization, and the handler [`routes`] names. `Err` stops the master.
+    fn answer(&mut self, request: Incoming, out: &mut EventStream) -> Result<(), String> {
         if let Err(refusal) = check_media_types(&request) {
             request.respond_with(refusal);
             return Ok(());
         }
-        let principal = match realm(&request.method, &request.path) {
+        let path = request.path.clone();
+        let (realm, target) = routes::route(&request.method, &path);
+        let principal = match realm {
             None => None,
             Some(realm) => match self.auth.authenticate(realm, request.header("Authorization")) {
                 Ok(principal) => principal,
@@ -500,176 +505,13 @@ impl<'s, 'r> Live<'s, 'r> {
             request.respond_with(*denied);
             return Ok(());
         }
-        match (request.method.as_str(), request.path.as_str()) {
-            ("POST", "/api/v1/scheduler") => {
-                if let Err(e) = self.sim.with_client(out, |m: &mut MesosFrameworks, master| {
-                    m.call(request, caller, master)
-                }) {
-                    self.fatal()?;
-                    log::error!("scheduler API: {e}");
-                }
-                return Ok(());
-            }
-            (_, "/api/v1/scheduler") => {
-                request.respond_with(allocator_http::Response::text(
-                    405,
-                    "Expecting 'POST', received another method",
-                ));
-                return Ok(());
-            }
-            ("POST", "/api/v1") if is_subscribe(&request.body) => {
-                self.streams.subscribe(request, &self.sim.applying(out));
-                return Ok(());
-            }
-            ("POST", "/api/v1") => {
-                let metrics = self.metrics();
-                let answer = self.operator.answer(
-                    &mut self.sim.applying(out),
-                    metrics,
-                    &request.body,
-                    caller,
-                );
-                if answer.status >= 400 {
-                    log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
-                }
-                // A change is in the registry before it is acknowledged.
-                if let Err(e) = self.persist() {
-                    respond(request, 503, &json!({"error": e}));
-                    return Err(e);
-                }
-                request.respond_with(answer);
-                return self.fatal();
-            }
-            ("GET", "/version") => {
-                respond(request, 200, &json!({"version": allocator_mesos::MESOS_VERSION}));
-                return Ok(());
-            }
-            ("GET", "/") => {
-                // A browser gets the web page; any other client the list of endpoints.
-                if request.header("Accept").is_some_and(|a| a.contains("text/html")) {
-                    request.respond_with(allocator_http::Response::html(200, WEB_PAGE));
-                } else {
-                    respond(request, 200, &crate::clients::endpoints::index());
-                }
-                return Ok(());
-            }
-            (method, path) if crate::clients::endpoints::mesos_endpoint(method, path).is_some() => {
-                let name =
-                    crate::clients::endpoints::mesos_endpoint(method, path).expect("checked");
-                let method = method.to_owned();
-                let completed: Vec<Value> = self
-                    .sim
-                    .client::<MesosFrameworks>()
-                    .map(|m| m.completed_frameworks().to_vec())
-                    .unwrap_or_default();
-                let (status, answer) = crate::clients::endpoints::answer(
-                    &mut self.sim.applying(out),
-                    self.operator.flags(),
-                    &completed,
-                    &method,
-                    name,
-                    &request.body,
-                );
-                if method == "PUT"
-                    && status == 200
-                    && let Err(e) = self.persist()
-                {
-                    respond(request, 503, &json!({"error": e}));
-                    return Err(e);
-                }
-                if answer.is_null() {
-                    request.respond_with(allocator_http::Response::empty(status));
-                } else {
-                    respond(request, status, &answer);
-                }
-                return self.fatal();
-            }
-            _ => {}
-        }
-        let (method, path, body) =
-            (request.method.clone(), request.path.clone(), Ok(request.body.clone()));
-        let event = match path.as_str() {
-            "/quota" => Some("update_quota"),
-            "/weights" => Some("update_weights"),
-            "/sorters" => Some("set_sorters"),
-            _ => None,
-        };
-        let (status, answer) = match (method.as_str(), path.as_str(), event) {
-            ("GET", "/metrics/snapshot", _) => (200, Value::Object(self.metrics())),
-            ("GET", "/state", _) => (200, self.sim.state()),
-            ("GET", "/explain", _) => explain(self.sim, &request.query),
-            ("POST", "/plan", _) => {
-                // Parsed here; made and answered by a planner thread.
-                let job =
-                    body.and_then(|b| allocator_sim::plan::parse_change(&b)).and_then(|change| {
-                        Ok((allocator_sim::plan::history(self.sim.master())?, change))
-                    });
-                match job {
-                    Ok((history, change)) => {
-                        if let Err(request) = self.planner.submit(request, history, change) {
-                            let busy = json!({"error": format!(
-                                "{} plans are already waiting; try again later",
-                                crate::planner::QUEUED
-                            )});
-                            respond(*request, 503, &busy);
-                        }
-                        return Ok(());
-                    }
-                    Err(message) => (400, json!({"error": message})),
-                }
-            }
-            ("POST", _, Some(event)) => match body.and_then(|b| parse_request(event, &b)) {
-                Err(message) => (400, json!({"error": message})),
-                Ok(command) => match self.sim.command(&command, out) {
-                    Ok(_) => {
-                        log::info!("{method} {path}: applied");
-                        if let Err(e) = self.persist() {
-                            respond(request, 503, &json!({"error": e}));
-                            return Err(e);
-                        }
-                        (200, json!({"ok": true}))
-                    }
-                    Err(message) => {
-                        if self.sim.master().stopped().is_some() {
-                            respond(request, 500, &json!({"error": message}));
-                            return self.fatal();
-                        }
-                        (400, json!({"error": message}))
-                    }
-                },
-            },
-            (_, "/metrics/snapshot" | "/state" | "/plan" | "/explain", _) | (_, _, Some(_)) => {
-                (405, json!({"error": format!("{method} is not allowed on {path}")}))
-            }
-            _ => (404, json!({"error": format!("no endpoint {path}")})),
-        };
-        if status >= 400 {
-            log::warn!("{method} {path}: {status} {answer}");
-        }
-        respond(request, status, &answer);
-        Ok(())
+        self.dispatch(target, request, caller, out)
     }
 }
 
-/// The realm whose authentication a request to `path` needs (whatever its method); `None`:
-/// never authenticated (`GET /version`, `/health`, unknown paths).
 /// Whether an operator API body is a `SUBSCRIBE` call (answered with the event stream).
 fn is_subscribe(body: &str) -> bool {
     serde_json::from_str::<Value>(body).is_ok_and(|v| v["type"] == "SUBSCRIBE")
-}
-
-fn realm(method: &str, path: &str) -> Option<Realm> {
-    match path {
-        "/api/v1/scheduler" => Some(Realm::Frameworks),
-        "/api/v1" | "/quota" | "/weights" | "/sorters" | "/plan" => Some(Realm::ReadWrite),
-        "/state" | "/metrics/snapshot" | "/explain" => Some(Realm::ReadOnly),
-        // Mesos's endpoints: a PUT changes the weights, the rest read; health is open.
-        p => match crate::clients::endpoints::mesos_endpoint(method, p) {
-            Some("/health") | None => None,
-            Some(_) if method == "PUT" => Some(Realm::ReadWrite),
-            Some(_) => Some(Realm::ReadOnly),
-        },
-    }
 }
 
 /// The ACL checks of `serve`'s own endpoints (the scheduler and operator APIs check theirs
