@@ -82,7 +82,7 @@ pub(crate) fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, steps: 
     };
     for (i, step) in steps.iter().enumerate() {
         let result = match step {
-            Step::Command(command) => master.apply(command).map(drop),
+            Step::Command(command) => master.apply(command).map(drop).map_err(String::from),
             Step::Advance(seconds) => advance(&mut master, *seconds, &mut run),
             Step::Tick => {
                 let interval = master.allocation_interval();

@@ -32,7 +32,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::master::metrics::{MetricMap, push_sample, write_master_metrics};
-use crate::master::{Applied, Command, Event, Master, Setup};
+use crate::master::{Applied, ApplyError, Command, Event, Master, Setup};
 use crate::registry::ModuleRegistry;
 
 /// How the actor runs its master.
@@ -54,9 +54,10 @@ impl Default for ActorOptions {
 /// Why the actor could not answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ActorError {
-    /// The master refused the command (the message says what and why); nothing changed.
+    /// The master did not apply the command; [`ApplyError`] says why (and whether the master
+    /// has stopped); nothing changed.
     #[error("{0}")]
-    Refused(String),
+    Refused(ApplyError),
     /// The master's thread has ended (shut down, stopped by a module fault, or a query's
     /// closure panicked): the command or query was not carried out.
     #[error("the master has stopped")]
@@ -64,7 +65,7 @@ pub enum ActorError {
 }
 
 type Query = Box<dyn for<'m, 'r> FnOnce(&'m Master<'r>) + Send>;
-type Reply = Sender<Result<Applied, String>>;
+type Reply = Sender<Result<Applied, ApplyError>>;
 
 enum Message {
     Apply(Box<Command>, Option<Reply>),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use allocator_api::{Allocation, Resources};
 use allocator_host::ModuleRegistry;
 use allocator_host::actor::{ActorError, ActorOptions, MasterActor};
-use allocator_host::master::{Applied, Command, Event, Setup};
+use allocator_host::master::{Applied, ApplyError, Command, Event, Setup};
 
 /// Long enough that a healthy test never waits this long for an event.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -147,8 +147,10 @@ fn shutdown_processes_every_command_queued_before_it() {
 fn a_refused_command_is_an_error_that_names_what_and_changes_nothing() {
     let (actor, _events) = spawn(3600.0);
     let h = actor.handle();
-    let Err(ActorError::Refused(message)) = h.apply(Command::RemoveAgent("ghost".into())) else {
-        panic!("removing an unknown agent is refused")
+    let Err(ActorError::Refused(ApplyError::Invalid(message))) =
+        h.apply(Command::RemoveAgent("ghost".into()))
+    else {
+        panic!("removing an unknown agent is refused as invalid")
     };
     assert!(message.contains("ghost"), "{message}");
     h.submit(Command::RemoveAgent("ghost".into())).unwrap();

@@ -23,7 +23,7 @@ use crate::clients::simulated::SimulatedFrameworks;
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
 use crate::recording::Recorder;
-use allocator_host::master::{Applied, Apply, Command, Event, Master, Setup};
+use allocator_host::master::{Applied, Apply, ApplyError, Command, Event, Master, Setup};
 
 /// A run that could not go on: bad input the parser could not see (an unknown name), a call the
 /// allocator refused, or a module fault. One line, naming the event.
@@ -139,7 +139,7 @@ impl<'r> Apply<'r> for Applying<'_, 'r> {
         &self.sim.master
     }
 
-    fn apply(&mut self, command: &Command) -> Result<Applied, String> {
+    fn apply(&mut self, command: &Command) -> Result<Applied, ApplyError> {
         self.sim.command(command, self.out)
     }
 }
@@ -247,7 +247,7 @@ impl<'r> Driver<'r> {
     /// (the allocator refused before anything was recorded).
     pub fn apply(&mut self, index: usize, op: &Op, out: &mut EventStream) -> Result<(), String> {
         match op {
-            Op::Command(command) => self.command(command, out).map(drop),
+            Op::Command(command) => self.command(command, out).map(drop).map_err(String::from),
             Op::Advance(seconds) => self.advance(*seconds, out),
             Op::Tick => self.advance(self.master.allocation_interval(), out),
             Op::ExpectOffers(_) | Op::ExpectInverseOffers(_) | Op::ExpectTasks { .. } => {
@@ -257,11 +257,20 @@ impl<'r> Driver<'r> {
     }
 
     /// Applies `command` to the master ([`Master::apply`]), then delivers the master's events
-    /// to its observers and clients.
-    pub fn command(&mut self, command: &Command, out: &mut EventStream) -> Result<Applied, String> {
+    /// to its observers and clients. A client's answer that fails after the command was
+    /// applied is [`ApplyError::Answer`] (or [`ApplyError::Stopped`] when it stopped the
+    /// master).
+    pub fn command(
+        &mut self,
+        command: &Command,
+        out: &mut EventStream,
+    ) -> Result<Applied, ApplyError> {
         let (master, mut deliverer) = self.deliverer(out);
         let applied = master.apply(command)?;
-        deliverer.deliver(master)?;
+        deliverer.deliver(master).map_err(|message| match master.stopped() {
+            Some(_) => ApplyError::Stopped(message),
+            None => ApplyError::Answer(message),
+        })?;
         Ok(applied)
     }
 

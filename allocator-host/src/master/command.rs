@@ -20,7 +20,7 @@ use allocator_api::{
 use super::agents::NewAgent;
 use super::frameworks::NewFramework;
 use super::workload::{Submission, TaskSpec};
-use super::{Event, Master};
+use super::{ApplyError, Event, Master};
 
 /// Resources frameworks already use on an agent when it is added: (framework name, role —
 /// `None` for the framework's first role, which needs the framework known — resources).
@@ -436,7 +436,7 @@ pub trait Apply<'r> {
     /// The master, for queries.
     fn master(&self) -> &Master<'r>;
     /// Applies one command ([`Master::apply`]).
-    fn apply(&mut self, command: &Command) -> Result<Applied, String>;
+    fn apply(&mut self, command: &Command) -> Result<Applied, ApplyError>;
 }
 
 impl<'r> Apply<'r> for Master<'r> {
@@ -444,7 +444,7 @@ impl<'r> Apply<'r> for Master<'r> {
         self
     }
 
-    fn apply(&mut self, command: &Command) -> Result<Applied, String> {
+    fn apply(&mut self, command: &Command) -> Result<Applied, ApplyError> {
         Master::apply(self, command)
     }
 }
@@ -475,20 +475,24 @@ impl Master<'_> {
     /// Applies `command` for a [client](Origin::Client): the one write path. See the
     /// [module documentation](self). On an error the master's records are unchanged (the
     /// allocator refused before anything was recorded) and nothing is journaled.
-    pub fn apply(&mut self, command: &Command) -> Result<Applied, String> {
+    pub fn apply(&mut self, command: &Command) -> Result<Applied, ApplyError> {
         self.apply_from(Origin::Client, command)
     }
 
     /// Applies `command` made by `origin` (which decides whether it is journaled).
-    pub fn apply_from(&mut self, origin: Origin, command: &Command) -> Result<Applied, String> {
+    pub fn apply_from(&mut self, origin: Origin, command: &Command) -> Result<Applied, ApplyError> {
+        if let Some(reason) = &self.stopped {
+            return Err(ApplyError::Stopped(reason.clone()));
+        }
         let journal = origin == Origin::Client && self.journal.is_on();
         // An answer is journaled as what it amounts to, from what the master knew before it.
         let killed = match command {
             Command::KillTask { .. } if journal => self.journal_answer(command, 0),
             _ => None,
         };
-        check_roles(command)?;
-        let applied = self.execute(origin, command)?;
+        check_roles(command).map_err(ApplyError::Invalid)?;
+        self.allocator_failed = false;
+        let applied = self.execute(origin, command).map_err(|message| self.apply_error(message))?;
         if journal {
             match (command, &applied) {
                 (Command::AnswerOffer { .. }, Applied::Launched(ids)) => {
@@ -507,6 +511,18 @@ impl Master<'_> {
             }
         }
         Ok(applied)
+    }
+
+    /// Tells why `execute` failed: the master stopped, the allocator refused or failed a call,
+    /// or else the command itself was at fault.
+    fn apply_error(&self, message: String) -> ApplyError {
+        if self.stopped.is_some() {
+            ApplyError::Stopped(message)
+        } else if self.allocator_failed {
+            ApplyError::Refused(message)
+        } else {
+            ApplyError::Invalid(message)
+        }
     }
 
     /// What an answer to an offer (of which `launched` tasks were launched) or a task kill

@@ -78,6 +78,17 @@ impl Master<'_> {
         if let Some(reason) = &self.stopped {
             return Err(reason.clone());
         }
+        let result = self.call_contained(what, &mut f);
+        self.allocator_failed |= result.is_err();
+        result
+    }
+
+    /// [`call`](Self::call) once the master is known to be running.
+    fn call_contained(
+        &mut self,
+        what: &str,
+        f: &mut impl FnMut(&mut dyn Allocator) -> allocator_api::Result<()>,
+    ) -> Result<(), String> {
         loop {
             // Module calls run under the registry's budget and watchdog
             // (crate::watchdog).

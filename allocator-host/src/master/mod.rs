@@ -23,6 +23,7 @@
 //! [`events`], [`metrics`] (every metric name of the allocation side).
 
 pub mod agents;
+pub mod apply_error;
 pub mod command;
 pub mod containment;
 pub mod events;
@@ -54,6 +55,7 @@ use allocator_api::{
     Quantities, RString, Resources,
 };
 
+pub use apply_error::ApplyError;
 pub use command::{Applied, Apply, Command, Origin};
 pub use containment::{DEFAULT_RESTART_LIMIT, Engine, FailurePolicy};
 pub use events::{Event, TaskEnd};
@@ -166,6 +168,9 @@ pub struct Master<'r> {
     /// The registry watchdog's over-budget count when this master started.
     over_budget_base: u64,
     stopped: Option<String>,
+    /// Whether an allocator call failed while the current command was carried out (tells
+    /// [`ApplyError::Refused`] from [`ApplyError::Invalid`]).
+    allocator_failed: bool,
     /// Set (to a signal number) when the clock should stop at its next step.
     interrupt: Option<Arc<AtomicUsize>>,
     outbox: Vec<Event>,
@@ -214,6 +219,7 @@ impl<'r> Master<'r> {
             batch: OfferBatch::default(),
             over_budget_base: registry.watchdog().over_budget(),
             stopped: None,
+            allocator_failed: false,
             interrupt: None,
             outbox: Vec::new(),
             journal: Journal::default(),

@@ -13,7 +13,7 @@ use super::{Event, Master};
 impl Master<'_> {
     /// Runs the allocator over `agents`; offers that pass the guard are recorded and emitted,
     /// followed by the inverse offers and an [`Event::AllocationRun`].
-    pub fn allocate(&mut self, agents: &[AgentId], periodic: bool) -> Result<(), String> {
+    pub(super) fn allocate(&mut self, agents: &[AgentId], periodic: bool) -> Result<(), String> {
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         let start = Instant::now();
@@ -50,7 +50,7 @@ impl Master<'_> {
     }
 
     /// Runs the allocator over every present agent, as an event-triggered run.
-    pub fn allocate_all(&mut self) -> Result<(), String> {
+    pub(super) fn allocate_all(&mut self) -> Result<(), String> {
         let agents = self.all_agents();
         self.allocate(&agents, false)
     }

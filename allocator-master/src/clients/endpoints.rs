@@ -108,7 +108,7 @@ pub fn answer(
         ("PUT", "/weights") => match parse_weights(body) {
             Ok(w) => match sim.apply(&Command::UpdateWeights(w)) {
                 Ok(_) => (200, Value::Null),
-                Err(e) => (400, json!({"error": e})),
+                Err(e) => (400, json!({"error": e.message()})),
             },
             Err(e) => (400, json!({"error": e})),
         },

@@ -337,11 +337,17 @@ impl MesosFrameworks {
             }
             CallType::Revive => {
                 let roles = call.revive.map(|r| r.roles).unwrap_or_default();
-                master.apply(&Command::ReviveOffers(fw.to_owned(), roles)).map(drop)
+                master
+                    .apply(&Command::ReviveOffers(fw.to_owned(), roles))
+                    .map(drop)
+                    .map_err(String::from)
             }
             CallType::Suppress => {
                 let roles = call.suppress.map(|r| r.roles).unwrap_or_default();
-                master.apply(&Command::SuppressOffers(fw.to_owned(), roles)).map(drop)
+                master
+                    .apply(&Command::SuppressOffers(fw.to_owned(), roles))
+                    .map(drop)
+                    .map_err(String::from)
             }
             CallType::Kill => self.kill(fw, &call.kill.expect("validated").task_id, master),
             CallType::Acknowledge => {
@@ -366,7 +372,7 @@ impl MesosFrameworks {
                     .map(|r| from_mesos(&r.resources).expect("checked"))
                     .collect();
                 let request = Command::RequestResources { framework: fw.to_owned(), requests };
-                master.apply(&request).map(drop)
+                master.apply(&request).map(drop).map_err(String::from)
             }
             CallType::AcceptInverseOffers | CallType::DeclineInverseOffers => {
                 let (reply, status) = match call.kind {
@@ -476,7 +482,7 @@ impl MesosFrameworks {
                     min_allocatable: Some(min_allocatable.clone()),
                 });
                 if let Err(e) = update {
-                    request.respond_with(Response::text(400, &e));
+                    request.respond_with(Response::text(400, e.message()));
                     return Ok(());
                 }
                 // Offers made to the scheduler that failed over are withdrawn.
@@ -794,7 +800,7 @@ impl MesosFrameworks {
         let id = match master.apply(&add) {
             Ok(Applied::Framework(id)) => id,
             Ok(other) => return Err(format!("adding a framework gave {other:?}")),
-            Err(e) => return Ok(Err(e)),
+            Err(e) => return Ok(Err(e.into())),
         };
         self.by_master.insert(id, name.to_owned());
         let connected = Connected {
@@ -1132,4 +1138,5 @@ fn recover(fw: &str, master: &mut Master<'_>, offer: &Allocation) -> Result<(), 
             refuse_seconds: None,
         })
         .map(drop)
+        .map_err(String::from)
 }

@@ -330,10 +330,13 @@ impl Operator {
             CallType::MarkAgentGone => {
                 let agent = call.mark_agent_gone.expect("validated").agent_id.value;
                 match sim.master().agent_id(&agent) {
-                    Ok(_) => sim.apply(&Command::RemoveAgent(agent.clone())).map(|_| {
-                        self.gone.insert(agent);
-                        None
-                    }),
+                    Ok(_) => sim
+                        .apply(&Command::RemoveAgent(agent.clone()))
+                        .map(|_| {
+                            self.gone.insert(agent);
+                            None
+                        })
+                        .map_err(String::from),
                     Err(e) => return Response::text(404, &e),
                 }
             }
@@ -697,7 +700,7 @@ fn update_weights(sim: &mut dyn Cluster<'_>, update: m::UpdateWeights) -> Result
         }
         weights.push((role, w.weight));
     }
-    sim.apply(&Command::UpdateWeights(weights)).map(drop)
+    sim.apply(&Command::UpdateWeights(weights)).map(drop).map_err(String::from)
 }
 
 fn update_quota(sim: &mut dyn Cluster<'_>, update: m::UpdateQuota) -> Result<(), String> {

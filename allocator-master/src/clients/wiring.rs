@@ -47,7 +47,10 @@ impl<'r> Cluster<'r> for Applying<'_, 'r> {
                 .with_client(out, |m: &mut MesosFrameworks, master| m.teardown(&name, master))
                 .map(drop)
         } else {
-            driver.command(&Command::RemoveFramework(framework.to_owned()), out).map(drop)
+            driver
+                .command(&Command::RemoveFramework(framework.to_owned()), out)
+                .map(drop)
+                .map_err(String::from)
         }
     }
 }

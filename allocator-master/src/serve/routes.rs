@@ -10,6 +10,7 @@
 
 use serde_json::{Value, json};
 
+use allocator_host::master::ApplyError;
 use allocator_sim::output::EventStream;
 
 use super::{Incoming, Live, WEB_PAGE, explain, is_subscribe, parse_request, respond};
@@ -339,12 +340,12 @@ fn change(
             reply(request, 200, &json!({"ok": true}));
             Ok(())
         }
-        Err(message) => {
-            if live.sim.master().stopped().is_some() {
-                respond(request, 500, &json!({"error": message}));
-                return live.fatal();
-            }
-            reply(request, 400, &json!({ "error": message }));
+        Err(ApplyError::Stopped(message)) => {
+            respond(request, 500, &json!({ "error": message }));
+            live.fatal()
+        }
+        Err(e) => {
+            reply(request, 400, &json!({ "error": e.message() }));
             Ok(())
         }
     }

@@ -219,7 +219,7 @@ impl SimulatedFrameworks {
             tasks: launched,
             refuse_seconds: sim.spec.refuse_seconds,
         };
-        master.apply_from(Origin::Simulated, &answer).map(drop)
+        master.apply_from(Origin::Simulated, &answer).map(drop).map_err(String::from)
     }
 
     /// A simulated framework with nothing left to launch suppresses its offers, as a real
