@@ -1,5 +1,6 @@
-//! The stable-ABI contract between the allocator host (`allocator-master`) and the allocator
-//! and sorter modules it loads from `.so`/`.dylib` files.
+//! The stable-ABI contract between the allocator host (`allocator-host`, which a master such as
+//! `allocator-master` embeds) and the allocator and sorter modules it loads from `.so`/`.dylib`
+//! files.
 //!
 //! Third-party module authors depend on this crate and nothing else:
 //!

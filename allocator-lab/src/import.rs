@@ -154,12 +154,43 @@ pub fn alibaba_gpu_v2023(
     if !(options.load.is_finite() && options.load > 0.0) {
         return Err(format!("--load must be a positive number, got {}", options.load));
     }
-    let k = options.time_scale;
-    let arrive = k * options.load;
     let mut bad_rows = Vec::new();
-    let mut events: Vec<Value> = Vec::new();
+    let mut events = node_events(&read_csv(nodes)?, options, &mut bad_rows)?;
+    let node_count = events.len();
+    let p = read_csv(pods)?;
+    let pods = pod_submissions(&p, options, &mut bad_rows)?;
+    for role in pods.roles.keys() {
+        events.push(
+            json!({"op": "add_framework", "framework": format!("{role}-pods"), "roles": [role],
+            "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"],
+            "tasks": match options.request {
+                0 => json!({}),
+                n => json!({"request": n}),
+            }}),
+        );
+    }
+    let pods_count = pods.submissions.len();
+    play_in_time(&mut events, pods, options.horizon);
+    let k = options.time_scale;
+    let description = format!(
+        "Alibaba GPU cluster trace v2023: {node_count} nodes, {pods_count} pods from {}, time scale {k}{}",
+        Path::new(&p.file).file_name().map_or(p.file.clone(), |f| f.to_string_lossy().into_owned()),
+        if options.load == 1.0 { String::new() } else { format!(", load ×{}", options.load) }
+    );
+    Ok(Imported {
+        scenario: json!({"description": description, "config": {"allocation_interval": 1}, "events": events}),
+        bad_rows,
+        pods: pods_count,
+        nodes: node_count,
+    })
+}
 
-    let n = read_csv(nodes)?;
+/// Each good row of the node list as an `add_agent` event; bad rows go to `bad_rows`.
+fn node_events(
+    n: &Csv,
+    options: &ImportOptions,
+    bad_rows: &mut Vec<BadRow>,
+) -> Result<Vec<Value>, String> {
     let (sn, cpu, mem, gpu, model) = (
         n.column("sn")?,
         n.column("cpu_milli")?,
@@ -167,7 +198,7 @@ pub fn alibaba_gpu_v2023(
         n.column("gpu")?,
         n.column("model")?,
     );
-    let mut node_count = 0;
+    let mut events = Vec::new();
     for (line, row) in &n.rows {
         let parsed = (|| -> Result<Value, String> {
             let name = row.get(sn).filter(|s| !s.is_empty()).ok_or("empty sn")?;
@@ -197,15 +228,32 @@ pub fn alibaba_gpu_v2023(
             Ok(agent)
         })();
         match parsed {
-            Ok(v) => {
-                events.push(v);
-                node_count += 1;
-            }
+            Ok(v) => events.push(v),
             Err(reason) => bad_rows.push(BadRow { file: n.file.clone(), line: *line, reason }),
         }
     }
+    Ok(events)
+}
 
-    let p = read_csv(pods)?;
+/// The pods of the pod list, each a `submit_task` at its (scaled) arrival time.
+struct Submissions {
+    /// (arrival, row order, the `submit_task` event).
+    submissions: Vec<(f64, usize, Value)>,
+    /// The QoS classes seen, each a role with one framework.
+    roles: BTreeMap<String, ()>,
+    /// When the last task that starts would end.
+    last_end: f64,
+}
+
+/// Each good row of the pod list as a `submit_task` at its arrival; bad rows go to
+/// `bad_rows`.
+fn pod_submissions(
+    p: &Csv,
+    options: &ImportOptions,
+    bad_rows: &mut Vec<BadRow>,
+) -> Result<Submissions, String> {
+    let k = options.time_scale;
+    let arrive = k * options.load;
     let cols = [
         "name",
         "cpu_milli",
@@ -225,9 +273,7 @@ pub fn alibaba_gpu_v2023(
     else {
         unreachable!("ten columns")
     };
-    let mut submissions: Vec<(f64, usize, Value)> = Vec::new();
-    let mut roles: BTreeMap<String, ()> = BTreeMap::new();
-    let mut last_end: f64 = 0.0;
+    let mut out = Submissions { submissions: Vec::new(), roles: BTreeMap::new(), last_end: 0.0 };
     for (line, row) in p.rows.iter().take(options.limit.unwrap_or(usize::MAX)) {
         let parsed = (|| -> Result<(f64, Value, String), String> {
             let _ = row.get(name).filter(|s| !s.is_empty()).ok_or("empty name")?;
@@ -264,25 +310,22 @@ pub fn alibaba_gpu_v2023(
         })();
         match parsed {
             Ok((at, task, role)) => {
-                last_end = last_end.max(at + task["duration"].as_f64().unwrap_or(0.0));
-                roles.insert(role, ());
-                submissions.push((at, submissions.len(), task));
+                out.last_end = out.last_end.max(at + task["duration"].as_f64().unwrap_or(0.0));
+                out.roles.insert(role, ());
+                let order = out.submissions.len();
+                out.submissions.push((at, order, task));
             }
             Err(reason) => bad_rows.push(BadRow { file: p.file.clone(), line: *line, reason }),
         }
     }
-    for role in roles.keys() {
-        events.push(
-            json!({"op": "add_framework", "framework": format!("{role}-pods"), "roles": [role],
-            "capabilities": ["MULTI_ROLE", "GPU_RESOURCES"],
-            "tasks": match options.request {
-                0 => json!({}),
-                n => json!({"request": n}),
-            }}),
-        );
-    }
+    Ok(out)
+}
+
+/// Appends the submissions in arrival order, with `advance` events between them, then lets
+/// every task that started finish (or stops at `horizon` after the last arrival).
+fn play_in_time(events: &mut Vec<Value>, pods: Submissions, horizon: Option<f64>) {
+    let Submissions { mut submissions, last_end, .. } = pods;
     submissions.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let pods_count = submissions.len();
     let mut now = 0.0;
     for (at, _, task) in submissions {
         if at > now {
@@ -291,8 +334,7 @@ pub fn alibaba_gpu_v2023(
         }
         events.push(task);
     }
-    // Let every task that started finish, or stop at the horizon.
-    let end = match options.horizon {
+    let end = match horizon {
         Some(h) => now + h,
         None if last_end > now => now + (last_end - now).ceil() + 1.0,
         None => now,
@@ -300,17 +342,6 @@ pub fn alibaba_gpu_v2023(
     if end > now {
         events.push(json!({"op": "advance", "seconds": end - now}));
     }
-    let description = format!(
-        "Alibaba GPU cluster trace v2023: {node_count} nodes, {pods_count} pods from {}, time scale {k}{}",
-        Path::new(&p.file).file_name().map_or(p.file.clone(), |f| f.to_string_lossy().into_owned()),
-        if options.load == 1.0 { String::new() } else { format!(", load ×{}", options.load) }
-    );
-    Ok(Imported {
-        scenario: json!({"description": description, "config": {"allocation_interval": 1}, "events": events}),
-        bad_rows,
-        pods: pods_count,
-        nodes: node_count,
-    })
 }
 
 #[cfg(test)]

@@ -403,7 +403,9 @@ impl MesosFrameworks {
         }
     }
 
-    /// `SUBSCRIBE`: a new framework, or one re-subscribing with its id (failover).
+    /// `SUBSCRIBE`: a new framework, or one re-subscribing with its id (failover). The
+    /// subscription is admitted (roles, principal, ACLs), the framework added or failed over,
+    /// and its stream opened.
     fn subscribe(
         &mut self,
         request: Request,
@@ -412,42 +414,14 @@ impl MesosFrameworks {
         master: &mut Master<'_>,
     ) -> Result<(), String> {
         let sub = call.subscribe.expect("validated");
-        let info = sub.framework_info;
-        let roles = info.effective_roles();
-        if roles.is_empty() {
-            request.respond_with(Response::text(400, "A framework needs at least one role"));
-            return Ok(());
-        }
-        if let Err(reason) = validate_roles(&roles) {
-            request.respond_with(Response::text(400, &reason));
-            return Ok(());
-        }
-        let principal = match (caller.principal, info.principal.as_deref()) {
-            (Some(authenticated), Some(named)) if authenticated != named => {
-                let reason = format!(
-                    "Authenticated principal '{authenticated}' does not match principal '{named}' set in `FrameworkInfo`"
-                );
-                request.respond_with(Response::text(400, &reason));
+        let principal = match self.admit(&sub.framework_info, caller) {
+            Ok(principal) => principal,
+            Err(refusal) => {
+                request.respond_with(*refusal);
                 return Ok(());
             }
-            (authenticated, named) => authenticated.or(named).map(str::to_owned),
         };
-        let role_names: Vec<&str> = roles.iter().map(String::as_str).collect();
-        if let Err(denied) =
-            caller.auth.authorize(Action::RegisterFrameworks, principal.as_deref(), &role_names)
-        {
-            request.respond_with(*denied);
-            return Ok(());
-        }
-        if let Some(id) = info.id.as_ref()
-            && let Some(f) = self.frameworks.get(&id.value)
-            && f.principal != principal
-        {
-            // A failover keeps the framework's principal: nobody takes over another's framework.
-            log::warn!("framework {} refused a failover by another principal", id.value);
-            request.respond_with(Response::text(403, PRINCIPAL_CHANGED));
-            return Ok(());
-        }
+        let info = sub.framework_info;
         if let Some(id) = info.id.as_ref().filter(|i| self.removed.contains(&i.value)) {
             // As Mesos: an ERROR event on the stream, which then ends.
             let stream = request.stream(
@@ -460,8 +434,6 @@ impl MesosFrameworks {
             stream.close();
             return Ok(());
         }
-        let capabilities = capabilities(&info);
-        let min_allocatable = min_allocatable(&info);
         let stream_id = match random_uuid() {
             Ok(id) => id,
             Err(e) => {
@@ -471,50 +443,110 @@ impl MesosFrameworks {
         };
         let known =
             info.id.as_ref().map(|i| i.value.clone()).filter(|i| self.frameworks.contains_key(i));
-        let name = match known {
-            Some(name) => {
-                // Failover: a new stream replaces the old one; tasks are kept.
-                let update = master.apply(&Command::UpdateFramework {
-                    framework: name.clone(),
-                    roles: Some(roles.clone()),
-                    capabilities: Some(capabilities),
-                    suppressed_roles: Some(sub.suppressed_roles.clone()),
-                    min_allocatable: Some(min_allocatable.clone()),
-                });
-                if let Err(e) = update {
-                    request.respond_with(Response::text(400, e.message()));
-                    return Ok(());
-                }
-                // Offers made to the scheduler that failed over are withdrawn.
-                let outstanding: Vec<String> = self
-                    .offers
-                    .iter()
-                    .filter(|(_, (owner, _))| *owner == name)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for offer in outstanding {
-                    self.rescind(&offer, master)?;
-                }
-                let f = self.frameworks.get_mut(&name).expect("known");
-                if let Some(old) = f.stream.take() {
-                    let _ = old.send(&s::Event::error("Framework failed over").to_record());
-                    old.close();
-                }
-                f.info = s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info };
-                f.principal = principal;
-                name
-            }
+        let suppressed = sub.suppressed_roles;
+        let added = match known {
+            Some(name) => self.fail_over(name, info, principal, suppressed, master)?,
             None => {
                 let name =
                     info.id.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| self.fresh_id(""));
-                let suppressed = sub.suppressed_roles.clone();
-                if let Err(e) = self.add_disconnected(&name, info, principal, suppressed, master)? {
-                    request.respond_with(Response::text(400, &e));
-                    return Ok(());
-                }
-                name
+                self.add_disconnected(&name, info, principal, suppressed, master)?.map(|()| name)
             }
         };
+        match added {
+            Ok(name) => self.connect(&name, request, stream_id, master),
+            Err(reason) => {
+                request.respond_with(Response::text(400, &reason));
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a subscription may go ahead: the framework names a valid role, its principal
+    /// is the authenticated one (if any), the ACLs let that principal register in its roles,
+    /// and a failover comes from the framework's own principal. `Ok`: the framework's
+    /// principal; `Err`: the answer that refuses it.
+    fn admit(
+        &self,
+        info: &s::FrameworkInfo,
+        caller: Caller<'_>,
+    ) -> Result<Option<String>, Box<Response>> {
+        let roles = info.effective_roles();
+        if roles.is_empty() {
+            return Err(Box::new(Response::text(400, "A framework needs at least one role")));
+        }
+        validate_roles(&roles).map_err(|reason| Box::new(Response::text(400, &reason)))?;
+        let principal = match (caller.principal, info.principal.as_deref()) {
+            (Some(authenticated), Some(named)) if authenticated != named => {
+                let reason = format!(
+                    "Authenticated principal '{authenticated}' does not match principal '{named}' set in `FrameworkInfo`"
+                );
+                return Err(Box::new(Response::text(400, &reason)));
+            }
+            (authenticated, named) => authenticated.or(named).map(str::to_owned),
+        };
+        let role_names: Vec<&str> = roles.iter().map(String::as_str).collect();
+        caller.auth.authorize(Action::RegisterFrameworks, principal.as_deref(), &role_names)?;
+        if let Some(id) = info.id.as_ref()
+            && let Some(f) = self.frameworks.get(&id.value)
+            && f.principal != principal
+        {
+            // A failover keeps the framework's principal: nobody takes over another's framework.
+            log::warn!("framework {} refused a failover by another principal", id.value);
+            return Err(Box::new(Response::text(403, PRINCIPAL_CHANGED)));
+        }
+        Ok(principal)
+    }
+
+    /// A known framework subscribing again: its new `FrameworkInfo` applies, its outstanding
+    /// offers are rescinded and its old stream ends; tasks are kept. `Ok(Err(reason))`: the
+    /// master refused the update (nothing changed); `Err`: a fault.
+    fn fail_over(
+        &mut self,
+        name: String,
+        info: s::FrameworkInfo,
+        principal: Option<String>,
+        suppressed_roles: Vec<String>,
+        master: &mut Master<'_>,
+    ) -> Result<Result<String, String>, String> {
+        let update = master.apply(&Command::UpdateFramework {
+            framework: name.clone(),
+            roles: Some(info.effective_roles()),
+            capabilities: Some(capabilities(&info)),
+            suppressed_roles: Some(suppressed_roles),
+            min_allocatable: Some(min_allocatable(&info)),
+        });
+        if let Err(e) = update {
+            return Ok(Err(e.into()));
+        }
+        // Offers made to the scheduler that failed over are withdrawn.
+        let outstanding: Vec<String> = self
+            .offers
+            .iter()
+            .filter(|(_, (owner, _))| *owner == name)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for offer in outstanding {
+            self.rescind(&offer, master)?;
+        }
+        let f = self.frameworks.get_mut(&name).expect("known");
+        if let Some(old) = f.stream.take() {
+            let _ = old.send(&s::Event::error("Framework failed over").to_record());
+            old.close();
+        }
+        f.info = s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info };
+        f.principal = principal;
+        Ok(Ok(name))
+    }
+
+    /// Opens framework `name`'s event stream on `request`: `SUBSCRIBED` first, then every
+    /// status update not yet acknowledged; a framework that was disconnected is active again.
+    fn connect(
+        &mut self,
+        name: &str,
+        request: Request,
+        stream_id: String,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
         let stream = request.stream(
             200,
             vec![
@@ -524,7 +556,7 @@ impl MesosFrameworks {
             || {},
         );
         let subscribed = s::Event::subscribed(s::Subscribed {
-            framework_id: FrameworkId::new(&name),
+            framework_id: FrameworkId::new(name),
             heartbeat_interval_seconds: Some(self.heartbeat.as_secs_f64()),
             master_info: Some(s::MasterInfo {
                 id: self.master_id.clone(),
@@ -533,16 +565,16 @@ impl MesosFrameworks {
             }),
         });
         let _ = stream.send(&subscribed.to_record());
-        let f = self.frameworks.get_mut(&name).expect("added");
+        let f = self.frameworks.get_mut(name).expect("added");
         f.stream = Some(stream);
         f.stream_id = stream_id;
         f.last_heartbeat = Instant::now();
         let was_disconnected = f.disconnected.take().is_some();
         log::info!("framework {name} subscribed");
         // Updates not yet acknowledged go out again on the new stream.
-        self.resend_all(&name);
+        self.resend_all(name);
         if was_disconnected {
-            master.apply(&Command::ActivateFramework(name))?;
+            master.apply(&Command::ActivateFramework(name.to_owned()))?;
         }
         Ok(())
     }
@@ -1095,7 +1127,7 @@ fn wall_seconds() -> f64 {
 /// operating system, so that nobody who can read `GET /state` can guess a framework's stream.
 fn random_uuid() -> Result<String, getrandom::Error> {
     let mut b = [0u8; 16];
-    getrandom::fill(&mut b)?;
+    getrandom::getrandom(&mut b)?;
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
