@@ -35,6 +35,7 @@ pub mod journal;
 pub mod ledger;
 pub mod metrics;
 pub mod operator;
+pub mod queries;
 pub mod records;
 pub mod run;
 pub mod state;

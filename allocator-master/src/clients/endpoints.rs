@@ -12,9 +12,7 @@ use allocator_api::resources::Value as ResValue;
 use allocator_api::{AgentId, FrameworkId, Resources};
 use serde_json::{Value, json};
 
-use super::operator::{
-    Cluster, SchedulerView, frameworks_in_role, held_by_framework, held_by_role, role_names,
-};
+use super::operator::{Cluster, SchedulerView};
 use allocator_host::master::{Command, Master};
 
 /// The endpoints `GET /` lists, with what each answers.
@@ -206,7 +204,7 @@ pub fn framework_json(
     let record = master.framework(fw)?;
     let roles: Vec<&str> = info.roles.iter().map(|r| r.as_str()).collect();
     let mesos = view.and_then(|v| v.framework_info(fw));
-    let allocated = held_by_framework(master, fw);
+    let allocated = master.held_by_framework(fw);
     let capabilities: Vec<&str> = info.capabilities.names();
     Some(json!({
         "id": name,
@@ -243,10 +241,11 @@ fn frameworks(master: &Master<'_>, view: Option<&dyn SchedulerView>) -> Vec<Valu
 }
 
 fn roles(master: &Master<'_>) -> Vec<Value> {
-    role_names(master)
+    master
+        .role_names()
         .into_iter()
         .map(|role| {
-            let held = held_by_role(master, &role);
+            let held = master.held_by_role(&role);
             let q = master.quotas().get(&role);
             let quantities = |q: Option<&allocator_api::Quantities>| -> Value {
                 let map: serde_json::Map<String, Value> = q
@@ -259,7 +258,7 @@ fn roles(master: &Master<'_>) -> Vec<Value> {
             json!({
                 "name": role,
                 "weight": master.weights().get(&role).copied().unwrap_or(1.0),
-                "frameworks": frameworks_in_role(master, &role),
+                "frameworks": master.frameworks_in_role(&role),
                 "resources": resource_map(&held),
                 "allocated": resource_map(&held),
                 "offered": resource_map(&Resources::new()),

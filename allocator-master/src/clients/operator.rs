@@ -551,50 +551,6 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
     m::GetAgents { agents, recovered_agents: Vec::new() }
 }
 
-/// Every role the master knows, in name order: those holding resources, weighted, with a quota,
-/// or named by a framework. Both operator views (v1 `GET_ROLES`, v0 `/master/roles`) list these.
-pub(crate) fn role_names(master: &Master<'_>) -> Vec<String> {
-    let mut names: std::collections::BTreeSet<String> =
-        master.role_alloc().keys().cloned().collect();
-    names.extend(master.weights().keys().cloned());
-    names.extend(master.quotas().keys().cloned());
-    for fw in master.framework_ids() {
-        if let Some(info) = master.framework_info(fw) {
-            names.extend(info.roles.iter().map(|r| r.to_string()));
-        }
-    }
-    names.into_iter().collect()
-}
-
-/// The frameworks subscribed to `role`, by name.
-pub(crate) fn frameworks_in_role<'m>(master: &'m Master<'_>, role: &str) -> Vec<&'m str> {
-    master
-        .framework_ids()
-        .filter(|fw| {
-            master.framework_info(*fw).is_some_and(|i| i.roles.iter().any(|r| r.as_str() == role))
-        })
-        .map(|fw| master.framework_name(fw))
-        .collect()
-}
-
-/// What `role` holds, offered or allocated, by the host's ledger.
-pub(crate) fn held_by_role(master: &Master<'_>, role: &str) -> Resources {
-    master
-        .ledger()
-        .iter()
-        .filter(|a| a.role.as_str() == role)
-        .fold(Resources::default(), |acc, a| acc + &a.resources)
-}
-
-/// What framework `fw` holds, offered or allocated, by the host's ledger.
-pub(crate) fn held_by_framework(master: &Master<'_>, fw: allocator_api::FrameworkId) -> Resources {
-    master
-        .ledger()
-        .iter()
-        .filter(|a| a.framework == fw)
-        .fold(Resources::default(), |acc, a| acc + &a.resources)
-}
-
 fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
     let master = sim.master();
     let frameworks = master
@@ -613,7 +569,7 @@ fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
                 }))
                 .expect("a framework info"),
             };
-            let allocated = held_by_framework(master, id);
+            let allocated = master.held_by_framework(id);
             Some(m::Framework {
                 framework_info,
                 active,
@@ -657,15 +613,17 @@ fn tasks(sim: &dyn Cluster<'_>) -> m::GetTasks {
 }
 
 fn roles(master: &Master<'_>) -> m::GetRoles {
-    let roles = role_names(master)
+    let roles = master
+        .role_names()
         .into_iter()
         .map(|role| m::Role {
             weight: master.weights().get(&role).copied().unwrap_or(1.0),
-            frameworks: frameworks_in_role(master, &role)
+            frameworks: master
+                .frameworks_in_role(&role)
                 .into_iter()
                 .map(FrameworkId::new)
                 .collect(),
-            resources: to_mesos(&held_by_role(master, &role), None, ResourceFormat::Refined),
+            resources: to_mesos(&master.held_by_role(&role), None, ResourceFormat::Refined),
             name: role,
         })
         .collect();
