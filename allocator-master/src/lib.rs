@@ -11,7 +11,7 @@
 //!
 //! * [`cli`]: the command line (SPEC section 1): flags, subcommands, exit codes, and the
 //!   runners of each subcommand.
-//! * [`serve`]: the simulated master live over HTTP, with [`auth`] (authentication and
+//! * [`serve`]: the master live over HTTP, with [`auth`] (authentication and
 //!   authorization), [`clients`] (the Mesos scheduler and operator APIs and Mesos's master
 //!   endpoints over a [`Driver`](allocator_sim::driver::Driver)), [`planner`] (what-if plans
 //!   off the master thread), [`master_registry`] (what survives a restart) and

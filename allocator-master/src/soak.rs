@@ -107,18 +107,18 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
     let mut rng = Rng::new(options.seed);
     let mut setup = Setup { on_module_failure: FailurePolicy::Stop, ..Setup::default() };
     setup.options.seed = options.seed;
-    let mut sim = Driver::new(registry, setup, "soak")?;
+    let mut driver = Driver::new(registry, setup, "soak")?;
     let mut out = EventStream::sink();
     let mut index = 0;
-    let mut apply = |sim: &mut Driver<'_>, op: Op| -> Result<(), String> {
+    let mut apply = |driver: &mut Driver<'_>, op: Op| -> Result<(), String> {
         index += 1;
-        sim.apply(index, &op, &mut out)
+        driver.apply(index, &op, &mut out)
     };
     for i in 0..options.agents {
-        apply(&mut sim, agent_op(i, &mut rng))?;
+        apply(&mut driver, agent_op(i, &mut rng))?;
     }
     for i in 0..options.frameworks {
-        apply(&mut sim, framework_op(i, &mut rng))?;
+        apply(&mut driver, framework_op(i, &mut rng))?;
     }
     let rss_start = rss_kib();
     let mut violations = Vec::new();
@@ -131,28 +131,29 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         if rng.below(4) == 0 && !live_agents.is_empty() {
             let k = rng.below(live_agents.len() as u64) as usize;
             let gone = live_agents.swap_remove(k);
-            apply(&mut sim, Op::Command(Command::RemoveAgent(format!("agent-{gone:05}"))))?;
-            apply(&mut sim, agent_op(next_agent, &mut rng))?;
+            apply(&mut driver, Op::Command(Command::RemoveAgent(format!("agent-{gone:05}"))))?;
+            apply(&mut driver, agent_op(next_agent, &mut rng))?;
             live_agents.push(next_agent);
             next_agent += 1;
             churn += 2;
         }
         if rng.below(20) == 0 {
             if let Some(f) = removed_frameworks.pop() {
-                apply(&mut sim, framework_op(f, &mut rng))?;
+                apply(&mut driver, framework_op(f, &mut rng))?;
             } else {
                 let f = rng.below(options.frameworks as u64) as usize;
-                apply(&mut sim, Op::Command(Command::RemoveFramework(format!("fw-{f:04}"))))?;
+                apply(&mut driver, Op::Command(Command::RemoveFramework(format!("fw-{f:04}"))))?;
                 removed_frameworks.push(f);
             }
             churn += 1;
         }
-        apply(&mut sim, Op::Tick)?;
-        if let Err(e) = sim.master().check_conservation() {
+        apply(&mut driver, Op::Tick)?;
+        if let Err(e) = driver.master().check_conservation() {
             violations.push(format!("run {run}: {e}"));
         }
         let key = |a: &allocator_api::Allocation| (a.framework, a.agent, a.role.to_string());
-        let (mut ours, mut theirs) = (sim.master().ledger(), sim.master().allocator_records());
+        let (mut ours, mut theirs) =
+            (driver.master().ledger(), driver.master().allocator_records());
         ours.sort_by_key(key);
         theirs.sort_by_key(key);
         if ours != theirs {
@@ -170,7 +171,7 @@ pub fn run(registry: &ModuleRegistry, options: &SoakOptions) -> Result<SoakRepor
         }
     }
     Ok(SoakReport {
-        runs: sim.master().runs(),
+        runs: driver.master().runs(),
         churn_events: churn,
         violations,
         rss_kib: (rss_start, rss_kib()),

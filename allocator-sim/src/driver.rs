@@ -61,7 +61,8 @@ pub trait Client: std::any::Any {
     fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String>;
 }
 
-/// The simulated master. See the [module documentation](self).
+/// The master core wired to its clients and observers: every master the binary runs, simulated
+/// or live. See the [module documentation](self).
 pub struct Driver<'r> {
     master: Master<'r>,
     file: String,
@@ -130,17 +131,17 @@ impl<'r> Deliverer<'_> {
 /// The wiring as an [`Apply`] (what the operator API drives): each command is applied and its
 /// events delivered ([`Driver::command`]) before the next.
 pub struct Applying<'a, 'r> {
-    sim: &'a mut Driver<'r>,
+    driver: &'a mut Driver<'r>,
     out: &'a mut EventStream,
 }
 
 impl<'r> Apply<'r> for Applying<'_, 'r> {
     fn master(&self) -> &Master<'r> {
-        &self.sim.master
+        &self.driver.master
     }
 
     fn apply(&mut self, command: &Command) -> Result<Applied, ApplyError> {
-        self.sim.command(command, self.out)
+        self.driver.command(command, self.out)
     }
 }
 
@@ -148,19 +149,19 @@ impl<'a, 'r> Applying<'a, 'r> {
     /// The driver and the event stream the commands deliver their events to, for a client's
     /// own operations through this wiring.
     pub fn parts(&mut self) -> (&mut Driver<'r>, &mut EventStream) {
-        (self.sim, self.out)
+        (self.driver, self.out)
     }
 
     /// The driver inside.
     pub fn driver(&self) -> &Driver<'r> {
-        self.sim
+        self.driver
     }
 }
 
 impl<'r> Driver<'r> {
     /// This wiring as an [`Apply`] whose commands deliver their events to `out`.
     pub fn applying<'a>(&'a mut self, out: &'a mut EventStream) -> Applying<'a, 'r> {
-        Applying { sim: self, out }
+        Applying { driver: self, out }
     }
 
     /// Creates the allocator named in `setup` (built-in or module) and an empty cluster.

@@ -116,20 +116,20 @@ fn fork(
     history: &[Op],
     change: Option<&Command>,
 ) -> Result<(Prediction, f64, f64), String> {
-    let mut sim = Driver::new(registry, setup.clone(), "<plan>")?;
+    let mut driver = Driver::new(registry, setup.clone(), "<plan>")?;
     let mut out = EventStream::sink();
     for (index, op) in history.iter().enumerate() {
-        sim.apply(index, op, &mut out)?;
+        driver.apply(index, op, &mut out)?;
     }
-    let at = sim.master().now();
-    sim.set_offer_tracking(true);
+    let at = driver.master().now();
+    driver.set_offer_tracking(true);
     if let Some(change) = change {
-        sim.command(change, &mut out)?;
+        driver.command(change, &mut out)?;
     }
-    let next_run = sim.master().next_periodic();
-    sim.advance(next_run - sim.master().now(), &mut out)?;
-    let offers = sim.take_offers();
-    let master = sim.master();
+    let next_run = driver.master().next_periodic();
+    driver.advance(next_run - driver.master().now(), &mut out)?;
+    let offers = driver.take_offers();
+    let master = driver.master();
     let mut roles: BTreeSet<&String> = master.role_alloc().keys().collect();
     roles.extend(master.weights().keys());
     let shares = roles.into_iter().map(|r| (r.clone(), master.role_share(r))).collect();

@@ -90,7 +90,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => agent.clone().prop_map(|x| Op::Command(Command::DeactivateAgent(x))),
         1 => agent.clone().prop_map(|x| Op::Command(Command::ActivateAgent(x))),
         3 => (fw.clone(), 0..ROLES.len(), any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
-            |(f, r, gpu, rev, sim)| {
+            |(f, r, gpu, rev, driver)| {
                 let mut caps = FrameworkCapabilities::MULTI_ROLE;
                 if gpu {
                     caps = caps.with(FrameworkCapabilities::GPU_RESOURCES);
@@ -100,7 +100,7 @@ fn op() -> impl Strategy<Value = Op> {
                         .with(FrameworkCapabilities::REVOCABLE_RESOURCES)
                         .with(FrameworkCapabilities::SHARED_RESOURCES);
                 }
-                let tasks = sim.then(|| TaskSpec {
+                let tasks = driver.then(|| TaskSpec {
                     resources: Some("cpus:1;mem:128".parse().unwrap()),
                     count: Some(6),
                     duration: Some(2.5),
@@ -151,14 +151,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn agents(sim: &Driver<'_>) -> impl Iterator<Item = AgentId> {
-    (0..16u32).map(AgentId).filter(|a| sim.master().agent_total(*a).is_some())
+fn agents(driver: &Driver<'_>) -> impl Iterator<Item = AgentId> {
+    (0..16u32).map(AgentId).filter(|a| driver.master().agent_total(*a).is_some())
 }
 
 /// Unreserved non-revocable scalars offered or allocated to exactly `role`.
-fn quota_granted(sim: &Driver<'_>, role: &str) -> Quantities {
+fn quota_granted(driver: &Driver<'_>, role: &str) -> Quantities {
     let mut q = Quantities::new();
-    for a in sim.master().ledger().iter().filter(|a| a.role.as_str() == role) {
+    for a in driver.master().ledger().iter().filter(|a| a.role.as_str() == role) {
         q.add(
             &a.resources
                 .filter(|r| r.is_unreserved() && !r.is_revocable() && !r.is_shared())
@@ -169,10 +169,10 @@ fn quota_granted(sim: &Driver<'_>, role: &str) -> Quantities {
 }
 
 /// Scalar reservations to `role` on every present agent.
-fn reservations(sim: &Driver<'_>, role: &str) -> Quantities {
+fn reservations(driver: &Driver<'_>, role: &str) -> Quantities {
     let mut q = Quantities::new();
-    for a in agents(sim) {
-        q.add(&sim.master().agent_total(a).unwrap().reserved_to(role).scalar_quantities());
+    for a in agents(driver) {
+        q.add(&driver.master().agent_total(a).unwrap().reserved_to(role).scalar_quantities());
     }
     q
 }
@@ -198,20 +198,20 @@ impl std::io::Write for SharedBuf {
 /// Runs `ops`, checking the invariants after each; returns the event stream without timings.
 fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
     let registry = ModuleRegistry::new();
-    let mut sim = Driver::new(&registry, setup(seed), "proptest").unwrap();
+    let mut driver = Driver::new(&registry, setup(seed), "proptest").unwrap();
     let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
     let mut out = EventStream::writer(Box::new(SharedBuf(buf.clone())));
     let mut limits: BTreeMap<String, Quantities> = BTreeMap::new();
     let mut seen_lines = 0;
     for (i, op) in ops.iter().enumerate() {
         let granted_before: BTreeMap<&str, Quantities> =
-            QUOTA_ROLES.iter().map(|r| (*r, quota_granted(&sim, r))).collect();
+            QUOTA_ROLES.iter().map(|r| (*r, quota_granted(&driver, r))).collect();
         let before: BTreeMap<AgentId, Resources> =
-            agents(&sim).map(|a| (a, sim.master().agent_used(a))).collect();
-        let totals_before: BTreeMap<AgentId, Quantities> = agents(&sim)
-            .map(|a| (a, sim.master().agent_total(a).unwrap().scalar_quantities()))
+            agents(&driver).map(|a| (a, driver.master().agent_used(a))).collect();
+        let totals_before: BTreeMap<AgentId, Quantities> = agents(&driver)
+            .map(|a| (a, driver.master().agent_total(a).unwrap().scalar_quantities()))
             .collect();
-        let result = sim.apply(i, op, &mut out); // a refused event changes nothing
+        let result = driver.apply(i, op, &mut out); // a refused event changes nothing
         if let Op::Command(Command::UpdateQuota(role, quota)) = op {
             // Quota on a nested role is refused, never accepted and left unenforced.
             if role.contains('/') {
@@ -255,12 +255,12 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         }
         // No agent is ever offered more than it has: whatever an event adds on an agent fits in
         // what was free there (its total, as of now, minus what was held before).
-        for agent in agents(&sim) {
+        for agent in agents(&driver) {
             let held_before = before.get(&agent).cloned().unwrap_or_default();
-            let used = sim.master().agent_used(agent);
+            let used = driver.master().agent_used(agent);
             let added = used.clone() - &held_before;
-            let free =
-                sim.master().agent_total(agent).unwrap().filter(|r| !r.is_shared()) - &held_before;
+            let free = driver.master().agent_total(agent).unwrap().filter(|r| !r.is_shared())
+                - &held_before;
             prop_assert!(
                 free.contains(&added),
                 "{} offered on {} with only {} free, after {:?}",
@@ -272,15 +272,15 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         }
         // Only a shrinking update_agent can leave an agent over-committed (R14).
         if !matches!(op, Op::Command(Command::UpdateAgent { .. })) {
-            for agent in sim.master().overcommitted_agents() {
+            for agent in driver.master().overcommitted_agents() {
                 prop_assert!(
-                    before.get(&agent).is_some_and(|b| !sim
+                    before.get(&agent).is_some_and(|b| !driver
                         .master()
                         .agent_total(agent)
                         .unwrap()
                         .contains(b)),
                     "{:?} after {:?}",
-                    sim.master().check_conservation(),
+                    driver.master().check_conservation(),
                     op
                 );
             }
@@ -289,9 +289,9 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         // reservations, allocated or not).
         for role in QUOTA_ROLES {
             let Some(limit) = limits.get(role).filter(|l| !l.is_empty()) else { continue };
-            let granted = quota_granted(&sim, role);
+            let granted = quota_granted(&driver, role);
             let mut consumed = granted.clone();
-            consumed.add(&reservations(&sim, role));
+            consumed.add(&reservations(&driver, role));
             for q in limit.iter() {
                 // Only a resource that was granted by this event must be within the limit (a
                 // limit lowered below what is held does not take anything back).
@@ -315,7 +315,7 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         ) {
             for (a, q) in &totals_before {
                 prop_assert_eq!(
-                    &sim.master().agent_total(*a).unwrap().scalar_quantities(),
+                    &driver.master().agent_total(*a).unwrap().scalar_quantities(),
                     q,
                     "after {:?}",
                     op
@@ -323,15 +323,15 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
             }
         }
         // The per-agent record the guard and the checks use is the ledger, summed.
-        for agent in agents(&sim) {
+        for agent in agents(&driver) {
             let mut summed = Resources::new();
-            for a in sim.master().ledger().iter().filter(|a| a.agent == agent) {
+            for a in driver.master().ledger().iter().filter(|a| a.agent == agent) {
                 summed.add(&a.resources.filter(|r| !r.is_shared()));
             }
-            prop_assert_eq!(&sim.master().agent_used(agent), &summed, "after {:?}", op);
+            prop_assert_eq!(&driver.master().agent_used(agent), &summed, "after {:?}", op);
         }
         // No role receives another role's reservation.
-        for a in sim.master().ledger() {
+        for a in driver.master().ledger() {
             for r in a.resources.iter() {
                 prop_assert!(r.is_allocatable_to(&a.role), "{} offered to role {}", r, a.role);
             }
@@ -339,8 +339,8 @@ fn run_checked(ops: &[Op], seed: u64) -> Result<String, TestCaseError> {
         // The allocator's records equal the host's ledger, so offered + allocated + available
         // == total on every agent (the allocator derives available from its records).
         let key = |a: &allocator_api::Allocation| (a.framework, a.agent, a.role.to_string());
-        let mut ours = sim.master().ledger();
-        let mut theirs = sim.master().allocator_records();
+        let mut ours = driver.master().ledger();
+        let mut theirs = driver.master().allocator_records();
         ours.sort_by_key(key);
         theirs.sort_by_key(key);
         prop_assert_eq!(ours, theirs, "after {:?}", op);

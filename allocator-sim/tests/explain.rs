@@ -16,13 +16,13 @@ fn explain(events: Value, subject: &str) -> Vec<Value> {
     let setup = Setup { on_module_failure: FailurePolicy::Stop, ..Setup::default() };
     let root = json!({"events": events}).as_object().unwrap().clone();
     let scenario = AllocatorScenario::parse(&Document { file: "t".into(), root }).unwrap();
-    let mut sim = Driver::new(&registry, setup, "t").unwrap();
-    sim.enable_explanations();
+    let mut driver = Driver::new(&registry, setup, "t").unwrap();
+    driver.enable_explanations();
     let mut out = EventStream::sink();
     for (i, (_, op)) in scenario.events.iter().enumerate() {
-        sim.apply(i, op, &mut out).unwrap();
+        driver.apply(i, op, &mut out).unwrap();
     }
-    sim.explanation(subject)["reasons"].as_array().unwrap().clone()
+    driver.explanation(subject)["reasons"].as_array().unwrap().clone()
 }
 
 fn find<'a>(reasons: &'a [Value], code: &str) -> &'a Value {

@@ -54,23 +54,28 @@ fn the_trace_replays_with_every_sorter_without_over_committing_an_agent() {
             call_timeout_ms: None,
             allocator_parameters: Vec::new(),
         };
-        let mut sim = Driver::new(&registry, setup, "trace").unwrap();
+        let mut driver = Driver::new(&registry, setup, "trace").unwrap();
         let mut out = EventStream::sink();
         for (i, (location, op)) in scenario.events.iter().enumerate() {
-            sim.apply(i, op, &mut out).unwrap_or_else(|e| panic!("{sorter}: {location}: {e}"));
+            driver.apply(i, op, &mut out).unwrap_or_else(|e| panic!("{sorter}: {location}: {e}"));
             if i % 25 == 0 {
-                sim.master()
+                driver
+                    .master()
                     .check_conservation()
                     .unwrap_or_else(|e| panic!("{sorter}: {location}: {e}"));
             }
         }
-        sim.master().check_conservation().unwrap();
+        driver.master().check_conservation().unwrap();
         // Every task that started has finished by the end (the importer advances past the last
         // deletion), and every pod was submitted.
         for fw in ["ls-pods", "be-pods"] {
-            assert_eq!(sim.master().running_tasks(fw), Some(0), "{sorter}: {fw} still runs tasks");
+            assert_eq!(
+                driver.master().running_tasks(fw),
+                Some(0),
+                "{sorter}: {fw} still runs tasks"
+            );
         }
-        let summary = sim
+        let summary = driver
             .run(&AllocatorScenario { events: vec![], ..scenario.clone() }, &mut out)
             .unwrap()
             .summary_json;

@@ -157,10 +157,10 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
     }
     let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
     let setup = setup(&s.engine, &s.allocator, &scenario.config)?;
-    let mut sim = Driver::new(registry, setup, &doc.file)?;
-    sim.set_interrupt(crate::interrupt::install());
+    let mut driver = Driver::new(registry, setup, &doc.file)?;
+    driver.set_interrupt(crate::interrupt::install());
     if let Some(subject) = &s.run.explain {
-        sim.explain_each_run(subject);
+        driver.explain_each_run(subject);
     }
     if let Some(serve) = s.serve {
         let options = crate::serve::ServeOptions {
@@ -174,14 +174,14 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             work_dir: serve.registry_dir()?,
             flags: given_flags(),
         };
-        sim.set_offer_tracking(
+        driver.set_offer_tracking(
             scenario.events.iter().any(|(_, op)| {
                 matches!(op, allocator_sim::allocator_scenario::Op::ExpectOffers(_))
             }),
         );
         // POST /plan forks the master by replaying what it applied; GET /explain counts offers.
-        sim.keep_history();
-        sim.enable_explanations();
+        driver.keep_history();
+        driver.enable_explanations();
         if let Some(path) = &serve.record {
             let config = match doc.root.get("config") {
                 Some(serde_json::Value::Object(c)) => c.clone(),
@@ -189,21 +189,21 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             };
             let recorder = allocator_sim::recording::Recorder::create(path, &config)
                 .map_err(|e| format!("cannot record to '{}': {e}", path.display()))?;
-            sim.record_to(recorder);
+            driver.record_to(recorder);
         }
-        let served = crate::serve::serve(&mut sim, &scenario, &mut out, &options);
-        let recorded = sim.finish_recording();
+        let served = crate::serve::serve(&mut driver, &scenario, &mut out, &options);
+        let recorded = driver.finish_recording();
         served?;
         if let Some(signal) = crate::interrupt::requested() {
             eprintln!(
                 "allocator-master: serve stopped by {} at virtual time {:.3} s",
                 crate::interrupt::name(signal),
-                sim.master().now()
+                driver.master().now()
             );
         }
-        out.emit(&sim.summary_event());
+        out.emit(&driver.summary_event());
         out.flush();
-        summary_to.print(&sim.summary_text());
+        summary_to.print(&driver.summary_text());
         // A recording that is incomplete is a failure of the run, said last and in the code.
         if let Err(e) = recorded {
             return Err(format!(
@@ -215,12 +215,12 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
         return Ok(0);
     }
     let progress = crate::progress::Progress::start(&doc.file, "events");
-    sim.set_progress(progress.counters());
-    let outcome = sim.run(&scenario, &mut out).map_err(|e| e.to_string());
+    driver.set_progress(progress.counters());
+    let outcome = driver.run(&scenario, &mut out).map_err(|e| e.to_string());
     progress.finish();
     let outcome = outcome?;
     if let Some(path) = s.report {
-        let svg = sim.report_svg(&report_title(&scenario, &doc)).map_err(|e| e.to_string())?;
+        let svg = driver.report_svg(&report_title(&scenario, &doc)).map_err(|e| e.to_string())?;
         std::fs::write(path, svg)
             .map_err(|e| format!("cannot write --report '{}': {e}", path.display()))?;
         eprintln!("report written to {}", path.display());
@@ -236,7 +236,7 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
         eprintln!(
             "allocator-master: stopped by {} at virtual time {:.3} s; the summary covers the run so far",
             crate::interrupt::name(signal),
-            sim.master().now()
+            driver.master().now()
         );
         return Ok(crate::interrupt::exit_code(signal));
     }

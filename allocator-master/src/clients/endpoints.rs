@@ -77,15 +77,15 @@ pub fn mesos_endpoint<'p>(method: &str, path: &'p str) -> Option<&'p str> {
 /// Answers `method` on Mesos endpoint `name` ([`mesos_endpoint`]): status and JSON (`Null`:
 /// an empty body).
 pub fn answer(
-    sim: &mut dyn Cluster<'_>,
+    cluster: &mut dyn Cluster<'_>,
     flags: &[(String, String)],
     completed: &[Value],
     method: &str,
     name: &str,
     body: &str,
 ) -> (u16, Value) {
-    let master = sim.master();
-    let view = sim.scheduler();
+    let master = cluster.master();
+    let view = cluster.scheduler();
     let flags: Vec<(String, String)> =
         super::operator::effective_flags(master, flags).into_iter().collect();
     let flags = flags.as_slice();
@@ -104,7 +104,7 @@ pub fn answer(
         ("GET", "/quota") => (200, quota(master)),
         ("GET", "/weights") => (200, weights(master)),
         ("PUT", "/weights") => match parse_weights(body) {
-            Ok(w) => match sim.apply(&Command::UpdateWeights(w)) {
+            Ok(w) => match cluster.apply(&Command::UpdateWeights(w)) {
                 Ok(_) => (200, Value::Null),
                 Err(e) => (400, json!({"error": e.message()})),
             },

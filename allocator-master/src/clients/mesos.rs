@@ -519,15 +519,7 @@ impl MesosFrameworks {
             return Ok(Err(e.into()));
         }
         // Offers made to the scheduler that failed over are withdrawn.
-        let outstanding: Vec<String> = self
-            .offers
-            .iter()
-            .filter(|(_, (owner, _))| *owner == name)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for offer in outstanding {
-            self.rescind(&offer, master)?;
-        }
+        self.rescind_all(&name, master)?;
         let f = self.frameworks.get_mut(&name).expect("known");
         if let Some(old) = f.stream.take() {
             let _ = old.send(&s::Event::error("Framework failed over").to_record());
@@ -736,6 +728,20 @@ impl MesosFrameworks {
         }
         let f = self.frameworks.get_mut(fw).expect("known");
         f.info = s::FrameworkInfo { id: Some(FrameworkId::new(fw)), ..info };
+        Ok(())
+    }
+
+    /// Rescinds every outstanding offer of framework `fw`.
+    fn rescind_all(&mut self, fw: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let offers: Vec<String> = self
+            .offers
+            .iter()
+            .filter(|(_, (owner, _))| *owner == fw)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for offer in offers {
+            self.rescind(&offer, master)?;
+        }
         Ok(())
     }
 
@@ -1035,15 +1041,7 @@ impl MesosFrameworks {
                 f.stream = None;
                 log::info!("framework {fw} disconnected (its event stream ended)");
                 master.apply(&Command::DeactivateFramework(fw.clone()))?;
-                let offers: Vec<String> = self
-                    .offers
-                    .iter()
-                    .filter(|(_, (owner, _))| *owner == fw)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for offer in offers {
-                    self.rescind(&offer, master)?;
-                }
+                self.rescind_all(&fw, master)?;
                 self.inverse.retain(|_, (owner, _)| *owner != fw);
             }
             let f = self.frameworks.get_mut(&fw).expect("listed");

@@ -100,11 +100,11 @@ impl Operator {
     }
 
     /// `GET_MASTER`: the master's `MasterInfo`, start and election times.
-    fn master_json(&self, sim: &dyn Cluster<'_>) -> Value {
+    fn master_json(&self, cluster: &dyn Cluster<'_>) -> Value {
         let flag = |name: &str| self.flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         let hostname = flag("ip").unwrap_or_else(|| "127.0.0.1".into());
         let port: u16 = flag("port").and_then(|p| p.parse().ok()).unwrap_or(5050);
-        let id = sim.scheduler().map_or_else(String::new, |v| v.master_id().to_owned());
+        let id = cluster.scheduler().map_or_else(String::new, |v| v.master_id().to_owned());
         serde_json::json!({
             "master_info": {"id": id, "ip": 0, "port": port, "hostname": hostname,
                 "version": allocator_mesos::MESOS_VERSION, "pid": format!("master@{hostname}:{port}"),
@@ -160,20 +160,20 @@ impl Operator {
     /// inverse offers follow), and machines down for maintenance go down again.
     pub fn restore(
         &mut self,
-        sim: &mut dyn Cluster<'_>,
+        cluster: &mut dyn Cluster<'_>,
         records: OperatorRecords,
     ) -> Result<(), String> {
         for agent in records.gone {
-            if sim.master().agent_id(&agent).is_ok() {
-                sim.apply(&Command::RemoveAgent(agent.clone()))?;
+            if cluster.master().agent_id(&agent).is_ok() {
+                cluster.apply(&Command::RemoveAgent(agent.clone()))?;
             }
             self.gone.insert(agent);
         }
         if let Some(schedule) = records.schedule {
-            self.update_schedule(sim, schedule)?;
+            self.update_schedule(cluster, schedule)?;
         }
         if !records.down.is_empty() {
-            self.start_maintenance(sim, &records.down)?;
+            self.start_maintenance(cluster, &records.down)?;
         }
         Ok(())
     }
@@ -246,7 +246,7 @@ impl Operator {
     /// Answers one `POST /api/v1` body. `metrics` are `GET /metrics/snapshot`'s.
     pub fn answer(
         &mut self,
-        sim: &mut dyn Cluster<'_>,
+        cluster: &mut dyn Cluster<'_>,
         metrics: Map<String, Value>,
         body: &str,
         caller: Caller<'_>,
@@ -255,7 +255,7 @@ impl Operator {
             Ok(call) => call,
             Err(reason) => return Response::text(400, &reason),
         };
-        if let Err(denied) = authorize(&call, caller, sim.scheduler()) {
+        if let Err(denied) = authorize(&call, caller, cluster.scheduler()) {
             return *denied;
         }
         let answer = match call.kind {
@@ -274,63 +274,65 @@ impl Operator {
                     })
                     .collect(),
             }))),
-            CallType::GetFlags => Ok(Some(m::Response::flags(flags(sim.master(), &self.flags)))),
-            CallType::GetState => Ok(Some(m::Response::state(v1_state(sim)))),
+            CallType::GetFlags => {
+                Ok(Some(m::Response::flags(flags(cluster.master(), &self.flags))))
+            }
+            CallType::GetState => Ok(Some(m::Response::state(v1_state(cluster)))),
             CallType::GetMaster => {
                 return json_answer(serde_json::json!({"type": "GET_MASTER", "get_master":
-                    self.master_json(sim)}));
+                    self.master_json(cluster)}));
             }
             CallType::GetMaintenanceStatus => {
                 return json_answer(serde_json::json!({"type": "GET_MAINTENANCE_STATUS",
-                    "get_maintenance_status": {"status": self.maintenance_status(sim.master())}}));
+                    "get_maintenance_status": {"status": self.maintenance_status(cluster.master())}}));
             }
-            CallType::GetAgents => Ok(Some(m::Response::agents(agents(sim.master())))),
-            CallType::GetFrameworks => Ok(Some(m::Response::frameworks(frameworks(sim)))),
-            CallType::GetTasks => Ok(Some(m::Response::tasks(tasks(sim)))),
-            CallType::GetRoles => Ok(Some(m::Response::roles(roles(sim.master())))),
+            CallType::GetAgents => Ok(Some(m::Response::agents(agents(cluster.master())))),
+            CallType::GetFrameworks => Ok(Some(m::Response::frameworks(frameworks(cluster)))),
+            CallType::GetTasks => Ok(Some(m::Response::tasks(tasks(cluster)))),
+            CallType::GetRoles => Ok(Some(m::Response::roles(roles(cluster.master())))),
             CallType::GetWeights => Ok(Some(m::Response::weights(m::GetWeights {
-                weight_infos: sim
+                weight_infos: cluster
                     .master()
                     .weights()
                     .iter()
                     .map(|(r, w)| m::WeightInfo { weight: *w, role: Some(r.clone()) })
                     .collect(),
             }))),
-            CallType::GetQuota => Ok(Some(m::Response::quota(quota(sim.master())))),
+            CallType::GetQuota => Ok(Some(m::Response::quota(quota(cluster.master())))),
             CallType::GetMaintenanceSchedule => {
                 Ok(Some(m::Response::maintenance_schedule(m::GetMaintenanceSchedule {
                     schedule: self.schedule.clone(),
                 })))
             }
             CallType::UpdateWeights => {
-                update_weights(sim, call.update_weights.expect("validated")).map(|()| None)
+                update_weights(cluster, call.update_weights.expect("validated")).map(|()| None)
             }
             CallType::UpdateQuota => {
-                update_quota(sim, call.update_quota.expect("validated")).map(|()| None)
+                update_quota(cluster, call.update_quota.expect("validated")).map(|()| None)
             }
             CallType::UpdateMaintenanceSchedule => {
                 let schedule = call.update_maintenance_schedule.expect("validated").schedule;
-                self.update_schedule(sim, schedule).map(|()| None)
+                self.update_schedule(cluster, schedule).map(|()| None)
             }
             CallType::StartMaintenance => {
                 let machines = call.start_maintenance.expect("validated").machines;
-                self.start_maintenance(sim, &machines).map(|()| None)
+                self.start_maintenance(cluster, &machines).map(|()| None)
             }
             CallType::StopMaintenance => {
                 let machines = call.stop_maintenance.expect("validated").machines;
-                self.stop_maintenance(sim, &machines).map(|()| None)
+                self.stop_maintenance(cluster, &machines).map(|()| None)
             }
             CallType::Teardown => {
                 let id = call.teardown.expect("validated").framework_id.value;
-                if sim.master().framework_id(&id).is_err() {
+                if cluster.master().framework_id(&id).is_err() {
                     return Response::text(400, "No framework found with specified ID");
                 }
-                sim.teardown(&id).map(|()| None)
+                cluster.teardown(&id).map(|()| None)
             }
             CallType::MarkAgentGone => {
                 let agent = call.mark_agent_gone.expect("validated").agent_id.value;
-                match sim.master().agent_id(&agent) {
-                    Ok(_) => sim
+                match cluster.master().agent_id(&agent) {
+                    Ok(_) => cluster
                         .apply(&Command::RemoveAgent(agent.clone()))
                         .map(|_| {
                             self.gone.insert(agent);
@@ -386,7 +388,7 @@ impl Operator {
     /// offers go out); agents no longer scheduled have theirs cleared.
     fn update_schedule(
         &mut self,
-        sim: &mut dyn Cluster<'_>,
+        cluster: &mut dyn Cluster<'_>,
         schedule: m::Schedule,
     ) -> Result<(), String> {
         let mut wanted: BTreeMap<String, allocator_api::Unavailability> = BTreeMap::new();
@@ -395,14 +397,14 @@ impl Operator {
                 start: w.unavailability.start.as_secs(),
                 duration: w.unavailability.duration.map(|d| d.as_secs()).into(),
             };
-            for agent in self.agents_on(sim.master(), &w.machine_ids) {
+            for agent in self.agents_on(cluster.master(), &w.machine_ids) {
                 wanted.insert(agent, u);
             }
         }
         let old_windows = std::mem::take(&mut self.schedule.windows);
         let mut cleared = Vec::new();
         for w in &old_windows {
-            for agent in self.agents_on(sim.master(), &w.machine_ids) {
+            for agent in self.agents_on(cluster.master(), &w.machine_ids) {
                 if !wanted.contains_key(&agent) {
                     cleared.push(agent);
                 }
@@ -410,13 +412,13 @@ impl Operator {
         }
         self.schedule = schedule;
         for agent in cleared {
-            if sim.master().agent_id(&agent).is_ok() {
-                sim.apply(&Command::UpdateUnavailability(agent, None))?;
+            if cluster.master().agent_id(&agent).is_ok() {
+                cluster.apply(&Command::UpdateUnavailability(agent, None))?;
             }
         }
         for (agent, u) in wanted {
-            if sim.master().agent_id(&agent).is_ok() {
-                sim.apply(&Command::UpdateUnavailability(agent, Some(u)))?;
+            if cluster.master().agent_id(&agent).is_ok() {
+                cluster.apply(&Command::UpdateUnavailability(agent, Some(u)))?;
             }
         }
         Ok(())
@@ -426,11 +428,11 @@ impl Operator {
     /// `STOP_MAINTENANCE`).
     fn start_maintenance(
         &mut self,
-        sim: &mut dyn Cluster<'_>,
+        cluster: &mut dyn Cluster<'_>,
         machines: &[allocator_mesos::MachineId],
     ) -> Result<(), String> {
-        for agent in self.agents_on(sim.master(), machines) {
-            let master = sim.master();
+        for agent in self.agents_on(cluster.master(), machines) {
+            let master = cluster.master();
             let Ok(id) = master.agent_id(&agent) else { continue };
             let (Some(info), Some(total)) = (master.agent_info(id), master.agent_total(id)) else {
                 continue;
@@ -441,7 +443,7 @@ impl Operator {
                 attributes: info.attributes.to_vec(),
                 capabilities: info.capabilities,
             };
-            sim.apply(&Command::RemoveAgent(agent.clone()))?;
+            cluster.apply(&Command::RemoveAgent(agent.clone()))?;
             self.down.insert(agent, down);
         }
         Ok(())
@@ -450,10 +452,10 @@ impl Operator {
     /// `STOP_MAINTENANCE`: the machines' agents come back, empty, and leave the schedule.
     fn stop_maintenance(
         &mut self,
-        sim: &mut dyn Cluster<'_>,
+        cluster: &mut dyn Cluster<'_>,
         machines: &[allocator_mesos::MachineId],
     ) -> Result<(), String> {
-        for agent in self.agents_on(sim.master(), machines) {
+        for agent in self.agents_on(cluster.master(), machines) {
             let Some(d) = self.down.remove(&agent) else { continue };
             let op = Command::AddAgent {
                 agent: agent.clone(),
@@ -464,7 +466,7 @@ impl Operator {
                 used: Vec::new(),
                 unavailability: None,
             };
-            sim.apply(&op)?;
+            cluster.apply(&op)?;
         }
         for w in &mut self.schedule.windows {
             w.machine_ids.retain(|mid| !machines.contains(mid));
@@ -493,12 +495,12 @@ pub fn effective_flags(
 }
 
 /// `GET_STATE`'s answer: agents, frameworks, tasks (and no executors).
-pub fn v1_state(sim: &dyn Cluster<'_>) -> m::GetState {
+pub fn v1_state(cluster: &dyn Cluster<'_>) -> m::GetState {
     m::GetState {
-        get_tasks: Some(tasks(sim)),
+        get_tasks: Some(tasks(cluster)),
         get_executors: Some(serde_json::json!({"executors": []})),
-        get_frameworks: Some(frameworks(sim)),
-        get_agents: Some(agents(sim.master())),
+        get_frameworks: Some(frameworks(cluster)),
+        get_agents: Some(agents(cluster.master())),
     }
 }
 
@@ -551,15 +553,15 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
     m::GetAgents { agents, recovered_agents: Vec::new() }
 }
 
-fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
-    let master = sim.master();
+fn frameworks(cluster: &dyn Cluster<'_>) -> m::GetFrameworks {
+    let master = cluster.master();
     let frameworks = master
         .framework_ids()
         .filter_map(|id| {
             let name = master.framework_name(id).to_owned();
             let info = master.framework_info(id)?;
             let active = master.framework(id).is_some_and(|f| f.active);
-            let mesos = sim.scheduler().and_then(|m| m.framework_info(id));
+            let mesos = cluster.scheduler().and_then(|m| m.framework_info(id));
             let framework_info = match mesos {
                 Some(i) => i.clone(),
                 None => serde_json::from_value(serde_json::json!({
@@ -586,13 +588,13 @@ fn frameworks(sim: &dyn Cluster<'_>) -> m::GetFrameworks {
     m::GetFrameworks { frameworks, completed_frameworks: Vec::new() }
 }
 
-fn tasks(sim: &dyn Cluster<'_>) -> m::GetTasks {
-    let master = sim.master();
+fn tasks(cluster: &dyn Cluster<'_>) -> m::GetTasks {
+    let master = cluster.master();
     let mut tasks = Vec::new();
     for fw in master.framework_ids() {
         let fw_name = master.framework_name(fw);
         for (id, t) in master.tasks_of(fw) {
-            let name = sim
+            let name = cluster
                 .scheduler()
                 .and_then(|m| m.task_name(fw, id))
                 .map_or_else(|| format!("task-{id}"), str::to_owned);
@@ -649,7 +651,7 @@ fn quota(master: &Master<'_>) -> m::GetQuota {
     }
 }
 
-fn update_weights(sim: &mut dyn Cluster<'_>, update: m::UpdateWeights) -> Result<(), String> {
+fn update_weights(cluster: &mut dyn Cluster<'_>, update: m::UpdateWeights) -> Result<(), String> {
     let mut weights = Vec::new();
     for w in update.weight_infos {
         let Some(role) = w.role else { return Err("Every weight needs a 'role'".into()) };
@@ -658,10 +660,10 @@ fn update_weights(sim: &mut dyn Cluster<'_>, update: m::UpdateWeights) -> Result
         }
         weights.push((role, w.weight));
     }
-    sim.apply(&Command::UpdateWeights(weights)).map(drop).map_err(String::from)
+    cluster.apply(&Command::UpdateWeights(weights)).map(drop).map_err(String::from)
 }
 
-fn update_quota(sim: &mut dyn Cluster<'_>, update: m::UpdateQuota) -> Result<(), String> {
+fn update_quota(cluster: &mut dyn Cluster<'_>, update: m::UpdateQuota) -> Result<(), String> {
     let mut quotas = Vec::new();
     for c in update.quota_configs {
         let parse = |q: &BTreeMap<String, ScalarValue>| {
@@ -675,7 +677,7 @@ fn update_quota(sim: &mut dyn Cluster<'_>, update: m::UpdateQuota) -> Result<(),
         quotas.push((c.role.clone(), Quota { guarantees, limits }));
     }
     for (role, q) in quotas {
-        sim.apply(&Command::UpdateQuota(role, q))?;
+        cluster.apply(&Command::UpdateQuota(role, q))?;
     }
     Ok(())
 }

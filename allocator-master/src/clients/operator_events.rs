@@ -112,8 +112,8 @@ impl OperatorStreams {
     }
 
     /// Answers `SUBSCRIBE`: a stream that starts with `SUBSCRIBED` (the state now).
-    pub fn subscribe(&mut self, request: Request, sim: &dyn Cluster<'_>) {
-        let state = serde_json::to_value(v1_state(sim)).unwrap_or_default();
+    pub fn subscribe(&mut self, request: Request, cluster: &dyn Cluster<'_>) {
+        let state = serde_json::to_value(v1_state(cluster)).unwrap_or_default();
         if self.streams.is_empty() {
             self.seen = Seen::of(&state);
         }
@@ -126,12 +126,12 @@ impl OperatorStreams {
     }
 
     /// Sends what changed since the last pass, and heartbeats; forgets ended streams.
-    pub fn tick(&mut self, sim: &dyn Cluster<'_>) {
+    pub fn tick(&mut self, cluster: &dyn Cluster<'_>) {
         self.streams.retain(|s| !s.is_closed());
         if self.streams.is_empty() {
             return;
         }
-        let now = Seen::of(&serde_json::to_value(v1_state(sim)).unwrap_or_default());
+        let now = Seen::of(&serde_json::to_value(v1_state(cluster)).unwrap_or_default());
         let mut events = self.seen.diff(&now);
         self.seen = now;
         if self.last_heartbeat.elapsed() >= self.heartbeat {

@@ -1,4 +1,4 @@
-//! `allocator-master serve`: the simulated master live, in real time, with an HTTP endpoint.
+//! `allocator-master serve`: the master live, in real time, with an HTTP endpoint.
 //!
 //! One thread (the caller's) owns the [`Driver`]: the allocator, the host's ledger and the
 //! simulated frameworks. Like Mesos's allocator process it works from one FIFO queue: the HTTP
@@ -81,7 +81,7 @@ type Incoming = allocator_http::Request;
 /// http://ADDR` on stderr once listening. `Err` when the address cannot be bound or a module
 /// fault stops the master (`--on_module_failure stop`).
 pub fn serve(
-    sim: &mut Driver<'_>,
+    driver: &mut Driver<'_>,
     scenario: &AllocatorScenario,
     out: &mut EventStream,
     options: &ServeOptions,
@@ -95,7 +95,7 @@ pub fn serve(
             options.heartbeat_interval
         ));
     }
-    sim.attach_client(MesosFrameworks::new(Duration::from_secs_f64(options.heartbeat_interval)));
+    driver.attach_client(MesosFrameworks::new(Duration::from_secs_f64(options.heartbeat_interval)));
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
         None => None,
@@ -138,9 +138,9 @@ pub fn serve(
     }
     options.flags.sort();
     let options = &options;
-    let (modules, setup) = (sim.master().registry(), sim.initial_setup().clone());
+    let (modules, setup) = (driver.master().registry(), driver.initial_setup().clone());
     let result = crate::planner::with_planner(modules, &setup, |planner| {
-        let mut live = Live::new(sim, scenario, options, queued, planner);
+        let mut live = Live::new(driver, scenario, options, queued, planner);
         let restored = registry.map(|(store, state)| {
             live.store = Some(store);
             state
@@ -148,7 +148,7 @@ pub fn serve(
         live.run(out, &rx, restored)
     });
     // The master ends the frameworks' streams itself: a stop never waits for a client.
-    let _ = sim.with_client(out, |m: &mut MesosFrameworks, _| {
+    let _ = driver.with_client(out, |m: &mut MesosFrameworks, _| {
         m.close_streams();
         Ok(())
     });
@@ -170,7 +170,7 @@ const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 /// The master loop's state.
 struct Live<'s, 'r> {
-    sim: &'s mut Driver<'r>,
+    driver: &'s mut Driver<'r>,
     events: &'s [(String, Op)],
     interval: f64,
     speed: f64,
@@ -194,16 +194,16 @@ struct Live<'s, 'r> {
 
 impl<'s, 'r> Live<'s, 'r> {
     fn new(
-        sim: &'s mut Driver<'r>,
+        driver: &'s mut Driver<'r>,
         scenario: &'s AllocatorScenario,
         options: &'s ServeOptions,
         queued: Arc<AtomicU64>,
         planner: &'s crate::planner::Planner,
     ) -> Live<'s, 'r> {
         let start = Instant::now();
-        let v0 = sim.master().now();
+        let v0 = driver.master().now();
         Live {
-            interval: sim.master().allocation_interval(),
+            interval: driver.master().allocation_interval(),
             events: &scenario.events,
             speed: options.speed,
             start,
@@ -220,7 +220,7 @@ impl<'s, 'r> Live<'s, 'r> {
             streams: crate::clients::operator_events::OperatorStreams::new(
                 Duration::from_secs_f64(options.heartbeat_interval),
             ),
-            sim,
+            driver,
         }
     }
 
@@ -249,14 +249,14 @@ impl<'s, 'r> Live<'s, 'r> {
         loop {
             self.catch_up(out)?;
             if let Err(e) =
-                self.sim.with_client(out, |m: &mut MesosFrameworks, master| m.tick(master))
+                self.driver.with_client(out, |m: &mut MesosFrameworks, master| m.tick(master))
             {
                 self.fatal()?;
                 log::error!("scheduler API: {e}");
             }
             out.flush();
             self.persist()?;
-            self.streams.tick(&self.sim.applying(out));
+            self.streams.tick(&self.driver.applying(out));
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 // A GET changes nothing the registry keeps: no snapshot for it.
@@ -268,11 +268,11 @@ impl<'s, 'r> Live<'s, 'r> {
                 continue;
             }
             let now = Instant::now();
-            if self.deadline.is_some_and(|d| now >= d) || self.sim.master().interrupted() {
+            if self.deadline.is_some_and(|d| now >= d) || self.driver.master().interrupted() {
                 self.streams.close();
                 return Ok(());
             }
-            let mut next = self.sim.master().next_periodic();
+            let mut next = self.driver.master().next_periodic();
             if self.cursor < self.events.len() {
                 next = next.min(self.hold);
             }
@@ -293,13 +293,14 @@ impl<'s, 'r> Live<'s, 'r> {
     /// Plays the scenario events that are due and advances the virtual clock to now.
     fn catch_up(&mut self, out: &mut EventStream) -> Result<(), String> {
         loop {
-            while self.cursor < self.events.len() && self.sim.master().now() >= self.hold - 1e-9 {
+            while self.cursor < self.events.len() && self.driver.master().now() >= self.hold - 1e-9
+            {
                 let (location, op) = &self.events[self.cursor];
                 match op {
-                    Op::Advance(s) => self.hold = self.sim.master().now() + s,
-                    Op::Tick => self.hold = self.sim.master().now() + self.interval,
+                    Op::Advance(s) => self.hold = self.driver.master().now() + s,
+                    Op::Tick => self.hold = self.driver.master().now() + self.interval,
                     op => {
-                        if let Err(e) = self.sim.apply(self.cursor, op, out) {
+                        if let Err(e) = self.driver.apply(self.cursor, op, out) {
                             self.fatal()?;
                             log::error!("scenario {location}: {e}");
                         }
@@ -313,11 +314,11 @@ impl<'s, 'r> Live<'s, 'r> {
             if playing {
                 target = target.min(self.hold);
             }
-            if target <= self.sim.master().now() {
+            if target <= self.driver.master().now() {
                 return Ok(());
             }
-            let due = self.sim.master().next_periodic();
-            if let Err(e) = self.sim.advance(target - self.sim.master().now(), out) {
+            let due = self.driver.master().next_periodic();
+            if let Err(e) = self.driver.advance(target - self.driver.master().now(), out) {
                 self.fatal()?;
                 log::error!("advancing the clock: {e}");
             }
@@ -328,7 +329,7 @@ impl<'s, 'r> Live<'s, 'r> {
                     late.as_secs_f64() * 1e3,
                 );
             }
-            if !(playing && self.sim.master().now() >= self.hold - 1e-9) {
+            if !(playing && self.driver.master().now() >= self.hold - 1e-9) {
                 return Ok(());
             }
         }
@@ -337,10 +338,10 @@ impl<'s, 'r> Live<'s, 'r> {
     /// The registry's view of the master now ([`crate::master_registry`]).
     fn snapshot(&self) -> crate::master_registry::State {
         use crate::master_registry::{QuotaText, State, VERSION};
-        let master = self.sim.master();
+        let master = self.driver.master();
         let ops = self.operator.records();
         let (frameworks, removed_frameworks) =
-            self.sim.client::<MesosFrameworks>().map(|m| m.records()).unwrap_or_default();
+            self.driver.client::<MesosFrameworks>().map(|m| m.records()).unwrap_or_default();
         State {
             version: VERSION,
             quotas: master
@@ -393,7 +394,7 @@ impl<'s, 'r> Live<'s, 'r> {
         state: crate::master_registry::State,
         out: &mut EventStream,
     ) -> Result<(), String> {
-        let setup = self.sim.master().setup().clone();
+        let setup = self.driver.master().setup().clone();
         let sorters = Command::SetSorters {
             role_sorter: state.role_sorter.filter(|s| *s != setup.role_sorter),
             framework_sorter: state.framework_sorter.filter(|s| *s != setup.framework_sorter),
@@ -414,7 +415,7 @@ impl<'s, 'r> Live<'s, 'r> {
             }
         }
         for command in &commands {
-            if let Err(e) = self.sim.command(command, out) {
+            if let Err(e) = self.driver.command(command, out) {
                 self.fatal()?;
                 log::warn!("registry: {command:?} not restored: {e}");
             }
@@ -433,13 +434,13 @@ impl<'s, 'r> Live<'s, 'r> {
                 .collect(),
             gone: state.gone_agents,
         };
-        if let Err(e) = self.operator.restore(&mut self.sim.applying(out), records) {
+        if let Err(e) = self.operator.restore(&mut self.driver.applying(out), records) {
             self.fatal()?;
             log::warn!("registry: maintenance not fully restored: {e}");
         }
         let (frameworks, removed) = (state.frameworks, state.removed_frameworks);
         let count = frameworks.len();
-        self.sim.with_client(out, |m: &mut MesosFrameworks, master| {
+        self.driver.with_client(out, |m: &mut MesosFrameworks, master| {
             m.restore(frameworks, removed, master)
         })?;
         log::info!("registry restored ({count} framework(s) waiting to subscribe)");
@@ -449,14 +450,14 @@ impl<'s, 'r> Live<'s, 'r> {
 
     /// `Err` (stop the master) once a module fault under `--on_module_failure stop` happened.
     fn fatal(&self) -> Result<(), String> {
-        match self.sim.master().stopped() {
+        match self.driver.master().stopped() {
             Some(reason) => Err(reason.to_owned()),
             None => Ok(()),
         }
     }
 
     fn metrics(&self) -> Map<String, Value> {
-        let mut m = self.sim.metrics();
+        let mut m = self.driver.metrics();
         m.insert(
             "allocator/mesos/event_queue_dispatches".into(),
             json!(self.queued.load(Ordering::SeqCst)),
@@ -467,9 +468,9 @@ impl<'s, 'r> Live<'s, 'r> {
             &self.latency_ms,
         );
         m.insert("master/plans_refused".into(), json!(self.planner.refused()));
-        allocator_host::metrics::write_mesos_master_metrics(&mut m, self.sim.master());
+        allocator_host::metrics::write_mesos_master_metrics(&mut m, self.driver.master());
         m.insert("master/uptime_secs".into(), json!(self.start.elapsed().as_secs_f64()));
-        let offers = self.sim.client::<MesosFrameworks>().map_or(0, |m| m.outstanding_offers());
+        let offers = self.driver.client::<MesosFrameworks>().map_or(0, |m| m.outstanding_offers());
         m.insert("master/outstanding_offers".into(), json!(offers));
         crate::system_metrics::write(&mut m);
         m
@@ -607,11 +608,13 @@ fn check_media_types(request: &Incoming) -> Result<(), allocator_http::Response>
 }
 
 /// `GET /explain?role=R` or `?framework=F`: why it got what it got at the last run.
-fn explain(sim: &Driver<'_>, query: &str) -> (u16, Value) {
+fn explain(driver: &Driver<'_>, query: &str) -> (u16, Value) {
     let mut pairs = query.split('&').filter_map(|p| p.split_once('='));
     match pairs.next() {
-        Some(("role", r)) if !r.is_empty() => (200, sim.explain_role(&percent_decode(r))),
-        Some(("framework", f)) if !f.is_empty() => (200, sim.explain_framework(&percent_decode(f))),
+        Some(("role", r)) if !r.is_empty() => (200, driver.explain_role(&percent_decode(r))),
+        Some(("framework", f)) if !f.is_empty() => {
+            (200, driver.explain_framework(&percent_decode(f)))
+        }
         _ => (400, json!({"error": "give ?role=ROLE or ?framework=FRAMEWORK"})),
     }
 }

@@ -88,7 +88,7 @@ const ROUTES: &[Route] = &[
         path: "/state",
         realm: Some(Realm::ReadOnly),
         methods: &[("GET", |live, request, _, _| {
-            let state = live.sim.state();
+            let state = live.driver.state();
             reply(request, 200, &state);
             Ok(())
         })],
@@ -107,7 +107,7 @@ const ROUTES: &[Route] = &[
         path: "/explain",
         realm: Some(Realm::ReadOnly),
         methods: &[("GET", |live, request, _, _| {
-            let (status, answer) = explain(live.sim, &request.query);
+            let (status, answer) = explain(live.driver, &request.query);
             reply(request, status, &answer);
             Ok(())
         })],
@@ -220,7 +220,7 @@ fn scheduler_api(
     out: &mut EventStream,
 ) -> Result<(), String> {
     let answered = live
-        .sim
+        .driver
         .with_client(out, |m: &mut MesosFrameworks, master| m.call(request, caller, master));
     if let Err(e) = answered {
         live.fatal()?;
@@ -238,11 +238,12 @@ fn operator_api(
     out: &mut EventStream,
 ) -> Result<(), String> {
     if is_subscribe(&request.body) {
-        live.streams.subscribe(request, &live.sim.applying(out));
+        live.streams.subscribe(request, &live.driver.applying(out));
         return Ok(());
     }
     let metrics = live.metrics();
-    let answer = live.operator.answer(&mut live.sim.applying(out), metrics, &request.body, caller);
+    let answer =
+        live.operator.answer(&mut live.driver.applying(out), metrics, &request.body, caller);
     if answer.status >= 400 {
         log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
     }
@@ -263,13 +264,13 @@ fn mesos(
     out: &mut EventStream,
 ) -> Result<(), String> {
     let completed: Vec<Value> = live
-        .sim
+        .driver
         .client::<MesosFrameworks>()
         .map(|m| m.completed_frameworks().to_vec())
         .unwrap_or_default();
     let method = request.method.clone();
     let (status, answer) = crate::clients::endpoints::answer(
-        &mut live.sim.applying(out),
+        &mut live.driver.applying(out),
         live.operator.flags(),
         &completed,
         &method,
@@ -299,7 +300,7 @@ fn plan(
     _: &mut EventStream,
 ) -> Result<(), String> {
     let job = allocator_sim::plan::parse_change(&request.body)
-        .and_then(|change| Ok((allocator_sim::plan::history(live.sim.master())?, change)));
+        .and_then(|change| Ok((allocator_sim::plan::history(live.driver.master())?, change)));
     match job {
         Ok((history, change)) => {
             if let Err(request) = live.planner.submit(request, history, change) {
@@ -330,7 +331,7 @@ fn change(
             return Ok(());
         }
     };
-    match live.sim.command(&command, out) {
+    match live.driver.command(&command, out) {
         Ok(_) => {
             log::info!("{} {}: applied", request.method, request.path);
             if let Err(e) = live.persist() {
