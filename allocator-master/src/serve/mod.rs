@@ -11,7 +11,7 @@
 //! `allocation_interval`; after the last event the master keeps running periodically.
 //!
 //! Endpoints (JSON bodies and answers; the routing table, with the realm each path needs, is
-//! [`routes`]):
+//! `routes.rs`):
 //!
 //! | request | answer |
 //! |---|---|
@@ -477,7 +477,7 @@ impl<'s, 'r> Live<'s, 'r> {
     }
 
     /// Answers one request: Mesos's media-type checks, then authentication in the realm of
-    /// its path, authorization, and the handler [`routes`] names. `Err` stops the master.
+    /// its path, authorization, and the handler `routes.rs` names. `Err` stops the master.
     fn answer(&mut self, request: Incoming, out: &mut EventStream) -> Result<(), String> {
         if let Err(refusal) = check_media_types(&request) {
             request.respond_with(refusal);
