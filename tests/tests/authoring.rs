@@ -242,6 +242,12 @@ fn the_readme_sketch_fails_exactly_the_conformance_checks_the_readme_lists() {
         )),
         "{section}"
     );
+    let skipped = text.lines().filter(|l| l.trim_start().starts_with("SKIP")).count();
+    let prose = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        prose.contains(&format!("({skipped} more of the {} are skipped", checks + skipped)),
+        "{section}"
+    );
 }
 
 #[test]
