@@ -21,7 +21,7 @@ py="$venv/bin/python"
 
 if [ -x "$py" ] && "$py" -c 'import pymesos, avmesos.cli, requests, toml, selenium' 2>/dev/null; then
     echo "pymesos venv ready at $venv" >&2
-    echo "$py"
+    echo "$(cd "$venv" && pwd)/bin/python"
     exit 0
 fi
 

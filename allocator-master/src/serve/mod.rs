@@ -483,6 +483,11 @@ impl<'s, 'r> Live<'s, 'r> {
             request.respond_with(refusal);
             return Ok(());
         }
+        if let Err(refusal) = check_same_origin(&request) {
+            log::warn!("{} {}: refused a cross-site request", request.method, request.path);
+            request.respond_with(refusal);
+            return Ok(());
+        }
         let path = request.path.clone();
         let (realm, target) = routes::route(&request.method, &path);
         let principal = match realm {
@@ -570,6 +575,39 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
         }
         _ => Ok(()),
     }
+}
+
+/// A browser's request from another site may change nothing (cross-site request forgery, a
+/// page elsewhere posting `text/plain` or a form to this master): a request with any method
+/// but `GET` and `HEAD` that a browser marks as coming from elsewhere — `Sec-Fetch-Site`
+/// other than `same-origin` or `none`, or an `Origin` that is not the scheme, host and port
+/// of the `Host` it was sent to — is refused `403` before authentication, whatever
+/// credentials the browser holds. Programs (pymesos, curl, the Mesos CLI) send neither
+/// header and are not affected; the master's own web page is same-origin.
+fn check_same_origin(request: &Incoming) -> Result<(), allocator_http::Response> {
+    if matches!(request.method.as_str(), "GET" | "HEAD") {
+        return Ok(());
+    }
+    let refuse = |why: &str| {
+        Err(allocator_http::Response::text(403, &format!("Cross-site request refused: {why}")))
+    };
+    if let Some(site) = request.header("Sec-Fetch-Site")
+        && !site.eq_ignore_ascii_case("same-origin")
+        && !site.eq_ignore_ascii_case("none")
+    {
+        return refuse(&format!("Sec-Fetch-Site is '{site}'"));
+    }
+    if let Some(origin) = request.header("Origin") {
+        let host = request.header("Host").unwrap_or_default();
+        let origin_host = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .map(|rest| rest.trim_end_matches('/'));
+        if !origin_host.is_some_and(|o| !host.is_empty() && o.eq_ignore_ascii_case(host)) {
+            return refuse(&format!("Origin '{origin}' is not this master ('{host}')"));
+        }
+    }
+    Ok(())
 }
 
 /// Mesos's answers to a body or an `Accept` this master does not speak: `415` for a

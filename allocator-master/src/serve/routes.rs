@@ -128,7 +128,11 @@ const ROUTES: &[Route] = &[
         methods: &[("GET", |_, request, _, _| {
             // A browser gets the web page; any other client the list of endpoints.
             if request.header("Accept").is_some_and(|a| a.contains("text/html")) {
-                request.respond_with(allocator_http::Response::html(200, WEB_PAGE));
+                // Never inside another site's frame (one click there would act here).
+                let page = allocator_http::Response::html(200, WEB_PAGE)
+                    .with_header("X-Frame-Options", "DENY")
+                    .with_header("Content-Security-Policy", "frame-ancestors 'none'");
+                request.respond_with(page);
             } else {
                 respond(request, 200, &crate::clients::endpoints::index());
             }
