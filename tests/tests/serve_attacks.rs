@@ -71,7 +71,7 @@ fn read_answer(s: &mut TcpStream) -> Option<u16> {
 fn idle_connection(live: &Serve, from: IpAddr) -> Option<TcpStream> {
     let mut s = connect_from(from, &live.addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    s.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
     (read_answer(&mut s)? == 200).then_some(s)
 }
 
@@ -109,7 +109,7 @@ fn chunk_sizes_that_overflow_get_an_answer_and_leak_nothing() {
                 let size = if i % 3 == 0 { "1ffffffffffffffff" } else { "ffffffffffffffff" };
                 let _ = write!(
                     s,
-                    "POST /quota HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\n{{\"role\"\r\n"
+                    "POST /quota HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\n{{\"role\"\r\n"
                 );
                 if (i + wave) % 2 == 1 {
                     // Half of them go away at once, as the issue's did.
@@ -184,7 +184,7 @@ fn an_idle_flood_from_one_address_does_not_shut_out_other_clients() {
 #[test]
 fn a_slowloris_is_cut_at_the_header_timeout_while_others_are_served() {
     let live = start("slowloris", &["--http_header_timeout", "2"]);
-    let head = b"GET /state HTTP/1.1\r\nHost: slow\r\nX-Slow: ";
+    let head = b"GET /state HTTP/1.1\r\nHost: localhost\r\nX-Slow: ";
     let mut slow: Vec<Option<TcpStream>> = (0..200)
         .map(|i| {
             let s = connect_from(lo(if i % 2 == 0 { 1 } else { 3 }), &live.addr).expect("connect");
@@ -232,7 +232,7 @@ fn a_scheduler_stream_flows_while_idle_connections_fill_every_request_place() {
         r#"{"type": "SUBSCRIBE", "subscribe": {"framework_info": {"user": "u", "name": "t"}}}"#;
     write!(
         sub,
-        "POST /api/v1/scheduler HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /api/v1/scheduler HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

@@ -1,7 +1,11 @@
 //! A page on another site cannot change the live master through a visitor's browser (issue
 //! 43, "Browsers"): state-changing requests a browser marks as cross-site are refused before
-//! authentication, and the web page cannot be framed. Programs, which send neither `Origin`
-//! nor `Sec-Fetch-Site`, are not affected.
+//! authentication, a request naming the master by a name it was not given (DNS rebinding) is
+//! refused, and the web page cannot be framed. Programs, which send neither `Origin` nor
+//! `Sec-Fetch-Site` and name the master by its address, are not affected.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
 
 use serde_json::Value;
 use workspace_tests::serve::{Serve, header};
@@ -12,11 +16,26 @@ const SCENARIO: &str = r#"{"description": "cross-site test", "events": [
 ]}"#;
 
 fn start(test: &str) -> Serve {
+    start_with(test, &[])
+}
+
+fn start_with(test: &str, extra: &[&str]) -> Serve {
     let dir = std::env::temp_dir().join(format!("serve-cross-site-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{test}.json"));
     std::fs::write(&path, SCENARIO).unwrap();
-    Serve::start(&["--duration", "120", "--scenario", path.to_str().unwrap()])
+    let mut args = vec!["--duration", "120", "--scenario", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Serve::start(&args)
+}
+
+/// The status of `GET /state` sent with `Host: {host}`.
+fn state_status_for_host(live: &Serve, host: &str) -> u16 {
+    let mut s = TcpStream::connect(&live.addr).unwrap();
+    write!(s, "GET /state HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status line")
 }
 
 /// Role `a`'s weight as `GET /state` shows it.
@@ -92,4 +111,26 @@ fn the_web_page_cannot_be_framed() {
     assert_eq!(status, 200);
     assert_eq!(header(&headers, "X-Frame-Options"), Some("DENY"));
     assert_eq!(header(&headers, "Content-Security-Policy"), Some("frame-ancestors 'none'"));
+}
+
+#[test]
+fn a_name_the_master_was_not_given_is_refused_against_dns_rebinding() {
+    let live = start("rebinding");
+    let port = live.addr.rsplit(':').next().unwrap().to_owned();
+    assert_eq!(state_status_for_host(&live, &format!("attacker.example:{port}")), 403);
+    assert_eq!(state_status_for_host(&live, &format!("127.0.0.1:{port}")), 200);
+    assert_eq!(state_status_for_host(&live, &format!("localhost:{port}")), 200);
+    assert_eq!(state_status_for_host(&live, &format!("[::1]:{port}")), 200);
+}
+
+#[test]
+fn the_name_given_with_hostname_is_accepted_and_advertised() {
+    let live = start_with("hostname", &["--hostname", "master.example"]);
+    let port = live.addr.rsplit(':').next().unwrap().to_owned();
+    assert_eq!(state_status_for_host(&live, &format!("master.example:{port}")), 200);
+    assert_eq!(state_status_for_host(&live, &format!("other.example:{port}")), 403);
+    let (status, body) = live.request("GET", "/master/state", "");
+    assert_eq!(status, 200, "{body}");
+    let state: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(state["hostname"], "master.example");
 }

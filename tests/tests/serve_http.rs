@@ -273,7 +273,7 @@ fn a_slow_client_does_not_block_other_requests() {
     let mut endless = TcpStream::connect(&live.addr).expect("connect");
     write!(
         endless,
-        "POST /quota HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{{\r\n"
+        "POST /quota HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{{\r\n"
     )
     .unwrap();
     endless.flush().unwrap();
@@ -294,7 +294,8 @@ fn a_body_over_one_mebibyte_is_answered_413() {
     let live = start("too-large", &[]);
     let mut s = TcpStream::connect(&live.addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(s, "POST /weights HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 2 << 20).unwrap();
+    write!(s, "POST /weights HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n", 2 << 20)
+        .unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).expect("read the answer");
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
@@ -347,7 +348,7 @@ fn serve_speaks_https_with_the_ssl_flags() {
     // Plain HTTP on the HTTPS port is not answered as HTTP.
     let mut plain = TcpStream::connect(&live.addr).unwrap();
     plain.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    plain.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    plain.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);
     assert!(!answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));

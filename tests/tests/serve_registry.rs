@@ -158,7 +158,7 @@ fn a_master_killed_at_any_instant_loses_no_acknowledged_change() {
             for w in 1..=400u64 {
                 let body = json!({"weights": {"r1": restored as u64 + w}}).to_string();
                 let request = format!(
-                    "POST /weights HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "POST /weights HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let answer = (|| -> std::io::Result<String> {

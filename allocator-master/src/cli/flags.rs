@@ -406,6 +406,11 @@ pub struct ServeArgs {
     /// The port to listen on, as Mesos's `--port`; 0 picks a free one [default: 5050].
     #[arg(long, value_name = "PORT")]
     pub port: Option<u16>,
+    /// The master's name, as Mesos's `--hostname`: requests may name it in their `Host`
+    /// header, beside an IP address or `localhost` (any other name is refused, against DNS
+    /// rebinding); the endpoints advertise it as the master's hostname.
+    #[arg(long, value_name = "NAME")]
+    pub hostname: Option<String>,
     /// Virtual seconds per wall-clock second.
     #[arg(long, default_value_t = 1.0, value_name = "K")]
     pub speed: f64,

@@ -172,6 +172,7 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             http_limits: serve.http.limits()?,
             tls: serve.http.tls()?,
             work_dir: serve.registry_dir()?,
+            hostname: serve.hostname.clone(),
             flags: given_flags(),
         };
         driver.set_offer_tracking(

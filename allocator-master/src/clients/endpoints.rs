@@ -318,9 +318,10 @@ fn state(
 ) -> Value {
     let slaves = slaves(master);
     let flag = |name: &str| flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let hostname = flag("ip").unwrap_or("127.0.0.1");
+    let ip = flag("ip").unwrap_or("127.0.0.1");
+    let hostname = flag("hostname").unwrap_or(ip);
     let port: u16 = flag("port").and_then(|p| p.parse().ok()).unwrap_or(5050);
-    let pid = format!("master@{hostname}:{port}");
+    let pid = format!("master@{ip}:{port}");
     json!({
         "version": allocator_mesos::MESOS_VERSION,
         "id": view.map_or("", |v| v.master_id()),

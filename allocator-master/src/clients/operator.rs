@@ -102,13 +102,14 @@ impl Operator {
     /// `GET_MASTER`: the master's `MasterInfo`, start and election times.
     fn master_json(&self, cluster: &dyn Cluster<'_>) -> Value {
         let flag = |name: &str| self.flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-        let hostname = flag("ip").unwrap_or_else(|| "127.0.0.1".into());
+        let ip = flag("ip").unwrap_or_else(|| "127.0.0.1".into());
+        let hostname = flag("hostname").unwrap_or_else(|| ip.clone());
         let port: u16 = flag("port").and_then(|p| p.parse().ok()).unwrap_or(5050);
         let id = cluster.scheduler().map_or_else(String::new, |v| v.master_id().to_owned());
         serde_json::json!({
             "master_info": {"id": id, "ip": 0, "port": port, "hostname": hostname,
-                "version": allocator_mesos::MESOS_VERSION, "pid": format!("master@{hostname}:{port}"),
-                "address": {"hostname": hostname, "ip": hostname, "port": port}},
+                "version": allocator_mesos::MESOS_VERSION, "pid": format!("master@{ip}:{port}"),
+                "address": {"hostname": hostname, "ip": ip, "port": port}},
             "start_time": self.started,
             "elected_time": self.started,
         })

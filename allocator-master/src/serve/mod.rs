@@ -70,6 +70,9 @@ pub struct ServeOptions {
     /// Keep the master's registry in this directory (`--work_dir`), restoring it at start
     /// ([`crate::master_registry`]); `None`: nothing survives a restart.
     pub work_dir: Option<std::path::PathBuf>,
+    /// The master's name (`--hostname`), accepted in a request's `Host` header beside IP
+    /// addresses and `localhost`.
+    pub hostname: Option<String>,
     /// Every flag the master runs with (name, value), for `/master/flags` and `GET_FLAGS`.
     pub flags: Vec<(String, String)>,
 }
@@ -185,6 +188,8 @@ struct Live<'s, 'r> {
     latency_ms: Vec<f64>,
     operator: crate::clients::operator::Operator,
     auth: &'s Auth,
+    /// The master's name beside its addresses (`--hostname`).
+    hostname: Option<&'s str>,
     planner: &'s crate::planner::Planner,
     /// The master's registry, when it survives restarts (`--work_dir`).
     store: Option<crate::master_registry::Store>,
@@ -215,6 +220,7 @@ impl<'s, 'r> Live<'s, 'r> {
             latency_ms: Vec::new(),
             operator: crate::clients::operator::Operator::with_flags(options.flags.clone()),
             auth: &options.auth,
+            hostname: options.hostname.as_deref(),
             planner,
             store: None,
             streams: crate::clients::operator_events::OperatorStreams::new(
@@ -483,6 +489,11 @@ impl<'s, 'r> Live<'s, 'r> {
             request.respond_with(refusal);
             return Ok(());
         }
+        if let Err(refusal) = check_host(&request, self.hostname) {
+            log::warn!("{} {}: refused a request for another host", request.method, request.path);
+            request.respond_with(refusal);
+            return Ok(());
+        }
         if let Err(refusal) = check_same_origin(&request) {
             log::warn!("{} {}: refused a cross-site request", request.method, request.path);
             request.respond_with(refusal);
@@ -575,6 +586,29 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
         }
         _ => Ok(()),
     }
+}
+
+/// A request must name this master in its `Host` header: an IP address (any: a browser that
+/// connected to an address is no DNS rebinding), `localhost`, or the name given with
+/// `--hostname`; any other name is refused `403`, so a site whose name an attacker points at
+/// this master's address (DNS rebinding) can neither read nor change it. A request without
+/// `Host` (HTTP/1.0 programs) is let through.
+fn check_host(request: &Incoming, hostname: Option<&str>) -> Result<(), allocator_http::Response> {
+    let Some(host) = request.header("Host") else { return Ok(()) };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let known = name.parse::<std::net::IpAddr>().is_ok()
+        || name.eq_ignore_ascii_case("localhost")
+        || hostname.is_some_and(|h| name.eq_ignore_ascii_case(h));
+    if known {
+        return Ok(());
+    }
+    Err(allocator_http::Response::text(
+        403,
+        &format!("Host '{host}' is not a name of this master (give it with --hostname)"),
+    ))
 }
 
 /// A browser's request from another site may change nothing (cross-site request forgery, a
