@@ -18,6 +18,7 @@
 //!   [`system_metrics`].
 //! * [`bench`](mod@bench), [`cli::bench`]: Mesos's benchmarks and their subcommand; [`soak`]:
 //!   the churn soak; `conformance` runs the [`allocator_conformance`] suite.
+//! * [`descriptors`]: the open-file limit and the connection places that fit in it.
 //! * [`interrupt`], [`progress`]: SIGINT/SIGTERM and signs of life for long runs;
 //!   [`duration`]: Mesos's duration format.
 #![deny(missing_docs)]
@@ -26,6 +27,7 @@ pub mod auth;
 pub mod bench;
 pub mod cli;
 pub mod clients;
+pub mod descriptors;
 pub mod duration;
 pub mod interrupt;
 pub mod master_registry;

@@ -104,9 +104,18 @@ pub fn serve(
         None => None,
     };
     let tls = options.tls.as_ref().map(allocator_http::Tls::load).transpose()?;
-    let (server, requests) =
-        allocator_http::Server::bind_tls(&options.listen, options.http_limits.clone(), tls)
-            .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
+    let mut limits = options.http_limits.clone();
+    if let Some(available) = crate::descriptors::raise_soft_limit()
+        && crate::descriptors::fit_places(&mut limits, available)
+    {
+        log::warn!(
+            "the open-file limit is {available}: {} request and {} stream places (raise the hard limit, ulimit -Hn, for more)",
+            limits.max_connections,
+            limits.max_streams
+        );
+    }
+    let (server, requests) = allocator_http::Server::bind_tls(&options.listen, limits, tls)
+        .map_err(|e| format!("cannot listen on '{}': {e}", options.listen))?;
     let (scheme, addr) = (server.scheme(), server.addr());
     eprintln!("serving on {scheme}://{addr}");
     log::info!("serving on {scheme}://{addr}");
