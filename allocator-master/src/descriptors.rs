@@ -24,11 +24,11 @@ pub fn raise_soft_limit() -> Option<u64> {
         // SAFETY: `raised` is a valid rlimit; a refusal leaves the limit as it was.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
             log::info!("open-file limit raised from {} to {}", limit.rlim_cur, limit.rlim_max);
-            return Some(limit.rlim_max as u64);
+            return Some(limit.rlim_max);
         }
         log::warn!("cannot raise the open-file limit from {}", limit.rlim_cur);
     }
-    Some(limit.rlim_cur as u64)
+    Some(limit.rlim_cur)
 }
 
 /// Shrinks `limits`' request and stream places (and their per-address shares) so that, with
