@@ -222,3 +222,27 @@ fn without_a_work_dir_nothing_survives_a_restart() {
     let weights = post(&serve, "/api/v1", json!({"type": "GET_WEIGHTS"}));
     assert_eq!(weights["get_weights"]["weight_infos"], json!([]), "{weights}");
 }
+
+/// A registry write that fails (here: a directory where the temporary file goes; out of
+/// descriptors or a full disk in life) answers the change `503` and the master goes on; once
+/// writes work again the registry holds the master's state, and a restart restores it.
+#[test]
+fn a_failed_registry_write_answers_503_and_the_master_goes_on() {
+    let dir = work_dir("write-fails");
+    let serve = start(&dir);
+    post(&serve, "/weights", json!({"weights": {"a": 2}}));
+    let blocker = dir.join("registry.json.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    let (status, answer) =
+        serve.request("POST", "/weights", &json!({"weights": {"a": 3}}).to_string());
+    assert_eq!(status, 503, "{answer}");
+    assert!(answer.contains("cannot write the registry"), "{answer}");
+    assert!(state(&serve)["roles"].is_array(), "the master still serves");
+    std::fs::remove_dir(&blocker).unwrap();
+    post(&serve, "/weights", json!({"weights": {"a": 4}}));
+    assert!(serve.stop().success());
+    let again = start(&dir);
+    let roles = state(&again)["roles"].clone();
+    let a = roles.as_array().unwrap().iter().find(|r| r["role"] == "a").unwrap().clone();
+    assert_eq!(a["weight"], 4.0, "{roles}");
+}

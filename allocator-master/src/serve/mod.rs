@@ -202,6 +202,8 @@ struct Live<'s, 'r> {
     planner: &'s crate::planner::Planner,
     /// The master's registry, when it survives restarts (`--work_dir`).
     store: Option<crate::master_registry::Store>,
+    /// Why the last registry write failed, while it keeps failing.
+    registry_failing: Option<String>,
     /// Subscribers to the operator API's event stream.
     streams: crate::clients::operator_events::OperatorStreams,
 }
@@ -232,6 +234,7 @@ impl<'s, 'r> Live<'s, 'r> {
             hostname: options.hostname.as_deref(),
             planner,
             store: None,
+            registry_failing: None,
             streams: crate::clients::operator_events::OperatorStreams::new(
                 Duration::from_secs_f64(options.heartbeat_interval),
             ),
@@ -270,7 +273,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 log::error!("scheduler API: {e}");
             }
             out.flush();
-            self.persist()?;
+            self.keep_registry();
             self.streams.tick(&self.driver.applying(out));
             if let Some(incoming) = pending.take() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
@@ -278,7 +281,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 let reads_only = incoming.method == "GET";
                 self.answer(incoming, out)?;
                 if !reads_only {
-                    self.persist()?;
+                    self.keep_registry();
                 }
                 continue;
             }
@@ -388,7 +391,28 @@ impl<'s, 'r> Live<'s, 'r> {
         }
     }
 
-    /// Writes the registry if anything in it changed. `Err` (the master stops) when it cannot.
+    /// Writes the registry between requests. A write that fails (out of descriptors, a full
+    /// disk) does not stop the master: it is said once, retried on every pass, and until it
+    /// works each change is answered `503` (its write failed too), so nothing acknowledged is
+    /// missing from the registry.
+    fn keep_registry(&mut self) {
+        match self.persist() {
+            Ok(()) => {
+                if let Some(e) = self.registry_failing.take() {
+                    log::warn!("the registry is written again (it failed: {e})");
+                }
+            }
+            Err(e) => {
+                if self.registry_failing.is_none() {
+                    log::error!("{e}; retrying on every pass, changes answered 503 until then");
+                    self.registry_failing = Some(e);
+                }
+            }
+        }
+    }
+
+    /// Writes the registry if anything in it changed. `Err` when it cannot (a request that
+    /// made a change is then answered `503`).
     fn persist(&mut self) -> Result<(), String> {
         if self.store.is_none() {
             return Ok(());

@@ -253,7 +253,7 @@ fn operator_api(
     }
     if let Err(e) = live.persist() {
         respond(request, 503, &json!({"error": e}));
-        return Err(e);
+        return live.fatal();
     }
     request.respond_with(answer);
     live.fatal()
@@ -286,7 +286,7 @@ fn mesos(
         && let Err(e) = live.persist()
     {
         respond(request, 503, &json!({"error": e}));
-        return Err(e);
+        return live.fatal();
     }
     if answer.is_null() {
         request.respond_with(allocator_http::Response::empty(status));
@@ -340,7 +340,7 @@ fn change(
             log::info!("{} {}: applied", request.method, request.path);
             if let Err(e) = live.persist() {
                 respond(request, 503, &json!({"error": e}));
-                return Err(e);
+                return Ok(());
             }
             reply(request, 200, &json!({"ok": true}));
             Ok(())
