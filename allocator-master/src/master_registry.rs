@@ -86,6 +86,78 @@ pub struct Store {
     dir: PathBuf,
     /// What was last written (or read), to skip writing what did not change.
     last: State,
+    /// `DIR/registry.lock`, held (`flock`) as long as this master runs: a second master on
+    /// the same work_dir refuses to start.
+    _lock: std::fs::File,
+}
+
+/// The lock file beside the registry.
+const LOCK: &str = "registry.lock";
+
+/// Opens `path` for reading or writing without following a symbolic link (a link planted in
+/// the work_dir cannot redirect the master's writes); `create` makes it exclusively.
+fn open_no_follow(path: &Path, create: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.custom_flags(libc::O_NOFOLLOW);
+    if create {
+        options.write(true).create_new(true).mode(0o600);
+    } else {
+        options.read(true);
+    }
+    options.open(path)
+}
+
+/// Refuses a work_dir that another user owns or that others may write to (they could plant or
+/// swap its files).
+fn check_owner_and_mode(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta =
+        std::fs::symlink_metadata(dir).map_err(|e| format!("--work_dir {}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("--work_dir {}: not a directory (a link is refused)", dir.display()));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!(
+            "--work_dir {}: owned by user {}, not by this master's user {me}",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "--work_dir {}: others may write to it (mode {:o}); chmod go-w it",
+            dir.display(),
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Takes the work_dir's lock, or says which master holds it.
+fn lock(dir: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let path = dir.join(LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| format!("the registry lock {}: {e}", path.display()))?;
+    // SAFETY: the descriptor is open for the life of `file`; flock only locks it.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(format!(
+            "--work_dir {}: another master uses this registry (its lock {} is held); stop it or give another --work_dir",
+            dir.display(),
+            path.display()
+        ));
+    }
+    Ok(file)
 }
 
 impl Store {
@@ -94,8 +166,14 @@ impl Store {
     pub fn open(dir: &Path) -> Result<(Store, State), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("--work_dir {}: cannot create it: {e}", dir.display()))?;
+        check_owner_and_mode(dir)?;
+        let lock = lock(dir)?;
         let path = dir.join(FILE);
-        let state = match std::fs::read_to_string(&path) {
+        let read = open_no_follow(&path, false).and_then(|mut f| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).map(|_| text)
+        });
+        let state = match read {
             Ok(text) => {
                 let state: State = serde_json::from_str(&text)
                     .map_err(|e| format!("the registry {}: {e}", path.display()))?;
@@ -113,7 +191,7 @@ impl Store {
             }
             Err(e) => return Err(format!("the registry {}: {e}", path.display())),
         };
-        Ok((Store { dir: dir.to_owned(), last: state.clone() }, state))
+        Ok((Store { dir: dir.to_owned(), last: state.clone(), _lock: lock }, state))
     }
 
     /// Writes `state` if it differs from what was last written, crash-safely (see the
@@ -126,7 +204,13 @@ impl Store {
         let tmp = self.dir.join(format!("{FILE}.tmp"));
         let text = serde_json::to_vec_pretty(state).expect("the registry serializes");
         let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
+            // A leftover (or planted) temporary file goes first; the new one is made
+            // exclusively, never through a link.
+            match std::fs::remove_file(&tmp) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let mut f = open_no_follow(&tmp, true)?;
             f.write_all(&text)?;
             f.write_all(b"\n")?;
             f.sync_all()?;
@@ -166,9 +250,45 @@ mod tests {
         state.gone_agents.push("a7".into());
         assert!(store.save(&state).unwrap());
         assert!(!store.save(&state).unwrap(), "unchanged: not written again");
+        drop(store);
         let (_, read) = Store::open(&d).unwrap();
         assert_eq!(read, state);
         assert!(!d.join(format!("{FILE}.tmp")).exists());
+    }
+
+    #[test]
+    fn a_second_store_on_the_same_work_dir_is_refused_while_the_first_is_open() {
+        let d = dir("locked");
+        let (first, _) = Store::open(&d).unwrap();
+        let e = Store::open(&d).unwrap_err();
+        assert!(e.contains("another master uses this registry"), "{e}");
+        drop(first);
+        assert!(Store::open(&d).is_ok(), "the lock goes with the master");
+    }
+
+    #[test]
+    fn a_link_planted_as_the_temporary_file_redirects_nothing() {
+        let d = dir("planted");
+        let (mut store, mut state) = Store::open(&d).unwrap();
+        let victim = std::env::temp_dir().join(format!("registry-victim-{}", std::process::id()));
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join(format!("{FILE}.tmp"))).unwrap();
+        state.weights.insert("ml".into(), 2.0);
+        assert!(store.save(&state).unwrap());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        drop(store);
+        assert_eq!(Store::open(&d).unwrap().1, state);
+        let _ = std::fs::remove_file(victim);
+    }
+
+    #[test]
+    fn a_work_dir_others_may_write_to_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir("open");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = Store::open(&d).unwrap_err();
+        assert!(e.contains("others may write to it"), "{e}");
     }
 
     #[test]
