@@ -8,9 +8,11 @@
 
 pub mod serve;
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::{Child, Command, Output};
+use std::sync::{OnceLock, mpsc};
+use std::time::Duration;
 
 /// The target folder of the running test's profile (`target/debug` or `target/release`).
 pub fn target_dir() -> PathBuf {
@@ -87,4 +89,35 @@ pub fn json_files(folder: &str) -> Vec<PathBuf> {
     files.sort();
     assert!(!files.is_empty(), "no scenarios in {}", dir.display());
     files
+}
+
+/// Reads `child`'s piped stderr on a thread of its own (so the child never blocks on a full
+/// pipe); its lines arrive on the channel. Panics when stderr was not piped.
+pub fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Waits (up to `patience` for each line) for a line containing `fragment`; every line seen,
+/// that one last. Panics, with the lines seen, when none comes.
+pub fn wait_for_line(
+    rx: &mpsc::Receiver<String>,
+    fragment: &str,
+    patience: Duration,
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Ok(line) = rx.recv_timeout(patience) {
+        let found = line.contains(fragment);
+        seen.push(line);
+        if found {
+            return seen;
+        }
+    }
+    panic!("no stderr line with '{fragment}' in {seen:?}");
 }

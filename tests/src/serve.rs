@@ -6,7 +6,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -33,17 +32,15 @@ impl Serve {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start allocator-master serve");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let addr = line.split("http://").nth(1).or_else(|| line.split("https://").nth(1));
-                if let Some(addr) = addr {
-                    let _ = tx.send(addr.trim().to_owned());
-                }
+        let lines = crate::stderr_lines(&mut child);
+        let addr = loop {
+            let line =
+                lines.recv_timeout(Duration::from_secs(60)).expect("serve announces its address");
+            let addr = line.split("http://").nth(1).or_else(|| line.split("https://").nth(1));
+            if let Some(addr) = addr {
+                break addr.trim().to_owned();
             }
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(60)).expect("serve announces its address");
+        };
         Serve { child, addr }
     }
 

@@ -2,12 +2,11 @@
 //! cleanly with the summary so far, long runs show signs of life, and the module listing is
 //! readable.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use workspace_tests::{master, run_master, workspace_root};
+use workspace_tests::{master, run_master, stderr_lines, wait_for_line, workspace_root};
 
 /// A scenario that runs for hours: millions of tiny tasks on one huge agent.
 const LONG_SCENARIO: &str = r#"{"events": [
@@ -34,13 +33,7 @@ fn spawn(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start allocator-master");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child);
     (child, rx)
 }
 
@@ -51,15 +44,7 @@ fn signal(child: &Child, name: &str) {
 
 /// Waits for a stderr line containing `fragment`; all lines seen so far.
 fn wait_for(rx: &mpsc::Receiver<String>, fragment: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(120)) {
-        let found = line.contains(fragment);
-        seen.push(line);
-        if found {
-            return seen;
-        }
-    }
-    panic!("no stderr line with '{fragment}' in {seen:?}");
+    wait_for_line(rx, fragment, Duration::from_secs(120))
 }
 
 #[test]

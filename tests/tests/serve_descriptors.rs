@@ -2,12 +2,11 @@
 //! limit a service manager leaves at 1,024 to the hard limit, and when even that is low it
 //! sizes its connection and stream places to fit, keeping descriptors for its registry.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use workspace_tests::{master, workspace_root};
+use workspace_tests::{master, stderr_lines, wait_for_line, workspace_root};
 
 /// Starts `serve` for a few seconds under the shell's `ulimit` arguments; returns the child
 /// (the master itself: the shell `exec`s it) and its stderr lines as they come.
@@ -22,27 +21,13 @@ fn serve_under(ulimit: &str) -> (Child, mpsc::Receiver<String>) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start serve under bash");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child);
     (child, rx)
 }
 
 /// Lines up to and including `serving on …`.
 fn until_serving(rx: &mpsc::Receiver<String>) -> Vec<String> {
-    let mut lines = Vec::new();
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
-        let done = line.contains("serving on");
-        lines.push(line);
-        if done {
-            return lines;
-        }
-    }
-    panic!("serve never said where it listens: {lines:?}");
+    wait_for_line(rx, "serving on", Duration::from_secs(60))
 }
 
 /// The soft and hard open-file limits of process `pid`.
