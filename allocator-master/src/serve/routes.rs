@@ -208,6 +208,19 @@ impl Live<'_, '_> {
     }
 }
 
+/// A change is in the registry before it is acknowledged: `Some(request)` to acknowledge it,
+/// or `None` when the write failed and `request` was answered `503` (the change stays applied
+/// and is written on a later pass; sending it again is safe).
+fn written_first(live: &mut Live<'_, '_>, request: Incoming) -> Option<Incoming> {
+    match live.persist() {
+        Ok(()) => Some(request),
+        Err(e) => {
+            respond(request, 503, &json!({"error": e}));
+            None
+        }
+    }
+}
+
 /// Answers with JSON, logging an answer of 400 or more.
 fn reply(request: Incoming, status: u16, answer: &Value) {
     if status >= 400 {
@@ -251,11 +264,9 @@ fn operator_api(
     if answer.status >= 400 {
         log::warn!("POST /api/v1: {}", String::from_utf8_lossy(&answer.body));
     }
-    if let Err(e) = live.persist() {
-        respond(request, 503, &json!({"error": e}));
-        return live.fatal();
+    if let Some(request) = written_first(live, request) {
+        request.respond_with(answer);
     }
-    request.respond_with(answer);
     live.fatal()
 }
 
@@ -281,13 +292,10 @@ fn mesos(
         name,
         &request.body,
     );
-    if method == "PUT"
-        && status == 200
-        && let Err(e) = live.persist()
-    {
-        respond(request, 503, &json!({"error": e}));
+    let changed = method == "PUT" && status == 200;
+    let Some(request) = (if changed { written_first(live, request) } else { Some(request) }) else {
         return live.fatal();
-    }
+    };
     if answer.is_null() {
         request.respond_with(allocator_http::Response::empty(status));
     } else {
@@ -338,11 +346,9 @@ fn change(
     match live.driver.command(&command, out) {
         Ok(_) => {
             log::info!("{} {}: applied", request.method, request.path);
-            if let Err(e) = live.persist() {
-                respond(request, 503, &json!({"error": e}));
-                return Ok(());
+            if let Some(request) = written_first(live, request) {
+                reply(request, 200, &json!({"ok": true}));
             }
-            reply(request, 200, &json!({"ok": true}));
             Ok(())
         }
         Err(ApplyError::Stopped(message)) => {
