@@ -43,11 +43,6 @@ impl ApplyError {
 /// For callers that report every error as a line of text.
 impl From<ApplyError> for String {
     fn from(e: ApplyError) -> String {
-        match e {
-            ApplyError::Invalid(m)
-            | ApplyError::Refused(m)
-            | ApplyError::Stopped(m)
-            | ApplyError::Answer(m) => m,
-        }
+        e.message().to_owned()
     }
 }
