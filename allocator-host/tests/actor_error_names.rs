@@ -50,7 +50,6 @@ fn a_refusal_logged_by_the_actor_names_the_framework_and_agent() {
         used: vec![("a1".into(), "cpus:2".parse().unwrap())],
         suppressed_roles: vec![],
         min_allocatable: vec![],
-        tasks: None,
     })
     .unwrap();
     h.query(|_| ()).expect("the actor answers after the commands queued before");

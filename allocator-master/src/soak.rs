@@ -9,10 +9,11 @@ use std::time::Instant;
 use allocator_api::FrameworkCapabilities;
 use allocator_api::rng::Rng;
 
-use allocator_host::master::{Command, TaskSpec};
+use allocator_host::master::Command;
 use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::ModuleRegistry;
 use allocator_sim::allocator_scenario::Op;
+use allocator_sim::clients::simulated::TaskSpec;
 use allocator_sim::driver::Driver;
 use allocator_sim::output::EventStream;
 
@@ -78,7 +79,7 @@ fn framework_op(i: usize, rng: &mut Rng) -> Op {
     let roles = ["services", "batch", "analytics", "ml"];
     let role = roles[i % roles.len()];
     let long = role == "services";
-    Op::Command(Command::AddFramework {
+    let add = Command::AddFramework {
         framework: format!("fw-{i:04}"),
         roles: vec![role.into()],
         capabilities: FrameworkCapabilities::MULTI_ROLE.with(FrameworkCapabilities::GPU_RESOURCES),
@@ -86,19 +87,20 @@ fn framework_op(i: usize, rng: &mut Rng) -> Op {
         used: vec![],
         suppressed_roles: vec![],
         min_allocatable: vec![],
-        tasks: Some(TaskSpec {
-            resources: Some(
-                if role == "ml" { "cpus:2;mem:8192;gpus:1" } else { "cpus:1;mem:2048" }
-                    .parse()
-                    .expect("valid"),
-            ),
-            count: None,
-            duration: if long { None } else { Some(5.0 + rng.below(60) as f64) },
-            per_offer: Some(16),
-            refuse_seconds: 2.0,
-            request: 0,
-        }),
-    })
+    };
+    let tasks = TaskSpec {
+        resources: Some(
+            if role == "ml" { "cpus:2;mem:8192;gpus:1" } else { "cpus:1;mem:2048" }
+                .parse()
+                .expect("valid"),
+        ),
+        count: None,
+        duration: if long { None } else { Some(5.0 + rng.below(60) as f64) },
+        per_offer: Some(16),
+        refuse_seconds: 2.0,
+        request: 0,
+    };
+    Op::Play { add, tasks }
 }
 
 /// Runs the soak.

@@ -9,7 +9,13 @@
 //! (each sees every event), then the simulated frameworks answer their offers, then the
 //! live client; after an allocation run idle simulated
 //! frameworks suppress their offers and the report takes a sample. [`Driver::apply`] takes a
-//! scenario event: a command, a clock event or an expectation.
+//! scenario event: a command, a simulated framework's workload (`add_framework` with `tasks`,
+//! `submit_task`), a clock event or an expectation.
+//!
+//! The simulated workload is this crate's alone: the master core sees a played framework's
+//! `add_framework` as any other, and never sees a submitted task. The driver tells the
+//! simulated frameworks itself, and puts the scenario event in the master's journal as a
+//! [note](allocator_host::master::Note), so that plans and recordings replay it in its place.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -19,11 +25,11 @@ use serde_json::Value;
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
 use crate::clients::scenario::Expectations;
-use crate::clients::simulated::SimulatedFrameworks;
+use crate::clients::simulated::{SimulatedFrameworks, Submission, TaskSpec};
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
 use crate::recording::Recorder;
-use allocator_host::master::{Applied, Apply, ApplyError, Command, Event, Master, Setup};
+use allocator_host::master::{Applied, Apply, ApplyError, Command, Event, Master, Note, Setup};
 
 /// A run that could not go on: bad input the parser could not see (an unknown name), a call the
 /// allocator refused, or a module fault. One line, naming the event.
@@ -125,6 +131,15 @@ impl<'r> Deliverer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// A client's answer that failed after its command was applied: [`ApplyError::Answer`], or
+/// [`ApplyError::Stopped`] when it stopped the master.
+fn deliver_error(master: &Master<'_>, message: String) -> ApplyError {
+    match master.stopped() {
+        Some(_) => ApplyError::Stopped(message),
+        None => ApplyError::Answer(message),
     }
 }
 
@@ -249,6 +264,10 @@ impl<'r> Driver<'r> {
     pub fn apply(&mut self, index: usize, op: &Op, out: &mut EventStream) -> Result<(), String> {
         match op {
             Op::Command(command) => self.command(command, out).map(drop).map_err(String::from),
+            Op::Play { add, tasks } => self.play(add, tasks, out).map(drop).map_err(String::from),
+            Op::SubmitTask { framework, task } => {
+                self.submit_task(framework, task, out).map_err(String::from)
+            }
             Op::Advance(seconds) => self.advance(*seconds, out),
             Op::Tick => self.advance(self.master.allocation_interval(), out),
             Op::ExpectOffers(_) | Op::ExpectInverseOffers(_) | Op::ExpectTasks { .. } => {
@@ -268,11 +287,59 @@ impl<'r> Driver<'r> {
     ) -> Result<Applied, ApplyError> {
         let (master, mut deliverer) = self.deliverer(out);
         let applied = master.apply(command)?;
-        deliverer.deliver(master).map_err(|message| match master.stopped() {
-            Some(_) => ApplyError::Stopped(message),
-            None => ApplyError::Answer(message),
-        })?;
+        deliverer.deliver(master).map_err(|message| deliver_error(master, message))?;
         Ok(applied)
+    }
+
+    /// Adds the framework of `add` (a [`Command::AddFramework`]) and has the simulated
+    /// frameworks play it with `tasks` from its first offer on; the journal keeps the scenario
+    /// event ([`Op::Play`]).
+    pub fn play(
+        &mut self,
+        add: &Command,
+        tasks: &TaskSpec,
+        out: &mut EventStream,
+    ) -> Result<Applied, ApplyError> {
+        if !matches!(add, Command::AddFramework { .. }) {
+            return Err(ApplyError::Invalid("a played framework is added by add_framework".into()));
+        }
+        let note = Note::new(Op::Play { add: add.clone(), tasks: tasks.clone() });
+        let (master, mut deliverer) = self.deliverer(out);
+        let applied = master.apply_noted(add, note)?;
+        if let Applied::Framework(id) = applied {
+            deliverer.sims.add(id, tasks.clone());
+        }
+        deliverer.deliver(master).map_err(|message| deliver_error(master, message))?;
+        Ok(applied)
+    }
+
+    /// Queues `task` for `framework`, which the simulated frameworks must play (it was added
+    /// with `tasks`); a framework that suppressed its offers revives them. The journal keeps
+    /// the scenario event ([`Op::SubmitTask`]).
+    pub fn submit_task(
+        &mut self,
+        framework: &str,
+        task: &Submission,
+        out: &mut EventStream,
+    ) -> Result<(), ApplyError> {
+        if let Some(reason) = self.master.stopped() {
+            return Err(ApplyError::Stopped(reason.to_owned()));
+        }
+        let id = self.master.framework_id(framework).map_err(ApplyError::Invalid)?;
+        if !self.sims.plays(id) {
+            return Err(ApplyError::Invalid(format!(
+                "framework '{framework}' is not simulated (add it with \"tasks\")"
+            )));
+        }
+        let note =
+            Note::new(Op::SubmitTask { framework: framework.to_owned(), task: task.clone() });
+        self.master.note(note);
+        let (master, mut deliverer) = self.deliverer(out);
+        deliverer
+            .sims
+            .submit(master, id, task)
+            .map_err(|message| deliver_error(master, message))?;
+        deliverer.deliver(master).map_err(|message| deliver_error(master, message))
     }
 
     /// Advances the master's clock by `seconds` ([`Master::advance`]), delivering its events

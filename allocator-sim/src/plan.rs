@@ -95,7 +95,7 @@ pub fn history_until(scenario: &AllocatorScenario, at: f64) -> Vec<Op> {
             Op::Advance(s) => *s,
             Op::Tick => interval,
             Op::ExpectOffers(_) | Op::ExpectInverseOffers(_) | Op::ExpectTasks { .. } => continue,
-            Op::Command(_) => 0.0,
+            Op::Command(_) | Op::Play { .. } | Op::SubmitTask { .. } => 0.0,
         };
         if now + step > at + 1e-9 {
             break;
@@ -139,7 +139,7 @@ fn fork(
 /// What the live master applied so far, from its journal (which it must keep:
 /// [`Driver::keep_history`]), as the scenario events a plan replays.
 pub fn history(master: &Master<'_>) -> Result<Vec<Op>, String> {
-    Ok(master.journal_entries()?.into_iter().map(Op::from).collect())
+    master.journal_entries()?.into_iter().map(Op::try_from).collect()
 }
 
 /// Predicts `change` applied to the live master `driver` now, from its journal, against not

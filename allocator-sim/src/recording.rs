@@ -69,6 +69,7 @@ impl Sink for Recorder {
         let event = match entry {
             Entry::Advance(seconds) => Some(json!({"op": "advance", "seconds": seconds})),
             Entry::Command(command) => command_to_json(command),
+            Entry::Note(note) => note.get::<Op>().and_then(op_to_json),
         };
         event.map_or(Ok(()), |e| self.write_json(&e))
     }

@@ -10,9 +10,10 @@ use allocator_api::{
     RVec, Resources, RoleMinAllocatable, Unavailability,
 };
 use allocator_host::ModuleRegistry;
+use allocator_host::master::Command;
 use allocator_host::master::Setup;
-use allocator_host::master::{Command, TaskSpec};
 use allocator_sim::allocator_scenario::Op;
+use allocator_sim::clients::simulated::TaskSpec;
 use allocator_sim::driver::Driver;
 use allocator_sim::output::EventStream;
 use proptest::prelude::*;
@@ -40,7 +41,7 @@ fn add_framework(
     } else {
         vec![]
     };
-    Op::Command(Command::AddFramework {
+    let add = Command::AddFramework {
         framework,
         roles: vec![role.to_owned()],
         capabilities: caps,
@@ -48,8 +49,11 @@ fn add_framework(
         used: vec![],
         suppressed_roles: vec![],
         min_allocatable,
-        tasks,
-    })
+    };
+    match tasks {
+        Some(tasks) => Op::Play { add, tasks },
+        None => Op::Command(add),
+    }
 }
 
 /// Top-level roles that get quotas in the random mix and reservations by operations.

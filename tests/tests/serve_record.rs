@@ -32,6 +32,10 @@ fn a_recorded_live_session_replays_to_the_same_offers() {
     assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
     let recording = std::fs::read_to_string(&record).unwrap();
     assert!(recording.contains(r#""op":"update_weights""#), "the operator change is recorded");
+    assert!(
+        recording.contains(r#""tasks":{"#),
+        "the simulated frameworks are recorded with what their tasks look like"
+    );
     let (live, replay) = (offers_in(&live), offers_in(&replay));
     assert!(live.len() > 100, "the live session made {} offers", live.len());
     assert_eq!(live, replay, "the replay makes the live session's offers");

@@ -1,7 +1,7 @@
 //! Commands: every change to the cluster, as data, and [`Master::apply`], the one write path.
 //!
-//! Whatever drives a master — scenario events, simulated frameworks, frameworks over the
-//! scheduler API, the operator API, a plan's replay, an embedder — builds a [`Command`] and
+//! Whatever drives a master — a simulation's scenario events and frameworks, frameworks over
+//! the scheduler API, the operator API, a plan's replay, an embedder — builds a [`Command`] and
 //! hands it to [`Master::apply`]. The master checks it, carries it out (the allocator first:
 //! nothing is recorded when the allocator refuses), and notes it in its
 //! [journal](super::journal) when the journal is on. Commands name agents and frameworks by
@@ -19,8 +19,8 @@ use allocator_api::{
 
 use super::agents::NewAgent;
 use super::frameworks::NewFramework;
-use super::workload::{Submission, TaskSpec};
-use super::{ApplyError, Event, Master};
+use super::journal::Note;
+use super::{ApplyError, Master};
 
 /// Resources frameworks already use on an agent when it is added: (framework name, role —
 /// `None` for the framework's first role, which needs the framework known — resources).
@@ -52,8 +52,8 @@ pub type AgentUsed = Vec<(String, Option<String>, Resources)>;
 ///   ([`Master::stopped`]).
 /// * **Allocation runs.** Where a command "runs the allocator", it makes one event-triggered
 ///   allocation run: each offer that passes the offer guard is recorded and emitted as an
-///   [`Event::Offer`], then the accepted inverse offers ([`Event::InverseOffer`]), then one
-///   [`Event::AllocationRun`]. Other commands wait for the next run (the periodic one of
+///   [`Event::Offer`](super::Event::Offer), then the accepted inverse offers ([`Event::InverseOffer`](super::Event::InverseOffer)), then one
+///   [`Event::AllocationRun`](super::Event::AllocationRun). Other commands wait for the next run (the periodic one of
 ///   [`Master::advance`], or one another command triggers).
 /// * **The journal.** Commands from a client ([`Origin::Client`]) are journaled as they are,
 ///   except as `AnswerOffer`, `KillTask` and `RequestResources` say.
@@ -84,8 +84,8 @@ pub enum Command {
         unavailability: Option<Unavailability>,
     },
     /// Removes an agent: what frameworks held on it is gone (not given back to anyone), each
-    /// task on it ends ([`Event::TaskEnded`] with [`TaskEnd::AgentRemoved`](super::TaskEnd::AgentRemoved)),
-    /// then [`Event::AgentRemoved`]: offers of its resources are void from then on.
+    /// task on it ends ([`Event::TaskEnded`](super::Event::TaskEnded) with [`TaskEnd::AgentRemoved`](super::TaskEnd::AgentRemoved)),
+    /// then [`Event::AgentRemoved`](super::Event::AgentRemoved): offers of its resources are void from then on.
     RemoveAgent(
         /// The agent's name.
         String,
@@ -129,8 +129,7 @@ pub enum Command {
         used: AgentUsed,
     },
     /// Adds a framework; when it is active, runs the allocator over every agent. Answers
-    /// [`Applied::Framework`] with its id. With `tasks`, the master's simulated frameworks
-    /// play it: [`Event::FrameworkPlayed`] comes before any offer it gets.
+    /// [`Applied::Framework`] with its id.
     ///
     /// Refused when a framework of that name is present, when `roles` is empty, or when
     /// `used` names an agent that is not present.
@@ -151,12 +150,9 @@ pub enum Command {
         suppressed_roles: Vec<String>,
         /// Its `min_allocatable_resources`, per role: the smallest offer it wants there.
         min_allocatable: Vec<RoleMinAllocatable>,
-        /// What its tasks look like, for a framework the master's simulated frameworks play;
-        /// `None`: a framework its client answers for itself.
-        tasks: Option<TaskSpec>,
     },
     /// Removes a framework: what it held is dropped from the master's records (the allocator
-    /// takes it back), and each of its tasks ends ([`Event::TaskEnded`] with
+    /// takes it back), and each of its tasks ends ([`Event::TaskEnded`](super::Event::TaskEnded) with
     /// [`TaskEnd::FrameworkRemoved`](super::TaskEnd::FrameworkRemoved)). Makes no allocation run.
     RemoveFramework(
         /// The framework's name.
@@ -191,7 +187,7 @@ pub enum Command {
     /// What a framework gives back on an agent. Without a role, every role it holds there;
     /// without resources (`"all"`), all it holds (per role), otherwise the first role (in
     /// name order) holding them. Its tasks there that no longer fit in what it still holds
-    /// end ([`Event::TaskEnded`] with [`TaskEnd::ResourcesRecovered`](super::TaskEnd::ResourcesRecovered); the
+    /// end ([`Event::TaskEnded`](super::Event::TaskEnded) with [`TaskEnd::ResourcesRecovered`](super::TaskEnd::ResourcesRecovered); the
     /// first launched keep theirs). Makes no allocation run.
     ///
     /// Refused when `resources` are given and no role in question holds them all. Giving back
@@ -219,8 +215,8 @@ pub enum Command {
         Vec<String>,
     ),
     /// A framework revives its offers in these roles (the built-in allocator drops its refuse
-    /// filters in them, and its inverse-offer filters). From a client, runs the allocator over every agent; from a simulated framework
-    /// ([`Origin::Simulated`]), the next periodic run serves it.
+    /// filters in them, and its inverse-offer filters). From a client, runs the allocator over
+    /// every agent; as a [derived](Origin::Derived) command, the next periodic run serves it.
     ReviveOffers(
         /// The framework's name.
         String,
@@ -247,7 +243,7 @@ pub enum Command {
         Option<Vec<String>>,
     ),
     /// Schedules or cancels an agent's maintenance, and runs the allocator over it: the
-    /// frameworks holding resources there get inverse offers ([`Event::InverseOffer`]).
+    /// frameworks holding resources there get inverse offers ([`Event::InverseOffer`](super::Event::InverseOffer)).
     UpdateUnavailability(
         /// The agent's name.
         String,
@@ -316,22 +312,13 @@ pub enum Command {
         /// The framework sorter's name (the same for every role); `None`: unchanged.
         framework_sorter: Option<String>,
     },
-    /// A task for a simulated framework's queue: the master emits [`Event::TaskSubmitted`],
-    /// and the simulated frameworks launch it on a later offer. Calls no allocator. Refused
-    /// when the framework was not added with `tasks`.
-    SubmitTask {
-        /// The framework's name.
-        framework: String,
-        /// The task.
-        task: Submission,
-    },
-    /// A framework's answer to `offer` (an [`Event::Offer`] it got): it launches `tasks`
+    /// A framework's answer to `offer` (an [`Event::Offer`](super::Event::Offer) it got): it launches `tasks`
     /// (resources and an optional duration, in seconds) on parts of it, one after another,
     /// and declines the rest with a refuse filter of `refuse_seconds`. Nothing changes when
     /// a task does not fit. Journaled as the `recover_resources` of the declined part.
     ///
     /// Answers [`Applied::Launched`] with the tasks' ids, in order; each launch is an
-    /// [`Event::TaskLaunched`], and a task with a duration ends
+    /// [`Event::TaskLaunched`](super::Event::TaskLaunched), and a task with a duration ends
     /// ([`TaskEnd::Finished`](super::TaskEnd::Finished)) when [`Master::advance`] reaches its end, its
     /// resources going back to the allocator. An interrupted master
     /// ([`Master::set_interrupt`]) launches the tasks so far and declines the rest. The offer
@@ -348,14 +335,14 @@ pub enum Command {
         refuse_seconds: f64,
     },
     /// A framework kills one of its running tasks: its resources go back to the allocator
-    /// (with no refuse filter) and the task ends ([`Event::TaskEnded`] with
+    /// (with no refuse filter) and the task ends ([`Event::TaskEnded`](super::Event::TaskEnded) with
     /// [`TaskEnd::Killed`](super::TaskEnd::Killed)). Answers [`Applied::Killed`]: `false`, and
     /// nothing changes, when no such task runs. Journaled as the `recover_resources` of the
     /// task's resources.
     KillTask {
         /// The framework, by its handle.
         framework: FrameworkId,
-        /// The task's id, as [`Event::TaskLaunched`] gave it.
+        /// The task's id, as [`Event::TaskLaunched`](super::Event::TaskLaunched) gave it.
         task: u64,
     },
     /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator; the master
@@ -385,8 +372,7 @@ impl Command {
         }
     }
 
-    /// An active framework in `roles` with the `MULTI_ROLE` capability, holding nothing, not
-    /// simulated. Set the other fields of [`Command::AddFramework`] to say more.
+    /// An active framework in `roles` with the `MULTI_ROLE` capability, holding nothing. Set the other fields of [`Command::AddFramework`] to say more.
     pub fn add_framework(name: &str, roles: &[&str]) -> Command {
         Command::AddFramework {
             framework: name.to_owned(),
@@ -396,7 +382,6 @@ impl Command {
             used: vec![],
             suppressed_roles: vec![],
             min_allocatable: vec![],
-            tasks: None,
         }
     }
 }
@@ -407,10 +392,12 @@ pub enum Origin {
     /// A client whose commands a replay must make again: scenario events, the operator and
     /// scheduler APIs, an embedder. Journaled.
     Client,
-    /// The simulated frameworks answering their offers and suppressing or reviving them: a
-    /// replay's own simulated frameworks do the same again, so these are not journaled (nor
-    /// the ends of the tasks they launch).
-    Simulated,
+    /// A client's own reaction to the master's events, which a replay of the journal makes
+    /// again by itself (a simulation's frameworks answering their offers, stating their
+    /// demand, suppressing or reviving them): not journaled, nor the ends of the tasks it
+    /// launches. A revive from it waits for the next periodic run (a reaction between runs
+    /// is served by the next one) instead of running the allocator at once.
+    Derived,
 }
 
 /// What applying a command produced, for the client that made it.
@@ -481,19 +468,45 @@ impl Master<'_> {
 
     /// Applies `command` made by `origin` (which decides whether it is journaled).
     pub fn apply_from(&mut self, origin: Origin, command: &Command) -> Result<Applied, ApplyError> {
+        self.apply_journaled(origin, command, None)
+    }
+
+    /// Applies `command` for a client, as [`apply`](Self::apply) does, but journals `note`
+    /// (the client's own, fuller record of what it did; see [`journal::Note`](super::journal::Note))
+    /// in its place. Nothing is journaled when the command is refused.
+    pub fn apply_noted(&mut self, command: &Command, note: Note) -> Result<Applied, ApplyError> {
+        self.apply_journaled(Origin::Client, command, Some(note))
+    }
+
+    /// Journals `note` at the current virtual time (when the journal is on): something a
+    /// client did that the master does not see, and a replay must do again.
+    pub fn note(&mut self, note: Note) {
+        self.journal.noted(self.now, note);
+    }
+
+    fn apply_journaled(
+        &mut self,
+        origin: Origin,
+        command: &Command,
+        note: Option<Note>,
+    ) -> Result<Applied, ApplyError> {
         if let Some(reason) = &self.stopped {
             return Err(ApplyError::Stopped(reason.clone()));
         }
         let journal = origin == Origin::Client && self.journal.is_on();
         // An answer is journaled as what it amounts to, from what the master knew before it.
         let killed = match command {
-            Command::KillTask { .. } if journal => self.journal_answer(command, 0),
+            Command::KillTask { .. } if journal && note.is_none() => {
+                self.journal_answer(command, 0)
+            }
             _ => None,
         };
         check_roles(command).map_err(ApplyError::Invalid)?;
         self.allocator_failed = false;
         let applied = self.execute(origin, command).map_err(|message| self.apply_error(message))?;
-        if journal {
+        if let (true, Some(note)) = (journal, note) {
+            self.journal.noted(self.now, note);
+        } else if journal {
             match (command, &applied) {
                 (Command::AnswerOffer { .. }, Applied::Launched(ids)) => {
                     if let Some(recover) = self.journal_answer(command, ids.len()) {
@@ -602,11 +615,8 @@ impl Master<'_> {
                 used,
                 suppressed_roles,
                 min_allocatable,
-                tasks,
-            } => {
-                // The simulated frameworks learn of it before any offer it gets.
-                let mark = self.outbox.len();
-                let id = self.add_framework(NewFramework {
+            } => self
+                .add_framework(NewFramework {
                     name: framework,
                     roles,
                     capabilities: *capabilities,
@@ -614,14 +624,8 @@ impl Master<'_> {
                     used,
                     suppressed_roles,
                     min_allocatable,
-                })?;
-                if let Some(spec) = tasks {
-                    self.simulated.insert(id);
-                    let event = Event::FrameworkPlayed { framework: id, tasks: spec.clone() };
-                    self.outbox.insert(mark, event);
-                }
-                Ok(Applied::Framework(id))
-            }
+                })
+                .map(Applied::Framework),
             C::RemoveFramework(name) => done(self.remove_framework(self.framework_id(name)?)),
             C::ActivateFramework(name) => done(self.activate_framework(self.framework_id(name)?)),
             C::DeactivateFramework(name) => {
@@ -653,7 +657,7 @@ impl Master<'_> {
                 done(self.suppress_offers(self.framework_id(name)?, &rstrings(roles)))
             }
             C::ReviveOffers(name, roles) => {
-                // A simulated framework revives for the next periodic run (its task waits).
+                // A derived revive waits for the next periodic run.
                 let now = origin == Origin::Client;
                 done(self.revive_offers(self.framework_id(name)?, &rstrings(roles), now))
             }
@@ -687,16 +691,6 @@ impl Master<'_> {
             C::Resume => done(self.resume()),
             C::SetSorters { role_sorter, framework_sorter } => {
                 done(self.set_sorters(role_sorter.as_deref(), framework_sorter.as_deref()))
-            }
-            C::SubmitTask { framework, task } => {
-                let id = self.framework_id(framework)?;
-                if !self.simulated.contains(&id) {
-                    return Err(format!(
-                        "framework '{framework}' is not simulated (add it with \"tasks\")"
-                    ));
-                }
-                self.outbox.push(Event::TaskSubmitted { framework: id, task: task.clone() });
-                Ok(Applied::Done)
             }
             C::AnswerOffer { offer, tasks, refuse_seconds } => {
                 let journaled = origin == Origin::Client;

@@ -9,8 +9,6 @@ use std::sync::Arc;
 
 use allocator_api::{AgentId, Allocation, FrameworkId, Resources, Unavailability};
 
-use super::workload::{Submission, TaskSpec};
-
 /// Why a task ended without finishing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskEnd {
@@ -87,20 +85,5 @@ pub enum Event {
         framework: FrameworkId,
         /// Why it ended.
         end: TaskEnd,
-    },
-    /// A framework was added with `tasks` ([`super::Command::AddFramework`]): the simulated
-    /// frameworks play it from now on. Delivered before any offer it gets.
-    FrameworkPlayed {
-        /// The framework.
-        framework: FrameworkId,
-        /// What its tasks look like.
-        tasks: TaskSpec,
-    },
-    /// A task was submitted to a simulated framework's queue ([`super::Command::SubmitTask`]).
-    TaskSubmitted {
-        /// The framework.
-        framework: FrameworkId,
-        /// The task.
-        task: Submission,
     },
 }

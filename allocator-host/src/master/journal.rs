@@ -1,8 +1,11 @@
 //! The journal: the commands a master applied, in order, with the clock between them.
 //!
-//! [`Master::apply`](super::Master::apply) notes every command a client applies (not those of
-//! the simulated frameworks, whose replay makes them again), each at the virtual time it was
-//! applied; the time between them becomes [`Entry::Advance`]. Kept in memory it is what a plan
+//! [`Master::apply`](super::Master::apply) notes every command a client applies (not the
+//! [derived](super::Origin::Derived) ones, which a replay makes again by itself), each at the
+//! virtual time it was applied; the time between them becomes [`Entry::Advance`]. A client
+//! that keeps more than the commands it applies puts its own record among them as a [`Note`]
+//! ([`Master::apply_noted`](super::Master::apply_noted), [`Master::note`](super::Master::note)):
+//! the master never reads one; the client's replay turns it back into what it did. Kept in memory it is what a plan
 //! replays ([`Journal::keep`]); handed to a [`Sink`] it is written as it happens (`serve
 //! --record` writes a scenario). Replaying the entries from the same set-up makes the same
 //! offers.
@@ -13,6 +16,9 @@
 //! finishes at the instant of a periodic run — which the master applies before the run — is
 //! journaled [`BEFORE_RUN`] seconds earlier.
 
+use std::any::Any;
+use std::sync::Arc;
+
 use super::command::Command;
 
 /// One entry of the journal.
@@ -22,6 +28,38 @@ pub enum Entry {
     Advance(f64),
     /// A command was applied (boxed: an entry is as small as an advance).
     Command(Box<Command>),
+    /// A client's own record of what it did at this point, in its own type.
+    Note(Note),
+}
+
+/// A client's record in the journal: a value of the client's own type, shared, that the
+/// master keeps in order among the commands and never reads. Two notes are equal when they
+/// are the same value (the same allocation).
+#[derive(Clone)]
+pub struct Note(Arc<dyn Any + Send + Sync>);
+
+impl Note {
+    /// A note holding `value`.
+    pub fn new<T: Any + Send + Sync>(value: T) -> Note {
+        Note(Arc::new(value))
+    }
+
+    /// The value, when it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Note(..)")
+    }
+}
+
+impl PartialEq for Note {
+    fn eq(&self, other: &Note) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// Where a journal writes its entries as they happen (`serve --record`).
@@ -93,16 +131,21 @@ impl Journal {
 
     /// `command` was applied at virtual time `now`.
     pub fn applied(&mut self, now: f64, command: Command) {
-        self.note_at(now, command);
+        self.note_at(now, Entry::Command(Box::new(command)));
+    }
+
+    /// A client noted `note` at virtual time `now`.
+    pub fn noted(&mut self, now: f64, note: Note) {
+        self.note_at(now, Entry::Note(note));
     }
 
     /// `command` was applied at virtual time `now`, before the periodic allocation run of
     /// that instant (a task that ended then).
     pub fn applied_before_run(&mut self, now: f64, command: Command) {
-        self.note_at(now - BEFORE_RUN, command);
+        self.note_at(now - BEFORE_RUN, Entry::Command(Box::new(command)));
     }
 
-    fn note_at(&mut self, t: f64, command: Command) {
+    fn note_at(&mut self, t: f64, entry: Entry) {
         if !self.is_on() {
             return;
         }
@@ -110,7 +153,7 @@ impl Journal {
             self.note(Entry::Advance(t - self.time));
             self.time = t;
         }
-        self.note(Entry::Command(Box::new(command)));
+        self.note(entry);
     }
 
     fn note(&mut self, entry: Entry) {
@@ -149,13 +192,37 @@ impl Journal {
 
 #[cfg(test)]
 mod tests {
-    use super::{BEFORE_RUN, Command, Entry, Journal};
+    use super::{BEFORE_RUN, Command, Entry, Journal, Note};
 
     fn cmd(e: &Entry) -> Option<&Command> {
         match e {
             Entry::Command(c) => Some(c.as_ref()),
-            Entry::Advance(_) => None,
+            Entry::Advance(_) | Entry::Note(_) => None,
         }
+    }
+
+    #[test]
+    fn a_note_keeps_its_place_and_its_value_among_the_commands() {
+        let mut journal = Journal::default();
+        journal.keep(10);
+        journal.applied(1.0, Command::Pause);
+        let note = Note::new(String::from("a client's own record"));
+        journal.noted(2.0, note.clone());
+        journal.applied(2.0, Command::Resume);
+        let entries = journal.entries(2.0).unwrap();
+        assert_eq!(
+            entries,
+            vec![
+                Entry::Advance(1.0),
+                Entry::Command(Box::new(Command::Pause)),
+                Entry::Advance(1.0),
+                Entry::Note(note),
+                Entry::Command(Box::new(Command::Resume))
+            ]
+        );
+        let Entry::Note(kept) = &entries[3] else { unreachable!() };
+        assert_eq!(kept.get::<String>().map(String::as_str), Some("a client's own record"));
+        assert_eq!(kept.get::<u32>(), None, "a note is read only as its own type");
     }
 
     #[test]

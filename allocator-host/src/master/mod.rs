@@ -19,8 +19,13 @@
 //! [`containment`] (calls, fallback, restart, stop), [`ledger`], [`run`] (one allocation run
 //! and the offer guard), [`agents`], [`frameworks`], [`operator`] (quota, weights, whitelist,
 //! maintenance, pause, sorters), [`tasks`] (answering offers, the task timeline, the clock),
-//! [`workload`] (what simulated frameworks are given), [`state`] (the `GET /state` view),
-//! [`events`], [`metrics`] (every metric name of the allocation side).
+//! [`state`] (the `GET /state` view), [`events`], [`metrics`] (every metric name of the
+//! allocation side).
+//!
+//! What the core never knows: simulated frameworks and their workload (task shapes, trace
+//! tasks), scenario files, HTTP and Mesos's JSON. A client that keeps more than the commands
+//! it applies (the simulation's played frameworks and submitted tasks) puts its own record in
+//! the journal as an opaque [note](journal::Note).
 
 pub mod agents;
 pub mod apply_error;
@@ -42,7 +47,6 @@ pub mod state;
 pub mod tasks;
 #[cfg(test)]
 mod tests;
-pub mod workload;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,11 +64,10 @@ pub use apply_error::ApplyError;
 pub use command::{Applied, Apply, Command, Origin};
 pub use containment::{DEFAULT_RESTART_LIMIT, Engine, FailurePolicy};
 pub use events::{Event, TaskEnd};
-pub use journal::{Entry, Journal};
+pub use journal::{Entry, Journal, Note};
 use ledger::Ledger;
 pub use records::{AgentRecord, FrameworkRecord};
 use tasks::Task;
-pub use workload::{Submission, TaskSpec};
 
 /// What the master was asked to run with (after scenario config and flags are merged).
 #[derive(Clone, Debug)]
@@ -147,8 +150,6 @@ pub struct Master<'r> {
     framework_ids: BTreeMap<String, FrameworkId>,
     frameworks: Vec<Option<FrameworkRecord>>,
     framework_names: Vec<String>,
-    /// Frameworks added with `tasks`: the simulated frameworks play them.
-    simulated: std::collections::BTreeSet<FrameworkId>,
     ledger: Ledger,
     /// Running tasks by (framework, task id): per framework in launch order.
     tasks: BTreeMap<(FrameworkId, u64), Task>,
@@ -203,7 +204,6 @@ impl<'r> Master<'r> {
             framework_ids: BTreeMap::new(),
             frameworks: Vec::new(),
             framework_names: Vec::new(),
-            simulated: std::collections::BTreeSet::new(),
             ledger: Ledger::default(),
             tasks: BTreeMap::new(),
             finishes: BTreeMap::new(),

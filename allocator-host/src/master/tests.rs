@@ -192,10 +192,10 @@ fn an_answer_that_launches_on_the_whole_offer_journals_nothing() {
 }
 
 #[test]
-fn a_simulated_frameworks_answer_is_not_journaled() {
+fn a_derived_answer_is_not_journaled_nor_its_tasks_end() {
     let registry = ModuleRegistry::new();
     let (mut m, offer) = offered_with(&registry, true);
-    m.apply_from(Origin::Simulated, &answer(&offer, &[("cpus:1", Some(0.5))], 5.0)).unwrap();
+    m.apply_from(Origin::Derived, &answer(&offer, &[("cpus:1", Some(0.5))], 5.0)).unwrap();
     m.advance(1.0, &mut |m: &mut Master<'_>| {
         m.take_events();
         Ok(())
@@ -244,15 +244,15 @@ fn a_task_that_finishes_at_a_periodic_run_is_journaled_just_before_it() {
 }
 
 #[test]
-fn a_task_submitted_to_a_framework_that_is_not_simulated_is_refused() {
+fn a_noted_command_is_journaled_as_its_note_and_a_refused_one_not_at_all() {
     let registry = ModuleRegistry::new();
-    let (mut m, _) = offered(&registry);
-    let submit = Command::SubmitTask {
-        framework: "f1".into(),
-        task: super::Submission { resources: res("cpus:1"), duration: None, constraints: vec![] },
-    };
-    let err = m.apply(&submit).unwrap_err();
-    assert!(matches!(&err, ApplyError::Invalid(m) if m.contains("is not simulated")), "{err}");
+    let mut m = Master::new(&registry, Setup::default()).unwrap();
+    m.keep_journal(100);
+    let note = super::Note::new("the client's own record");
+    m.apply_noted(&Command::add_framework("f1", &["r"]), note.clone()).unwrap();
+    let again = m.apply_noted(&Command::add_framework("f1", &["r"]), super::Note::new(1u8));
+    assert!(matches!(again, Err(ApplyError::Invalid(_))), "{again:?}");
+    assert_eq!(m.journal_entries().unwrap(), vec![Entry::Note(note)]);
 }
 
 #[test]

@@ -833,7 +833,6 @@ impl MesosFrameworks {
             used: Vec::new(),
             suppressed_roles,
             min_allocatable: min_allocatable(&info),
-            tasks: None,
         };
         let id = match master.apply(&add) {
             Ok(Applied::Framework(id)) => id,

@@ -9,11 +9,11 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
+use crate::clients::simulated::{Submission, TaskSpec};
 use crate::scenario::{Document, Fields, ScenarioError};
 use allocator_host::hierarchical::{QuotaError, check_quota};
 use allocator_host::master::command::{AgentUsed, Command};
 use allocator_host::master::journal::Entry;
-use allocator_host::master::workload::{Submission, TaskSpec};
 
 /// The scenario's `config` (SPEC 4.1), every key optional.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,6 +41,21 @@ pub struct ScenarioConfig {
 pub enum Op {
     /// A change to the cluster.
     Command(Command),
+    /// `add_framework` with `tasks`: the framework is added (`add`, a
+    /// [`Command::AddFramework`]) and the simulated frameworks play it.
+    Play {
+        /// The framework's addition.
+        add: Command,
+        /// What its tasks look like.
+        tasks: TaskSpec,
+    },
+    /// `submit_task`: a task for the queue of a framework the simulated frameworks play.
+    SubmitTask {
+        /// The framework's name.
+        framework: String,
+        /// The task.
+        task: Submission,
+    },
     /// The clock moves on by this many seconds (`advance`).
     Advance(f64),
     /// The clock moves on by one allocation interval (`tick`).
@@ -64,12 +79,19 @@ impl From<Command> for Op {
     }
 }
 
-impl From<Entry> for Op {
-    /// A journal entry as the scenario event that replays it.
-    fn from(entry: Entry) -> Op {
+impl TryFrom<Entry> for Op {
+    type Error = String;
+
+    /// A journal entry as the scenario event that replays it; a note must be one the
+    /// [driver](crate::driver::Driver) wrote (an [`Op`]).
+    fn try_from(entry: Entry) -> Result<Op, String> {
         match entry {
-            Entry::Advance(seconds) => Op::Advance(seconds),
-            Entry::Command(command) => Op::Command(*command),
+            Entry::Advance(seconds) => Ok(Op::Advance(seconds)),
+            Entry::Command(command) => Ok(Op::Command(*command)),
+            Entry::Note(note) => note
+                .get::<Op>()
+                .cloned()
+                .ok_or_else(|| "the journal holds a note that is not a scenario event".to_owned()),
         }
     }
 }
@@ -454,13 +476,13 @@ fn check_roles(f: &Fields<'_>, command: &Command) -> Result<(), ScenarioError> {
 
 fn parse_op(f: &Fields<'_>) -> Result<Op, ScenarioError> {
     let op = f.op();
-    let commands = [parse_agent_op, parse_framework_op, parse_operator_op];
+    let commands = [parse_agent_op, parse_operator_op];
     for parse in commands {
         if let Some(parsed) = parse(f, op)? {
             return Ok(Op::Command(parsed));
         }
     }
-    for parse in [parse_clock_op, parse_expectation] {
+    for parse in [parse_framework_op, parse_clock_op, parse_expectation] {
         if let Some(parsed) = parse(f, op)? {
             return Ok(parsed);
         }
@@ -547,9 +569,9 @@ fn parse_agent_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, ScenarioE
 }
 
 /// Ops on frameworks and what they hold; `Ok(None)` for any other op.
-fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, ScenarioError> {
+fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError> {
     let s = |k: &str| f.str(k).map(str::to_owned);
-    Ok(Some(match op {
+    Ok(Some(Op::Command(match op {
         "add_framework" => {
             f.check_keys(&[
                 "framework",
@@ -578,7 +600,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, Scena
                 None => None,
                 Some(obj) => Some(task_spec(f, obj)?),
             };
-            Command::AddFramework {
+            let add = Command::AddFramework {
                 framework: s("framework")?,
                 roles: roles.into_iter().map(str::to_owned).collect(),
                 capabilities: framework_caps(f)?.unwrap_or(FrameworkCapabilities::MULTI_ROLE),
@@ -586,7 +608,10 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, Scena
                 used,
                 suppressed_roles: strings(f, "suppressed_roles")?,
                 min_allocatable: min_allocatable(f)?.unwrap_or_default(),
-                tasks,
+            };
+            match tasks {
+                Some(tasks) => return Ok(Some(Op::Play { add, tasks })),
+                None => add,
             }
         }
         op @ ("remove_framework" | "activate_framework" | "deactivate_framework") => {
@@ -658,7 +683,7 @@ fn parse_framework_op(f: &Fields<'_>, op: &str) -> Result<Option<Command>, Scena
             }
         }
         _ => return Ok(None),
-    }))
+    })))
 }
 
 /// Ops on operator changes (quota, weights, whitelist, recovery, pause, sorters); `Ok(None)` for any other op.
@@ -777,10 +802,10 @@ fn parse_clock_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
                     constraints.push((attr.clone(), values));
                 }
             }
-            Op::Command(Command::SubmitTask {
+            Op::SubmitTask {
                 framework: s("framework")?,
                 task: Submission { resources: f.resources("resources")?, duration, constraints },
-            })
+            }
         }
         _ => return Ok(None),
     }))

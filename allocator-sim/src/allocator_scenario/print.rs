@@ -2,8 +2,9 @@
 //! the parser beside it ([`super::AllocatorScenario::parse`]): parsing what [`op_to_json`]
 //! writes gives back the same [`Op`].
 
+use crate::clients::simulated::{Submission, TaskSpec};
 use allocator_api::{InverseOfferStatus, OperationKind, Quantities, Quota, Resources};
-use allocator_host::master::{Command, Submission, TaskSpec};
+use allocator_host::master::Command;
 use serde_json::{Map, Value, json};
 
 use super::{ExpectedOffer, Op};
@@ -106,6 +107,12 @@ fn used_json(used: &[(String, Option<String>, Resources)]) -> Value {
 pub fn op_to_json(op: &Op) -> Option<Value> {
     Some(match op {
         Op::Command(command) => return command_to_json(command),
+        Op::Play { add, tasks } => {
+            let mut v = command_to_json(add)?;
+            v["tasks"] = task_spec_json(tasks);
+            v
+        }
+        Op::SubmitTask { framework, task } => submit_task_json(framework, task),
         Op::Advance(s) => json!({"op": "advance", "seconds": s}),
         Op::Tick => json!({"op": "tick"}),
         Op::ExpectOffers(alts) => match &alts[..] {
@@ -222,7 +229,6 @@ fn framework_op_json(command: &Command) -> Option<Value> {
             used,
             suppressed_roles,
             min_allocatable,
-            tasks,
         } => {
             let mut v = json!({"op": "add_framework", "framework": framework, "roles": roles,
                                "capabilities": capabilities.names(), "active": active});
@@ -236,9 +242,6 @@ fn framework_op_json(command: &Command) -> Option<Value> {
             }
             if !min_allocatable.is_empty() {
                 v["min_allocatable_resources"] = min_allocatable_json(min_allocatable);
-            }
-            if let Some(t) = tasks {
-                v["tasks"] = task_spec_json(t);
             }
             v
         }
@@ -297,20 +300,6 @@ fn framework_op_json(command: &Command) -> Option<Value> {
             }
             v
         }
-        Command::SubmitTask { framework, task } => {
-            let Submission { resources, duration, constraints } = task;
-            let mut v =
-                json!({"op": "submit_task", "framework": framework, "resources": text(resources)});
-            if let Some(d) = duration {
-                v["duration"] = json!(d);
-            }
-            if !constraints.is_empty() {
-                let m: Map<String, Value> =
-                    constraints.iter().map(|(k, vals)| (k.clone(), json!(vals))).collect();
-                v["constraints"] = Value::Object(m);
-            }
-            v
-        }
         _ => return None,
     })
 }
@@ -359,6 +348,20 @@ pub fn offers_json(list: &[ExpectedOffer]) -> Value {
             .map(|o| json!({"framework": o.framework, "role": o.role, "agent": o.agent, "resources": o.resources.to_string()}))
             .collect(),
     )
+}
+
+fn submit_task_json(framework: &str, task: &Submission) -> Value {
+    let Submission { resources, duration, constraints } = task;
+    let mut v = json!({"op": "submit_task", "framework": framework, "resources": text(resources)});
+    if let Some(d) = duration {
+        v["duration"] = json!(d);
+    }
+    if !constraints.is_empty() {
+        let m: Map<String, Value> =
+            constraints.iter().map(|(k, vals)| (k.clone(), json!(vals))).collect();
+        v["constraints"] = Value::Object(m);
+    }
+    v
 }
 
 #[cfg(test)]

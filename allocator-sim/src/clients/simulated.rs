@@ -4,6 +4,11 @@
 //! first, first come first served, honouring their attribute constraints; then tasks of its
 //! fixed shape up to its count), declines the rest with its refuse filter, and suppresses its
 //! offers once it has nothing left to launch; `submit_task` queues a task and revives it.
+//!
+//! The master core knows nothing of this: the [driver](crate::driver::Driver) adds a played
+//! framework here right after the master added it (before its first offer is delivered) and
+//! queues submitted tasks here, noting both in the master's journal; the frameworks' answers
+//! are [derived](Origin::Derived) commands, which a replay makes again by itself.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -13,7 +18,39 @@ use allocator_api::resources::{Demand, GPUS, MODEL_ATTRIBUTE, take_gpus};
 use allocator_api::{Allocation, FrameworkId, Resources};
 
 use crate::observers::stats::{Queues, TraceStats};
-use allocator_host::master::{Command, Event, Master, Origin, Submission, TaskSpec};
+use allocator_host::master::{Command, Event, Master, Origin};
+
+/// What a simulated framework's tasks look like (`add_framework`'s `tasks`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskSpec {
+    /// Resources of one task (`None` for trace-driven frameworks, whose tasks come from
+    /// `submit_task`).
+    pub resources: Option<Resources>,
+    /// How many tasks to launch (`None`: unbounded).
+    pub count: Option<u64>,
+    /// Seconds each task runs (`None`: forever).
+    pub duration: Option<f64>,
+    /// At most this many tasks per offer (`None`: unbounded).
+    pub per_offer: Option<u64>,
+    /// Seconds of the refuse filter when declining what was not used.
+    pub refuse_seconds: f64,
+    /// How many of its next tasks the framework states to the allocator (Mesos's
+    /// `requestResources`), whenever they change: 0 none, 1 its next task, N its next N (queue
+    /// order), so that an allocator module that honours requests can offer exactly where it
+    /// places each. The built-in allocator ignores requests, as Mesos's does.
+    pub request: u32,
+}
+
+/// A task submitted to a simulated framework's queue (`submit_task`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Submission {
+    /// What the task needs.
+    pub resources: Resources,
+    /// Seconds it runs (`None`: forever).
+    pub duration: Option<f64>,
+    /// Attribute constraints: (attribute name, the values it may have).
+    pub constraints: Vec<(String, Vec<String>)>,
+}
 
 #[derive(Debug, Clone)]
 struct QueuedTask {
@@ -71,8 +108,9 @@ impl SimulatedFrameworks {
         self.progress = Some(counters);
     }
 
-    /// Plays framework `fw` (just added to the master) with `spec`.
-    fn add(&mut self, fw: FrameworkId, spec: TaskSpec) {
+    /// Plays framework `fw` (just added to the master, its events not delivered yet) with
+    /// `spec`.
+    pub fn add(&mut self, fw: FrameworkId, spec: TaskSpec) {
         let sim = SimFramework {
             spec,
             launched: 0,
@@ -85,10 +123,25 @@ impl SimulatedFrameworks {
         self.frameworks.insert(fw, sim);
     }
 
-    /// Queues a trace task for `fw` (the master checked that this client plays it); a
-    /// framework that suppressed its offers revives them (the task waits for the next
-    /// periodic run).
-    fn submit(
+    /// Whether framework `fw` was added with `tasks` (this client plays it).
+    pub fn plays(&self, fw: FrameworkId) -> bool {
+        self.frameworks.contains_key(&fw)
+    }
+
+    /// Queues a trace task for `fw`, which this client plays; a framework that suppressed its
+    /// offers revives them (the task waits for the next periodic run), and one that states
+    /// its demand states it anew.
+    pub fn submit(
+        &mut self,
+        master: &mut Master<'_>,
+        fw: FrameworkId,
+        task: &Submission,
+    ) -> Result<(), String> {
+        self.queue(master, fw, task)?;
+        self.request_next(master)
+    }
+
+    fn queue(
         &mut self,
         master: &mut Master<'_>,
         fw: FrameworkId,
@@ -106,21 +159,17 @@ impl SimulatedFrameworks {
         });
         if std::mem::take(&mut sim.suppressed) {
             let revive = Command::ReviveOffers(master.framework_name(fw).to_owned(), Vec::new());
-            master.apply_from(Origin::Simulated, &revive)?;
+            master.apply_from(Origin::Derived, &revive)?;
         }
         Ok(())
     }
 
-    /// Plays the frameworks added with tasks and queues the tasks submitted to them among
-    /// `events`, and answers their offers; returns whether an allocation run ended among them.
+    /// Answers the offers among `events` to the frameworks it plays; returns whether an
+    /// allocation run ended among them.
     pub fn react(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<bool, String> {
         let mut ran = false;
         for event in events {
             match event {
-                Event::FrameworkPlayed { framework, tasks } => self.add(*framework, tasks.clone()),
-                Event::TaskSubmitted { framework, task } => {
-                    self.submit(master, *framework, task)?
-                }
                 Event::Offer(offer) => self.answer(offer, master)?,
                 Event::AllocationRun { .. } => ran = true,
                 _ => {}
@@ -164,7 +213,7 @@ impl SimulatedFrameworks {
                 framework: master.framework_name(*fw).to_owned(),
                 requests,
             };
-            master.apply_from(Origin::Simulated, &request)?;
+            master.apply_from(Origin::Derived, &request)?;
         }
         Ok(())
     }
@@ -219,7 +268,7 @@ impl SimulatedFrameworks {
             tasks: launched,
             refuse_seconds: sim.spec.refuse_seconds,
         };
-        master.apply_from(Origin::Simulated, &answer).map(drop).map_err(String::from)
+        master.apply_from(Origin::Derived, &answer).map(drop).map_err(String::from)
     }
 
     /// A simulated framework with nothing left to launch suppresses its offers, as a real
@@ -231,7 +280,7 @@ impl SimulatedFrameworks {
             }
             let suppress =
                 Command::SuppressOffers(master.framework_name(*fw).to_owned(), Vec::new());
-            master.apply_from(Origin::Simulated, &suppress)?;
+            master.apply_from(Origin::Derived, &suppress)?;
             sim.suppressed = true;
         }
         Ok(())

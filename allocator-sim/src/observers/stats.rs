@@ -92,10 +92,7 @@ impl Stats {
                 let (f, a) = (master.framework_name(*framework), master.agent_name(*agent));
                 self.series.marks.push((master.now(), format!("inverse offer: {f} on {a}")));
             }
-            Event::TaskEnded { .. }
-            | Event::AgentRemoved(_)
-            | Event::FrameworkPlayed { .. }
-            | Event::TaskSubmitted { .. } => {}
+            Event::TaskEnded { .. } | Event::AgentRemoved(_) => {}
         }
     }
 

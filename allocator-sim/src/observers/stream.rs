@@ -36,8 +36,6 @@ pub fn write(event: &Event, master: &Master<'_>, out: &mut EventStream) {
         Event::Clock { .. }
         | Event::TaskLaunched { .. }
         | Event::TaskEnded { .. }
-        | Event::AgentRemoved(_)
-        | Event::FrameworkPlayed { .. }
-        | Event::TaskSubmitted { .. } => {}
+        | Event::AgentRemoved(_) => {}
     }
 }
