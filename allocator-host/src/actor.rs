@@ -16,8 +16,9 @@
 //!   processed in FIFO order, so each caller's commands keep their order.
 //! * The virtual clock follows the wall clock (times [`ActorOptions::speed`]): before each
 //!   command the master catches up with it, and the thread wakes when the next periodic
-//!   allocation run or task end is due. A framework answers an offer with
-//!   [`Command::AnswerOffer`].
+//!   allocation run or task end is due. This is the one wall-clock loop,
+//!   [`wall_clock::run`](crate::wall_clock::run), which `allocator-master serve` runs too.
+//!   A framework answers an offer with [`Command::AnswerOffer`].
 //! * [`MasterActor::shutdown`] processes every message queued before it (no acknowledged
 //!   command is lost), delivers the events they produce and joins the thread. Dropping every
 //!   handle and the actor has the same effect. Under `FailurePolicy::Stop` a module fault
@@ -27,13 +28,14 @@
 //! behaviour in tests.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::master::metrics::{MetricMap, push_sample, write_master_metrics};
 use crate::master::{Applied, ApplyError, Command, Event, Master, Setup};
 use crate::registry::ModuleRegistry;
+use crate::wall_clock::{Flow, WallClock, Wiring};
 
 /// How the actor runs its master.
 #[derive(Clone, Debug)]
@@ -96,9 +98,8 @@ impl MasterActor {
         setup: Setup,
         options: ActorOptions,
     ) -> Result<(MasterActor, Receiver<Event>), String> {
-        if !(options.speed.is_finite() && options.speed > 0.0) {
-            return Err(format!("the speed must be a positive number, not {}", options.speed));
-        }
+        // Checks the speed before the thread starts.
+        WallClock::new(0.0, options.speed)?;
         let (tx, rx) = mpsc::channel();
         let (events_tx, events_rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
@@ -115,8 +116,11 @@ impl MasterActor {
                 if let Some(limit) = options.journal {
                     master.keep_journal(limit);
                 }
+                let clock = WallClock::new(master.now(), options.speed)?;
                 let _ = ready_tx.send(Ok(()));
-                Live::new(master, events_tx, options.speed).run(&rx)
+                let mut live = Live::new(master, events_tx);
+                crate::wall_clock::run(&mut live, &clock, &rx, None)?;
+                live.fatal()
             })
             .map_err(|e| format!("cannot start the master thread: {e}"))?;
         match ready_rx.recv() {
@@ -206,97 +210,18 @@ impl MasterHandle {
     }
 }
 
-/// The master thread's state: the master, the wall clock it follows, and where its events go.
+/// The master thread's state: the master and where its events go.
 struct Live<'r> {
     master: Master<'r>,
     events: Sender<Event>,
-    start: Instant,
-    v0: f64,
-    speed: f64,
     run_ms: Vec<f64>,
     applied: u64,
     refused: u64,
 }
 
 impl<'r> Live<'r> {
-    fn new(master: Master<'r>, events: Sender<Event>, speed: f64) -> Live<'r> {
-        let v0 = master.now();
-        Live {
-            master,
-            events,
-            start: Instant::now(),
-            v0,
-            speed,
-            run_ms: Vec::new(),
-            applied: 0,
-            refused: 0,
-        }
-    }
-
-    /// The wall-clock instant of virtual time `v`.
-    fn wall_at(&self, v: f64) -> Instant {
-        self.start + Duration::from_secs_f64(((v - self.v0) / self.speed).clamp(0.0, 1e9))
-    }
-
-    fn run(mut self, rx: &Receiver<Message>) -> Result<(), String> {
-        loop {
-            self.catch_up();
-            self.fatal()?;
-            let wake = self.wall_at(self.master.next_due());
-            let message = match rx.recv_timeout(wake.saturating_duration_since(Instant::now())) {
-                Ok(message) => message,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
-            };
-            match message {
-                Message::Apply(command, reply) => {
-                    self.catch_up();
-                    self.fatal()?;
-                    let result = self.master.apply(&command);
-                    self.deliver();
-                    match &result {
-                        Ok(_) => self.applied += 1,
-                        Err(e) => {
-                            self.refused += 1;
-                            if reply.is_none() {
-                                log::warn!("master refused {}: {e}", command_name(&command));
-                            }
-                        }
-                    }
-                    if let Some(reply) = reply {
-                        let _ = reply.send(result);
-                    }
-                }
-                Message::Query(query) => {
-                    let master = &self.master;
-                    if std::panic::catch_unwind(AssertUnwindSafe(|| query(master))).is_err() {
-                        log::error!("a query's closure panicked; the master goes on");
-                    }
-                }
-                Message::Metrics(reply) => {
-                    let _ = reply.send(self.metrics());
-                }
-                Message::Shutdown => return self.fatal(),
-            }
-        }
-    }
-
-    /// Advances the virtual clock to the wall clock's time, delivering what happens on the way.
-    fn catch_up(&mut self) {
-        let target = self.v0 + self.start.elapsed().as_secs_f64() * self.speed;
-        let seconds = target - self.master.now();
-        if seconds <= 0.0 {
-            return;
-        }
-        let Live { master, events, run_ms, .. } = self;
-        let result = master.advance(seconds, &mut |m| {
-            send_events(m, events, run_ms);
-            Ok(())
-        });
-        if let Err(e) = result {
-            log::error!("advancing the clock: {e}");
-        }
-        self.deliver();
+    fn new(master: Master<'r>, events: Sender<Event>) -> Live<'r> {
+        Live { master, events, run_ms: Vec::new(), applied: 0, refused: 0 }
     }
 
     /// Sends the events waiting in the master's outbox.
@@ -313,12 +238,73 @@ impl<'r> Live<'r> {
         }
     }
 
+    fn apply(&mut self, command: &Command, reply: Option<Reply>) {
+        let result = self.master.apply(command);
+        self.deliver();
+        match &result {
+            Ok(_) => self.applied += 1,
+            Err(e) => {
+                self.refused += 1;
+                if reply.is_none() {
+                    log::warn!("master refused {}: {e}", command_name(command));
+                }
+            }
+        }
+        if let Some(reply) = reply {
+            let _ = reply.send(result);
+        }
+    }
+
     fn metrics(&self) -> MetricMap {
         let mut m = MetricMap::new();
         write_master_metrics(&mut m, &self.master, [], &self.run_ms);
         m.insert("master/commands_applied".into(), serde_json::json!(self.applied));
         m.insert("master/commands_refused".into(), serde_json::json!(self.refused));
         m
+    }
+}
+
+impl Wiring for Live<'_> {
+    type Request = Message;
+
+    /// Advances the virtual clock to the wall clock's time, delivering what happens on the
+    /// way; `Err` once the master has stopped.
+    fn catch_up(&mut self, clock: &WallClock) -> Result<(), String> {
+        let seconds = clock.virtual_now() - self.master.now();
+        if seconds > 0.0 {
+            let Live { master, events, run_ms, .. } = self;
+            let result = master.advance(seconds, &mut |m| {
+                send_events(m, events, run_ms);
+                Ok(())
+            });
+            if let Err(e) = result {
+                log::error!("advancing the clock: {e}");
+            }
+            self.deliver();
+        }
+        self.fatal()
+    }
+
+    fn handle(&mut self, message: Message) -> Result<Flow, String> {
+        match message {
+            Message::Apply(command, reply) => self.apply(&command, reply),
+            Message::Query(query) => {
+                let master = &self.master;
+                if std::panic::catch_unwind(AssertUnwindSafe(|| query(master))).is_err() {
+                    log::error!("a query's closure panicked; the master goes on");
+                }
+            }
+            Message::Metrics(reply) => {
+                let _ = reply.send(self.metrics());
+            }
+            Message::Shutdown => return Ok(Flow::Stop),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// When the next periodic allocation run or task end is due.
+    fn wake_at(&self, clock: &WallClock) -> Instant {
+        clock.wall_at(self.master.next_due())
     }
 }
 

@@ -14,7 +14,9 @@
 //!   [`Setup`](master::Setup) and tells what happened in [`Event`](master::Event)s.
 //!   [`actor`]: a master on its own thread on the wall clock, for an embedder
 //!   ([`MasterActor`](actor::MasterActor), [`MasterHandle`](actor::MasterHandle),
-//!   [`ActorOptions`](actor::ActorOptions)); [`metrics`]: its metrics, with Mesos's names.
+//!   [`ActorOptions`](actor::ActorOptions)); [`wall_clock`]: the one loop that keeps a live
+//!   master on the wall clock (the actor's, and `serve`'s with its own [`Wiring`](wall_clock::Wiring));
+//!   [`metrics`]: its metrics, with Mesos's names.
 //! * [`worker_main`] and [`is_worker_invocation`]: a master whose modules may run in worker
 //!   processes (a manifest's `isolation: process`) lets its executable act as the worker, first
 //!   thing in `main`:
@@ -57,6 +59,7 @@ mod methods;
 #[doc(hidden)]
 pub mod names;
 pub mod registry;
+pub mod wall_clock;
 // Public only for the workspace's own crates and tests; not promised.
 #[doc(hidden)]
 pub mod watchdog;

@@ -5,8 +5,9 @@
 //! server ([`allocator_http`]: hyper on a runtime of its own, with head, body and idle timeouts,
 //! a 1 MiB body limit and per-address and global connection limits) reads the connections and
 //! puts complete requests on the queue; the master thread answers them in order between
-//! allocation runs. A slow or idle client holds only its own connection. The virtual clock
-//! follows the wall clock (times `speed`):
+//! allocation runs. A slow or idle client holds only its own connection. The loop is the
+//! host's one wall-clock loop ([`allocator_host::wall_clock::run`], as for an embedder's
+//! `MasterActor`) with serve's wiring. The virtual clock follows the wall clock (times `speed`):
 //! scenario events play at their times, and a periodic allocation runs every
 //! `allocation_interval`; after the last event the master keeps running periodically.
 //!
@@ -37,7 +38,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -45,6 +46,7 @@ use serde_json::{Map, Value, json};
 use crate::auth::{Action, Auth, Caller};
 use crate::clients::mesos::MesosFrameworks;
 use allocator_host::master::Command;
+use allocator_host::wall_clock::{Flow, WallClock, Wiring};
 use allocator_sim::allocator_scenario::{AllocatorScenario, Op};
 use allocator_sim::driver::Driver;
 use allocator_sim::output::EventStream;
@@ -152,7 +154,7 @@ pub fn serve(
     let options = &options;
     let (modules, setup) = (driver.master().registry(), driver.initial_setup().clone());
     let result = crate::planner::with_planner(modules, &setup, |planner| {
-        let mut live = Live::new(driver, scenario, options, queued, planner);
+        let mut live = Live::new(driver, scenario, options, queued, planner)?;
         let restored = registry.map(|(store, state)| {
             live.store = Some(store);
             state
@@ -185,9 +187,10 @@ struct Live<'s, 'r> {
     driver: &'s mut Driver<'r>,
     events: &'s [(String, Op)],
     interval: f64,
-    speed: f64,
+    /// The virtual clock on the wall clock.
+    clock: WallClock,
+    /// When the master started (its uptime).
     start: Instant,
-    v0: f64,
     deadline: Option<Instant>,
     /// Next scenario event to play.
     cursor: usize,
@@ -215,15 +218,14 @@ impl<'s, 'r> Live<'s, 'r> {
         options: &'s ServeOptions,
         queued: Arc<AtomicU64>,
         planner: &'s crate::planner::Planner,
-    ) -> Live<'s, 'r> {
+    ) -> Result<Live<'s, 'r>, String> {
         let start = Instant::now();
         let v0 = driver.master().now();
-        Live {
+        Ok(Live {
             interval: driver.master().allocation_interval(),
             events: &scenario.events,
-            speed: options.speed,
+            clock: WallClock::new(v0, options.speed)?,
             start,
-            v0,
             hold: v0,
             deadline: options.duration.map(|d| start + Duration::from_secs_f64(d.max(0.0))),
             cursor: 0,
@@ -239,73 +241,32 @@ impl<'s, 'r> Live<'s, 'r> {
                 Duration::from_secs_f64(options.heartbeat_interval),
             ),
             driver,
-        }
+        })
     }
 
-    /// The virtual time at wall-clock `t`.
-    fn virtual_at(&self, t: Instant) -> f64 {
-        self.v0 + t.duration_since(self.start).as_secs_f64() * self.speed
-    }
-
-    /// The wall-clock instant of virtual time `v`.
-    fn wall_at(&self, v: f64) -> Instant {
-        self.start + Duration::from_secs_f64(((v - self.v0) / self.speed).max(0.0))
-    }
-
+    /// Runs the master on the wall clock ([`allocator_host::wall_clock::run`]) until the
+    /// duration is over, the master is interrupted or stopped, or the HTTP queue is gone; the
+    /// registry's state is restored first, over the scenario's agents of time 0.
     fn run(
         mut self,
         out: &mut EventStream,
         rx: &mpsc::Receiver<Incoming>,
         restored: Option<crate::master_registry::State>,
     ) -> Result<(), String> {
-        let mut pending: Option<Incoming> = None;
         // The scenario's agents of time 0 come first: the registry's changes apply to them.
         self.catch_up(out)?;
         if let Some(state) = restored {
             self.restore(state, out)?;
         }
-        loop {
-            self.catch_up(out)?;
-            if let Err(e) =
-                self.driver.with_client(out, |m: &mut MesosFrameworks, master| m.tick(master))
-            {
-                self.fatal()?;
-                log::error!("scheduler API: {e}");
-            }
-            out.flush();
-            self.keep_registry();
-            self.streams.tick(&self.driver.applying(out));
-            if let Some(incoming) = pending.take() {
-                self.queued.fetch_sub(1, Ordering::SeqCst);
-                // A GET changes nothing the registry keeps: no snapshot for it.
-                let reads_only = incoming.method == "GET";
-                self.answer(incoming, out)?;
-                if !reads_only {
-                    self.keep_registry();
-                }
-                continue;
-            }
-            let now = Instant::now();
-            if self.deadline.is_some_and(|d| now >= d) || self.driver.master().interrupted() {
-                self.streams.close();
-                return Ok(());
-            }
-            let mut next = self.driver.master().next_periodic();
-            if self.cursor < self.events.len() {
-                next = next.min(self.hold);
-            }
-            let mut wake = self.wall_at(next);
-            if let Some(d) = self.deadline {
-                wake = wake.min(d);
-            }
-            // Wake at least this often to notice SIGINT/SIGTERM.
-            wake = wake.min(now + INTERRUPT_POLL);
-            match rx.recv_timeout(wake.saturating_duration_since(now)) {
-                Ok(incoming) => pending = Some(incoming),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
-            }
-        }
+        let clock = self.clock;
+        let result = allocator_host::wall_clock::run(
+            &mut ServeLoop { live: &mut self, out },
+            &clock,
+            rx,
+            Some(INTERRUPT_POLL),
+        );
+        self.streams.close();
+        result
     }
 
     /// Plays the scenario events that are due and advances the virtual clock to now.
@@ -327,7 +288,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 self.cursor += 1;
             }
             let called = Instant::now();
-            let mut target = self.virtual_at(called);
+            let mut target = self.clock.virtual_at(called);
             let playing = self.cursor < self.events.len();
             if playing {
                 target = target.min(self.hold);
@@ -341,7 +302,7 @@ impl<'s, 'r> Live<'s, 'r> {
                 log::error!("advancing the clock: {e}");
             }
             if due <= target {
-                let late = called.saturating_duration_since(self.wall_at(due));
+                let late = called.saturating_duration_since(self.clock.wall_at(due));
                 allocator_host::metrics::push_sample(
                     &mut self.latency_ms,
                     late.as_secs_f64() * 1e3,
@@ -556,6 +517,68 @@ impl<'s, 'r> Live<'s, 'r> {
             return Ok(());
         }
         self.dispatch(target, request, caller, out)
+    }
+}
+
+/// The live master as the wall-clock loop drives it: [`Live`] with the event stream its
+/// clients write to.
+struct ServeLoop<'a, 's, 'r> {
+    live: &'a mut Live<'s, 'r>,
+    out: &'a mut EventStream,
+}
+
+impl Wiring for ServeLoop<'_, '_, '_> {
+    type Request = Incoming;
+
+    /// Plays the scenario events that are due and advances the virtual clock to now.
+    fn catch_up(&mut self, _: &WallClock) -> Result<(), String> {
+        self.live.catch_up(self.out)
+    }
+
+    /// Ticks the frameworks over the scheduler API on the wall clock, flushes the event
+    /// stream, writes the registry when it changed, and ticks the operator streams.
+    fn after_catch_up(&mut self) -> Result<(), String> {
+        let live = &mut *self.live;
+        if let Err(e) =
+            live.driver.with_client(self.out, |m: &mut MesosFrameworks, master| m.tick(master))
+        {
+            live.fatal()?;
+            log::error!("scheduler API: {e}");
+        }
+        self.out.flush();
+        live.keep_registry();
+        live.streams.tick(&live.driver.applying(self.out));
+        Ok(())
+    }
+
+    /// Answers one HTTP request; a change is in the registry before the next pass.
+    fn handle(&mut self, incoming: Incoming) -> Result<Flow, String> {
+        self.live.queued.fetch_sub(1, Ordering::SeqCst);
+        // A GET changes nothing the registry keeps: no snapshot for it.
+        let reads_only = incoming.method == "GET";
+        self.live.answer(incoming, self.out)?;
+        if !reads_only {
+            self.live.keep_registry();
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// Once the `--duration` is over or SIGINT/SIGTERM arrived.
+    fn finished(&self) -> bool {
+        self.live.deadline.is_some_and(|d| Instant::now() >= d)
+            || self.live.driver.master().interrupted()
+    }
+
+    /// At the next periodic allocation run, the scenario's next event or the end of the
+    /// `--duration`, whichever comes first.
+    fn wake_at(&self, clock: &WallClock) -> Instant {
+        let live = &*self.live;
+        let mut next = live.driver.master().next_periodic();
+        if live.cursor < live.events.len() {
+            next = next.min(live.hold);
+        }
+        let wake = clock.wall_at(next);
+        live.deadline.map_or(wake, |d| wake.min(d))
     }
 }
 
