@@ -19,10 +19,19 @@
 //!
 //! The actions and their objects: `register_frameworks` (`roles`), `teardown_frameworks`
 //! (`framework_principals`), `update_weights` and `update_quotas` (`roles`),
-//! `start_maintenances`, `stop_maintenances` and `update_maintenance_schedules` (`machines`),
-//! `mark_agents_gone` (`agents`), `view_frameworks` (`users`), `view_roles` (`roles`),
-//! `get_endpoints` (`paths`), and ours: `update_sorters` (`sorters`: the sorter names) and
-//! `plan` (`roles`: `ANY`).
+//! `start_maintenances`, `stop_maintenances`, `update_maintenance_schedules`,
+//! `get_maintenance_schedules` and `get_maintenance_statuses` (`machines`),
+//! `mark_agents_gone` (`agents`), `view_frameworks` and `view_tasks` (`users`), `view_roles`
+//! and `get_quotas` (`roles`), `view_flags` (`flags`: `ANY`), `get_endpoints` (`paths`:
+//! `/metrics/snapshot`), and ours: `update_sorters`
+//! (`sorters`: the sorter names) and `plan` (`roles`: `ANY`).
+//!
+//! **Reads are filtered by object, as Mesos filters them**: whatever shows a framework asks
+//! [`Caller::sees_framework`] with the framework's user (its `FrameworkInfo.user`; a framework
+//! the scenario plays has none, the empty user), a task [`Caller::sees_task`], a role or a
+//! weight [`Caller::sees_role`], a quota [`Caller::sees_quota`]; what the caller may not see is
+//! left out of the answer, never refused as a whole, so Mesos's deny idiom (`{"principals":
+//! {"type": "ANY"}, "users": {"type": "NONE"}}`) hides every framework on every path.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -169,12 +178,22 @@ pub enum Action {
     StopMaintenances,
     /// The maintenance schedule changes (object: its machines).
     UpdateMaintenanceSchedules,
+    /// The maintenance schedule is viewed (object: each machine in it).
+    GetMaintenanceSchedules,
+    /// The maintenance status is viewed (object: each machine in it).
+    GetMaintenanceStatuses,
     /// An agent is marked gone.
     MarkAgentsGone,
-    /// Frameworks (and the cluster state) are viewed.
+    /// A framework is viewed (object: its user).
     ViewFrameworks,
-    /// A role is viewed (explanations).
+    /// A task is viewed (object: its framework's user).
+    ViewTasks,
+    /// A role, or its weight, is viewed.
     ViewRoles,
+    /// A role's quota is viewed.
+    GetQuotas,
+    /// The master's flags are viewed (object: `ANY`).
+    ViewFlags,
     /// An endpoint is read (object: its path).
     GetEndpoints,
     /// The sorters are swapped (ours).
@@ -184,7 +203,7 @@ pub enum Action {
 }
 
 impl Action {
-    const ALL: [Action; 13] = [
+    const ALL: [Action; 18] = [
         Action::RegisterFrameworks,
         Action::TeardownFrameworks,
         Action::UpdateWeights,
@@ -192,9 +211,14 @@ impl Action {
         Action::StartMaintenances,
         Action::StopMaintenances,
         Action::UpdateMaintenanceSchedules,
+        Action::GetMaintenanceSchedules,
+        Action::GetMaintenanceStatuses,
         Action::MarkAgentsGone,
         Action::ViewFrameworks,
+        Action::ViewTasks,
         Action::ViewRoles,
+        Action::GetQuotas,
+        Action::ViewFlags,
         Action::GetEndpoints,
         Action::UpdateSorters,
         Action::Plan,
@@ -210,9 +234,14 @@ impl Action {
             Action::StartMaintenances => ("start_maintenances", "machines"),
             Action::StopMaintenances => ("stop_maintenances", "machines"),
             Action::UpdateMaintenanceSchedules => ("update_maintenance_schedules", "machines"),
+            Action::GetMaintenanceSchedules => ("get_maintenance_schedules", "machines"),
+            Action::GetMaintenanceStatuses => ("get_maintenance_statuses", "machines"),
             Action::MarkAgentsGone => ("mark_agents_gone", "agents"),
             Action::ViewFrameworks => ("view_frameworks", "users"),
+            Action::ViewTasks => ("view_tasks", "users"),
             Action::ViewRoles => ("view_roles", "roles"),
+            Action::GetQuotas => ("get_quotas", "roles"),
+            Action::ViewFlags => ("view_flags", "flags"),
             Action::GetEndpoints => ("get_endpoints", "paths"),
             Action::UpdateSorters => ("update_sorters", "sorters"),
             Action::Plan => ("plan", "roles"),
@@ -442,10 +471,63 @@ pub struct Caller<'a> {
     pub principal: Option<&'a str>,
 }
 
+/// The rules of the master itself: no credentials, no ACL, everything allowed.
+static TRUSTED: Auth = Auth {
+    credentials: None,
+    frameworks: false,
+    readwrite: false,
+    readonly: false,
+    acls: Acls { permissive: true, lists: BTreeMap::new() },
+};
+
+impl Caller<'static> {
+    /// The master itself, which sees everything: for what it computes for itself (the state
+    /// its event streams are told from), never for an answer to a request.
+    pub fn trusted() -> Caller<'static> {
+        Caller { auth: &TRUSTED, principal: None }
+    }
+}
+
 impl Caller<'_> {
     /// [`Auth::authorize`] for this caller.
     pub fn may(&self, action: Action, objects: &[&str]) -> Result<(), Denied> {
         self.auth.authorize(action, self.principal, objects)
+    }
+
+    /// Whether this caller may see a framework whose user is `user` (`view_frameworks`).
+    pub fn sees_framework(&self, user: &str) -> bool {
+        self.auth.acls.allows(Action::ViewFrameworks, self.principal, Some(user))
+    }
+
+    /// Whether this caller may see a task of a framework whose user is `user`: it must see
+    /// the framework and the task (`view_frameworks`, `view_tasks`).
+    pub fn sees_task(&self, user: &str) -> bool {
+        self.sees_framework(user)
+            && self.auth.acls.allows(Action::ViewTasks, self.principal, Some(user))
+    }
+
+    /// Whether this caller may see `role`, its weight, and what it holds (`view_roles`).
+    pub fn sees_role(&self, role: &str) -> bool {
+        self.auth.acls.allows(Action::ViewRoles, self.principal, Some(role))
+    }
+
+    /// Whether this caller may see `machine` (its hostname, else its IP address) in the
+    /// maintenance schedule (`get_maintenance_schedules`), or in the maintenance status
+    /// (`get_maintenance_statuses`) when `status`.
+    pub fn sees_machine(&self, machine: &str, status: bool) -> bool {
+        let action =
+            if status { Action::GetMaintenanceStatuses } else { Action::GetMaintenanceSchedules };
+        self.auth.acls.allows(action, self.principal, Some(machine))
+    }
+
+    /// Whether this caller may see the master's flags (`view_flags`).
+    pub fn sees_flags(&self) -> bool {
+        self.auth.acls.allows(Action::ViewFlags, self.principal, None)
+    }
+
+    /// Whether this caller may see `role`'s quota (`get_quotas`).
+    pub fn sees_quota(&self, role: &str) -> bool {
+        self.auth.acls.allows(Action::GetQuotas, self.principal, Some(role))
     }
 }
 
@@ -509,6 +591,53 @@ mod tests {
                 {"principals": {"type": "ANY"}, "roles": {"type": "ANY"}}]}"#,
         );
         assert!(any.allows(Action::UpdateWeights, None, Some("r")));
+    }
+
+    fn caller_of<'a>(auth: &'a Auth, principal: Option<&'a str>) -> Caller<'a> {
+        Caller { auth, principal }
+    }
+
+    #[test]
+    fn the_deny_idiom_hides_every_framework_even_under_a_permissive_default() {
+        let auth = Auth {
+            acls: acls(
+                r#"{"view_frameworks": [{"principals": {"type": "ANY"}, "users": {"type": "NONE"}}]}"#,
+            ),
+            ..Auth::default()
+        };
+        for principal in [None, Some("ops")] {
+            let caller = caller_of(&auth, principal);
+            assert!(!caller.sees_framework("alice") && !caller.sees_framework(""));
+            assert!(!caller.sees_task("alice"), "a task of a hidden framework is hidden");
+        }
+    }
+
+    #[test]
+    fn a_principal_sees_only_the_roles_and_quotas_listed_for_it() {
+        let auth = Auth {
+            acls: acls(
+                r#"{"permissive": false,
+                    "view_roles": [{"principals": {"values": ["dev"]}, "roles": {"values": ["dev"]}}],
+                    "get_quotas": [{"principals": {"values": ["dev"]}, "roles": {"values": ["dev"]}}]}"#,
+            ),
+            ..Auth::default()
+        };
+        let dev = caller_of(&auth, Some("dev"));
+        assert!(dev.sees_role("dev") && dev.sees_quota("dev"));
+        assert!(!dev.sees_role("prod") && !dev.sees_quota("prod"));
+        assert!(!caller_of(&auth, Some("other")).sees_role("dev"));
+    }
+
+    #[test]
+    fn a_task_needs_view_tasks_as_well_as_its_framework() {
+        let auth = Auth {
+            acls: acls(
+                r#"{"view_tasks": [{"principals": {"values": ["ops"]}, "users": {"type": "NONE"}}]}"#,
+            ),
+            ..Auth::default()
+        };
+        let ops = caller_of(&auth, Some("ops"));
+        assert!(ops.sees_framework("alice") && !ops.sees_task("alice"));
     }
 
     #[test]

@@ -7,7 +7,11 @@
 //! requests go on meanwhile. At most [`QUEUED`] jobs wait for a worker: past that a plan is
 //! answered `503` at once, so a flood of plans cannot pile up work or memory. When the master
 //! stops, waiting plans are answered `503` and a plan in progress finishes first.
+//!
+//! A plan is answered with what its caller may see ([`Reader`]): the offers of frameworks and
+//! roles it may see, the shares of roles it may see.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -24,11 +28,39 @@ pub const WORKERS: usize = 2;
 /// Plans that may wait for a planner thread.
 pub const QUEUED: usize = 4;
 
+/// Who a plan is for, carried to the planner thread: the rules, the principal, and the
+/// frameworks it may not see (decided on the master thread, which knows their users).
+#[derive(Clone, Debug)]
+pub struct Reader {
+    /// The rules ([`crate::auth::Auth`], a copy).
+    pub auth: crate::auth::Auth,
+    /// The authenticated principal, if any.
+    pub principal: Option<String>,
+    /// The names of the frameworks it may not see.
+    pub hidden_frameworks: BTreeSet<String>,
+}
+
+impl Reader {
+    fn caller(&self) -> crate::auth::Caller<'_> {
+        crate::auth::Caller { auth: &self.auth, principal: self.principal.as_deref() }
+    }
+
+    /// Leaves out of `plan` what this reader may not see.
+    fn filter(&self, plan: &mut allocator_sim::plan::Plan) {
+        let caller = self.caller();
+        plan.retain(
+            |framework, role| !self.hidden_frameworks.contains(framework) && caller.sees_role(role),
+            |role| caller.sees_role(role),
+        );
+    }
+}
+
 /// One plan to make and answer.
 struct Job {
     request: Request,
     history: Vec<Op>,
     change: Command,
+    reader: Reader,
 }
 
 /// The master thread's handle on the planner threads. See the [module documentation](self).
@@ -46,8 +78,9 @@ impl Planner {
         request: Request,
         history: Vec<Op>,
         change: Command,
+        reader: Reader,
     ) -> Result<(), Box<Request>> {
-        match self.tx.try_send(Job { request, history, change }) {
+        match self.tx.try_send(Job { request, history, change, reader }) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
@@ -110,7 +143,10 @@ fn work(
         }
         let (status, body) =
             match allocator_sim::plan::plan(registry, setup, &job.history, &job.change) {
-                Ok(plan) => (200, plan.to_json()),
+                Ok(mut plan) => {
+                    job.reader.filter(&mut plan);
+                    (200, plan.to_json())
+                }
                 Err(message) => (400, json!({"error": message})),
             };
         job.request.respond(status, body.to_string());

@@ -303,9 +303,14 @@ impl<'r> Driver<'r> {
         if !matches!(add, Command::AddFramework { .. }) {
             return Err(ApplyError::Invalid("a played framework is added by add_framework".into()));
         }
-        let note = Note::new(Op::Play { add: add.clone(), tasks: tasks.clone() });
         let (master, mut deliverer) = self.deliverer(out);
-        let applied = master.apply_noted(add, note)?;
+        // The note is made only for a journal that keeps it.
+        let applied = if master.journal_is_on() {
+            master
+                .apply_noted(add, Note::new(Op::Play { add: add.clone(), tasks: tasks.clone() }))?
+        } else {
+            master.apply(add)?
+        };
         if let Applied::Framework(id) = applied {
             deliverer.sims.add(id, tasks.clone());
         }
@@ -331,9 +336,11 @@ impl<'r> Driver<'r> {
                 "framework '{framework}' is not simulated (add it with \"tasks\")"
             )));
         }
-        let note =
-            Note::new(Op::SubmitTask { framework: framework.to_owned(), task: task.clone() });
-        self.master.note(note);
+        if self.master.journal_is_on() {
+            let note =
+                Note::new(Op::SubmitTask { framework: framework.to_owned(), task: task.clone() });
+            self.master.note(note);
+        }
         let (master, mut deliverer) = self.deliverer(out);
         deliverer
             .sims

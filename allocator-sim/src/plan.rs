@@ -164,6 +164,15 @@ pub fn plan(
 }
 
 impl Plan {
+    /// Keeps only the offers whose (framework, role) `offer` keeps and the shares of the roles
+    /// `role` keeps: what a reader may see of the plan.
+    pub fn retain(&mut self, offer: impl Fn(&str, &str) -> bool, role: impl Fn(&str) -> bool) {
+        for p in [&mut self.without, &mut self.with_change] {
+            p.offers.retain(|(f, r, _), _| offer(f, r));
+            p.shares.retain(|r, _| role(r));
+        }
+    }
+
     /// Offers made with the change and not without it (or with other resources), and the
     /// reverse.
     pub fn difference(&self) -> (Offers, Offers) {

@@ -95,7 +95,8 @@ fn acls_allow_the_listed_principal_and_refuse_others_with_403() {
     let acls = r#"{"permissive": false,
         "update_weights": [{"principals": {"values": ["ops"]}, "roles": {"type": "ANY"}}],
         "update_quotas": [{"principals": {"values": ["ops"]}, "roles": {"values": ["r1"]}}],
-        "view_frameworks": [{"principals": {"type": "ANY"}, "users": {"type": "ANY"}}]}"#;
+        "view_frameworks": [{"principals": {"type": "ANY"}, "users": {"type": "ANY"}}],
+        "view_roles": [{"principals": {"type": "ANY"}, "roles": {"type": "ANY"}}]}"#;
     let acls = file("acl", "acls.json", acls).display().to_string();
     let serve = start(&["--credentials", &creds, "--authenticate_http_readwrite", "--acls", &acls]);
     assert_eq!(weights(&serve, Some(&basic("ops", "ops-secret"))).0, 200);

@@ -12,7 +12,8 @@ use allocator_api::resources::Value as ResValue;
 use allocator_api::{AgentId, FrameworkId, Resources};
 use serde_json::{Value, json};
 
-use super::operator::{Cluster, SchedulerView};
+use super::operator::{Cluster, SchedulerView, framework_user};
+use crate::auth::Caller;
 use allocator_host::master::{Command, Master};
 
 /// The endpoints `GET /` lists, with what each answers.
@@ -75,9 +76,11 @@ pub fn mesos_endpoint<'p>(method: &str, path: &'p str) -> Option<&'p str> {
 }
 
 /// Answers `method` on Mesos endpoint `name` ([`mesos_endpoint`]): status and JSON (`Null`:
-/// an empty body).
+/// an empty body). The frameworks, tasks, roles, weights and quotas in it are those `caller`
+/// may see ([`crate::auth`]).
 pub fn answer(
     cluster: &mut dyn Cluster<'_>,
+    caller: Caller<'_>,
     flags: &[(String, String)],
     completed: &[Value],
     method: &str,
@@ -86,23 +89,33 @@ pub fn answer(
 ) -> (u16, Value) {
     let master = cluster.master();
     let view = cluster.scheduler();
+    let completed: Vec<Value> = completed
+        .iter()
+        .filter(|f| caller.sees_framework(f["user"].as_str().unwrap_or_default()))
+        .cloned()
+        .collect();
+    let completed = completed.as_slice();
+    let shown = Shown { master, view, caller };
     let flags: Vec<(String, String)> =
         super::operator::effective_flags(master, flags).into_iter().collect();
     let flags = flags.as_slice();
     match (method, name) {
-        ("GET", "/state") => (200, state(master, view, flags, completed)),
+        ("GET", "/state") => (200, state(&shown, flags, completed)),
         ("GET", "/frameworks") => (
             200,
-            json!({"frameworks": frameworks(master, view), "completed_frameworks": completed,
+            json!({"frameworks": frameworks(&shown), "completed_frameworks": completed,
                    "unregistered_frameworks": []}),
         ),
         ("GET", "/slaves") => (200, json!({"slaves": slaves(master), "recovered_slaves": []})),
-        ("GET", "/tasks") => (200, json!({"tasks": tasks(master, view)})),
-        ("GET", "/roles") => (200, json!({"roles": roles(master)})),
+        ("GET", "/tasks") => (200, json!({"tasks": tasks(&shown)})),
+        ("GET", "/roles") => (200, json!({"roles": roles(&shown)})),
+        ("GET", "/flags") if !caller.sees_flags() => {
+            (403, json!({"error": "Not authorized to view_flags"}))
+        }
         ("GET", "/flags") => (200, json!({"flags": flag_map(flags)})),
         ("GET", "/health") => (200, Value::Null),
-        ("GET", "/quota") => (200, quota(master)),
-        ("GET", "/weights") => (200, weights(master)),
+        ("GET", "/quota") => (200, quota(master, caller)),
+        ("GET", "/weights") => (200, weights(master, caller)),
         ("PUT", "/weights") => match parse_weights(body) {
             Ok(w) => match cluster.apply(&Command::UpdateWeights(w)) {
                 Ok(_) => (200, Value::Null),
@@ -189,15 +202,38 @@ fn task_json(master: &Master<'_>, view: Option<&dyn SchedulerView>, fw: Framewor
         .collect()
 }
 
-fn tasks(master: &Master<'_>, view: Option<&dyn SchedulerView>) -> Vec<Value> {
-    master.framework_ids().flat_map(|fw| task_json(master, view, fw)).collect()
+/// The master and the frameworks' client as one caller may see them.
+struct Shown<'a, 'r> {
+    master: &'a Master<'r>,
+    view: Option<&'a dyn SchedulerView>,
+    caller: Caller<'a>,
 }
 
-/// One framework as v0 JSON, from what the scheduler API knows of it (else the master's).
+impl Shown<'_, '_> {
+    /// The frameworks the caller may see.
+    fn frameworks(&self) -> impl Iterator<Item = FrameworkId> + '_ {
+        self.master
+            .framework_ids()
+            .filter(|fw| self.caller.sees_framework(framework_user(self.view, *fw)))
+    }
+}
+
+fn tasks(shown: &Shown<'_, '_>) -> Vec<Value> {
+    let Shown { master, view, caller } = *shown;
+    master
+        .framework_ids()
+        .filter(|fw| caller.sees_task(framework_user(view, *fw)))
+        .flat_map(|fw| task_json(master, view, fw))
+        .collect()
+}
+
+/// One framework as v0 JSON, from what the scheduler API knows of it (else the master's),
+/// with its tasks when `with_tasks` (the caller may see them).
 pub fn framework_json(
     master: &Master<'_>,
     view: Option<&dyn SchedulerView>,
     fw: FrameworkId,
+    with_tasks: bool,
 ) -> Option<Value> {
     let name = master.framework_name(fw).to_owned();
     let info = master.framework_info(fw)?;
@@ -227,7 +263,7 @@ pub fn framework_json(
         "allocated_resources": resource_map(&allocated),
         "used_resources": resource_map(&allocated),
         "offered_resources": resource_map(&Resources::new()),
-        "tasks": task_json(master, view, fw),
+        "tasks": if with_tasks { task_json(master, view, fw) } else { Vec::new() },
         "completed_tasks": [],
         "unreachable_tasks": [],
         "offers": [],
@@ -236,17 +272,28 @@ pub fn framework_json(
     }))
 }
 
-fn frameworks(master: &Master<'_>, view: Option<&dyn SchedulerView>) -> Vec<Value> {
-    master.framework_ids().filter_map(|fw| framework_json(master, view, fw)).collect()
+fn frameworks(shown: &Shown<'_, '_>) -> Vec<Value> {
+    let Shown { master, view, caller } = *shown;
+    shown
+        .frameworks()
+        .filter_map(|fw| {
+            framework_json(master, view, fw, caller.sees_task(framework_user(view, fw)))
+        })
+        .collect()
 }
 
-fn roles(master: &Master<'_>) -> Vec<Value> {
+fn roles(shown: &Shown<'_, '_>) -> Vec<Value> {
+    let Shown { master, caller, .. } = *shown;
+    let visible: std::collections::BTreeSet<&str> =
+        shown.frameworks().map(|fw| master.framework_name(fw)).collect();
     master
         .role_names()
         .into_iter()
+        .filter(|role| caller.sees_role(role))
         .map(|role| {
+            // Its quota only to a caller who may see it (`get_quotas`).
+            let q = master.quotas().get(&role).filter(|_| caller.sees_quota(&role));
             let held = master.held_by_role(&role);
-            let q = master.quotas().get(&role);
             let quantities = |q: Option<&allocator_api::Quantities>| -> Value {
                 let map: serde_json::Map<String, Value> = q
                     .map(|q| {
@@ -258,7 +305,8 @@ fn roles(master: &Master<'_>) -> Vec<Value> {
             json!({
                 "name": role,
                 "weight": master.weights().get(&role).copied().unwrap_or(1.0),
-                "frameworks": master.frameworks_in_role(&role),
+                "frameworks": master.frameworks_in_role(&role).into_iter()
+                    .filter(|f| visible.contains(f)).collect::<Vec<_>>(),
                 "resources": resource_map(&held),
                 "allocated": resource_map(&held),
                 "offered": resource_map(&Resources::new()),
@@ -275,7 +323,7 @@ fn flag_map(flags: &[(String, String)]) -> Value {
     Value::Object(flags.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
 }
 
-fn quota(master: &Master<'_>) -> Value {
+fn quota(master: &Master<'_>, caller: Caller<'_>) -> Value {
     let map = |q: &allocator_api::Quantities| -> Value {
         Value::Object(
             q.iter().map(|e| (e.name.to_string(), json!({"value": e.value.as_f64()}))).collect(),
@@ -284,13 +332,15 @@ fn quota(master: &Master<'_>) -> Value {
     let configs: Vec<Value> = master
         .quotas()
         .iter()
+        .filter(|(role, _)| caller.sees_quota(role))
         .map(|(role, q)| json!({"role": role, "guarantees": map(&q.guarantees), "limits": map(&q.limits)}))
         .collect();
     json!({"configs": configs})
 }
 
-fn weights(master: &Master<'_>) -> Value {
-    Value::Array(master.weights().iter().map(|(r, w)| json!({"role": r, "weight": w})).collect())
+fn weights(master: &Master<'_>, caller: Caller<'_>) -> Value {
+    let seen = master.weights().iter().filter(|(r, _)| caller.sees_role(r));
+    Value::Array(seen.map(|(r, w)| json!({"role": r, "weight": w})).collect())
 }
 
 /// `PUT /master/weights`'s body: `[{"role": "r", "weight": 2.0}, …]` (Mesos's `WeightInfo`).
@@ -310,12 +360,8 @@ fn parse_weights(body: &str) -> Result<Vec<(String, f64)>, String> {
 }
 
 /// `GET /master/state`: Mesos's master state.
-fn state(
-    master: &Master<'_>,
-    view: Option<&dyn SchedulerView>,
-    flags: &[(String, String)],
-    completed: &[Value],
-) -> Value {
+fn state(shown: &Shown<'_, '_>, flags: &[(String, String)], completed: &[Value]) -> Value {
+    let Shown { master, view, caller } = *shown;
     let slaves = slaves(master);
     let flag = |name: &str| flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let ip = flag("ip").unwrap_or("127.0.0.1");
@@ -333,10 +379,10 @@ fn state(
         "activated_slaves": slaves.len(),
         "deactivated_slaves": 0,
         "unreachable_slaves": 0,
-        "flags": flag_map(flags),
+        "flags": if caller.sees_flags() { flag_map(flags) } else { json!({}) },
         "slaves": slaves,
         "recovered_slaves": [],
-        "frameworks": frameworks(master, view),
+        "frameworks": frameworks(shown),
         "completed_frameworks": completed,
         "unregistered_frameworks": [],
         "orphan_tasks": [],

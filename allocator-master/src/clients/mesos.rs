@@ -884,7 +884,7 @@ impl MesosFrameworks {
     /// offers go back, and it cannot subscribe again.
     pub fn teardown(&mut self, fw: &str, master: &mut Master<'_>) -> Result<(), String> {
         let Some(id) = self.frameworks.get(fw).map(|f| f.id) else { return Ok(()) };
-        if let Some(mut json) = super::endpoints::framework_json(master, Some(&*self), id) {
+        if let Some(mut json) = super::endpoints::framework_json(master, Some(&*self), id, true) {
             json["active"] = false.into();
             json["connected"] = false.into();
             json["unregistered_time"] = master.now().into();

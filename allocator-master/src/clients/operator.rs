@@ -47,6 +47,22 @@ pub trait SchedulerView {
     fn master_id(&self) -> &str;
 }
 
+/// A machine as the maintenance ACLs name it when it is read: its hostname, else its IP
+/// address.
+fn machine_name(machine: &allocator_mesos::MachineId) -> String {
+    machine.hostname.clone().or_else(|| machine.ip.clone()).unwrap_or_default()
+}
+
+/// A framework's user, the object of `view_frameworks` and `view_tasks`
+/// ([`Caller::sees_framework`]): its `FrameworkInfo.user` when it subscribed over the scheduler
+/// API, else (a framework the scenario plays) the empty user.
+pub fn framework_user<'a>(
+    scheduler: Option<&'a dyn SchedulerView>,
+    fw: allocator_api::FrameworkId,
+) -> &'a str {
+    scheduler.and_then(|s| s.framework_info(fw)).map_or("", |i| i.user.as_str())
+}
+
 /// The master as the operator API sees it: commands to apply, and the frameworks connected
 /// over the scheduler API, if any.
 pub trait Cluster<'r>: Apply<'r> {
@@ -117,14 +133,19 @@ impl Operator {
 
     /// `GET_MAINTENANCE_STATUS`: machines scheduled and up are draining, with no inverse-offer
     /// statuses (the host does not ask the allocator for them); machines taken down are down.
-    fn maintenance_status(&self, master: &Master<'_>) -> Value {
-        let down: Vec<Value> =
-            self.down.values().map(|d| serde_json::json!({"hostname": d.hostname})).collect();
+    fn maintenance_status(&self, master: &Master<'_>, caller: Caller<'_>) -> Value {
+        let down: Vec<Value> = self
+            .down
+            .values()
+            .filter(|d| caller.sees_machine(&d.hostname, true))
+            .map(|d| serde_json::json!({"hostname": d.hostname}))
+            .collect();
         let draining: Vec<Value> = self
             .schedule
             .windows
             .iter()
             .flat_map(|w| w.machine_ids.iter())
+            .filter(|mid| caller.sees_machine(&machine_name(mid), true))
             // Draining: some agent of the machine is still up.
             .filter(|mid| {
                 let agents = self.agents_on(master, std::slice::from_ref(*mid));
@@ -133,6 +154,17 @@ impl Operator {
             .map(|mid| serde_json::json!({"id": mid, "statuses": []}))
             .collect();
         serde_json::json!({"draining_machines": draining, "down_machines": down})
+    }
+
+    /// The maintenance schedule as `caller` may see it: in each window the machines it may
+    /// see (`get_maintenance_schedules`), and no window left empty by that.
+    fn visible_schedule(&self, caller: Caller<'_>) -> m::Schedule {
+        let mut schedule = self.schedule.clone();
+        for w in &mut schedule.windows {
+            w.machine_ids.retain(|mid| caller.sees_machine(&machine_name(mid), false));
+        }
+        schedule.windows.retain(|w| !w.machine_ids.is_empty());
+        schedule
     }
 
     /// Every flag the master runs with, as given to [`Operator::with_flags`].
@@ -181,24 +213,20 @@ impl Operator {
 }
 
 /// The ACL check of one call (see [`crate::auth`]): changes by their action and objects (roles,
-/// machines), reads of frameworks and roles as a whole.
+/// the machines of the agents a maintenance call touches, a framework's principal). Reads of
+/// frameworks, tasks, roles, weights and quotas are not refused as a whole: their answers
+/// leave out what the caller may not see.
 fn authorize(
     call: &Call,
     caller: Caller<'_>,
-    scheduler: Option<&dyn SchedulerView>,
+    cluster: &dyn Cluster<'_>,
+    operator: &Operator,
 ) -> Result<(), Denied> {
-    let machines = |list: &[allocator_mesos::MachineId]| -> Vec<String> {
-        list.iter().filter_map(|m| m.hostname.clone().or_else(|| m.ip.clone())).collect()
-    };
+    let machines =
+        |list: &[allocator_mesos::MachineId]| operator.machines_touched(cluster.master(), list);
     let (action, objects): (Action, Vec<String>) = match call.kind {
-        CallType::GetState | CallType::GetFrameworks | CallType::GetTasks => {
-            (Action::ViewFrameworks, vec![])
-        }
-        CallType::GetRoles | CallType::GetWeights | CallType::GetQuota => {
-            (Action::ViewRoles, vec![])
-        }
         CallType::GetMetrics => (Action::GetEndpoints, vec!["/metrics/snapshot".into()]),
-        CallType::GetFlags => (Action::GetEndpoints, vec!["/flags".into()]),
+        CallType::GetFlags => (Action::ViewFlags, vec![]),
         CallType::UpdateWeights => {
             let w =
                 call.update_weights.as_ref().map(|u| u.weight_infos.as_slice()).unwrap_or_default();
@@ -234,7 +262,7 @@ fn authorize(
         CallType::Teardown => {
             // The object is the framework's principal (`ANY` when it has none), as in Mesos.
             let id = call.teardown.as_ref().map(|t| t.framework_id.value.as_str()).unwrap_or("");
-            let principal = scheduler.and_then(|s| s.principal(id)).map(str::to_owned);
+            let principal = cluster.scheduler().and_then(|s| s.principal(id)).map(str::to_owned);
             (Action::TeardownFrameworks, principal.into_iter().collect())
         }
         _ => return Ok(()),
@@ -256,7 +284,7 @@ impl Operator {
             Ok(call) => call,
             Err(reason) => return Response::text(400, &reason),
         };
-        if let Err(denied) = authorize(&call, caller, cluster.scheduler()) {
+        if let Err(denied) = authorize(&call, caller, cluster, self) {
             return *denied;
         }
         let answer = match call.kind {
@@ -278,31 +306,34 @@ impl Operator {
             CallType::GetFlags => {
                 Ok(Some(m::Response::flags(flags(cluster.master(), &self.flags))))
             }
-            CallType::GetState => Ok(Some(m::Response::state(v1_state(cluster)))),
+            CallType::GetState => Ok(Some(m::Response::state(v1_state(cluster, caller)))),
             CallType::GetMaster => {
                 return json_answer(serde_json::json!({"type": "GET_MASTER", "get_master":
                     self.master_json(cluster)}));
             }
             CallType::GetMaintenanceStatus => {
                 return json_answer(serde_json::json!({"type": "GET_MAINTENANCE_STATUS",
-                    "get_maintenance_status": {"status": self.maintenance_status(cluster.master())}}));
+                    "get_maintenance_status": {"status": self.maintenance_status(cluster.master(), caller)}}));
             }
             CallType::GetAgents => Ok(Some(m::Response::agents(agents(cluster.master())))),
-            CallType::GetFrameworks => Ok(Some(m::Response::frameworks(frameworks(cluster)))),
-            CallType::GetTasks => Ok(Some(m::Response::tasks(tasks(cluster)))),
-            CallType::GetRoles => Ok(Some(m::Response::roles(roles(cluster.master())))),
+            CallType::GetFrameworks => {
+                Ok(Some(m::Response::frameworks(frameworks(cluster, caller))))
+            }
+            CallType::GetTasks => Ok(Some(m::Response::tasks(tasks(cluster, caller)))),
+            CallType::GetRoles => Ok(Some(m::Response::roles(roles(cluster, caller)))),
             CallType::GetWeights => Ok(Some(m::Response::weights(m::GetWeights {
                 weight_infos: cluster
                     .master()
                     .weights()
                     .iter()
+                    .filter(|(r, _)| caller.sees_role(r))
                     .map(|(r, w)| m::WeightInfo { weight: *w, role: Some(r.clone()) })
                     .collect(),
             }))),
-            CallType::GetQuota => Ok(Some(m::Response::quota(quota(cluster.master())))),
+            CallType::GetQuota => Ok(Some(m::Response::quota(quota(cluster.master(), caller)))),
             CallType::GetMaintenanceSchedule => {
                 Ok(Some(m::Response::maintenance_schedule(m::GetMaintenanceSchedule {
-                    schedule: self.schedule.clone(),
+                    schedule: self.visible_schedule(caller),
                 })))
             }
             CallType::UpdateWeights => {
@@ -361,6 +392,28 @@ impl Operator {
             Ok(None) => Response::empty(200),
             Err(reason) => Response::text(400, &reason),
         }
+    }
+
+    /// The machines a maintenance call on `machines` touches, the objects of its ACL: every
+    /// hostname and IP address the call names, and the hostname of every agent (present or
+    /// taken down) they match (an agent matches a machine by its hostname or its name, through
+    /// either field), so that a principal allowed one machine cannot reach another agent
+    /// through the other field.
+    fn machines_touched(
+        &self,
+        master: &Master<'_>,
+        machines: &[allocator_mesos::MachineId],
+    ) -> Vec<String> {
+        let mut touched: std::collections::BTreeSet<String> =
+            machines.iter().flat_map(|m| [&m.hostname, &m.ip]).flatten().cloned().collect();
+        for agent in self.agents_on(master, machines) {
+            let hostname = match master.agent_id(&agent).ok().and_then(|id| master.agent_info(id)) {
+                Some(info) => info.hostname.to_string(),
+                None => self.down.get(&agent).map_or(agent, |d| d.hostname.clone()),
+            };
+            touched.insert(hostname);
+        }
+        touched.into_iter().collect()
     }
 
     /// Agents (present or taken down) on `machines`.
@@ -495,12 +548,13 @@ pub fn effective_flags(
     all
 }
 
-/// `GET_STATE`'s answer: agents, frameworks, tasks (and no executors).
-pub fn v1_state(cluster: &dyn Cluster<'_>) -> m::GetState {
+/// `GET_STATE`'s answer: agents, and the frameworks and tasks `caller` may see (and no
+/// executors).
+pub fn v1_state(cluster: &dyn Cluster<'_>, caller: Caller<'_>) -> m::GetState {
     m::GetState {
-        get_tasks: Some(tasks(cluster)),
+        get_tasks: Some(tasks(cluster, caller)),
         get_executors: Some(serde_json::json!({"executors": []})),
-        get_frameworks: Some(frameworks(cluster)),
+        get_frameworks: Some(frameworks(cluster, caller)),
         get_agents: Some(agents(cluster.master())),
     }
 }
@@ -554,10 +608,11 @@ fn agents(master: &Master<'_>) -> m::GetAgents {
     m::GetAgents { agents, recovered_agents: Vec::new() }
 }
 
-fn frameworks(cluster: &dyn Cluster<'_>) -> m::GetFrameworks {
+fn frameworks(cluster: &dyn Cluster<'_>, caller: Caller<'_>) -> m::GetFrameworks {
     let master = cluster.master();
     let frameworks = master
         .framework_ids()
+        .filter(|id| caller.sees_framework(framework_user(cluster.scheduler(), *id)))
         .filter_map(|id| {
             let name = master.framework_name(id).to_owned();
             let info = master.framework_info(id)?;
@@ -589,10 +644,13 @@ fn frameworks(cluster: &dyn Cluster<'_>) -> m::GetFrameworks {
     m::GetFrameworks { frameworks, completed_frameworks: Vec::new() }
 }
 
-fn tasks(cluster: &dyn Cluster<'_>) -> m::GetTasks {
+fn tasks(cluster: &dyn Cluster<'_>, caller: Caller<'_>) -> m::GetTasks {
     let master = cluster.master();
     let mut tasks = Vec::new();
     for fw in master.framework_ids() {
+        if !caller.sees_task(framework_user(cluster.scheduler(), fw)) {
+            continue;
+        }
         let fw_name = master.framework_name(fw);
         for (id, t) in master.tasks_of(fw) {
             let name = cluster
@@ -615,15 +673,22 @@ fn tasks(cluster: &dyn Cluster<'_>) -> m::GetTasks {
     m::GetTasks { tasks, unreachable_tasks: Vec::new(), completed_tasks: Vec::new() }
 }
 
-fn roles(master: &Master<'_>) -> m::GetRoles {
+fn roles(cluster: &dyn Cluster<'_>, caller: Caller<'_>) -> m::GetRoles {
+    let master = cluster.master();
+    let sees = |name: &str| {
+        let id = master.framework_id(name).ok();
+        caller.sees_framework(id.map_or("", |id| framework_user(cluster.scheduler(), id)))
+    };
     let roles = master
         .role_names()
         .into_iter()
+        .filter(|role| caller.sees_role(role))
         .map(|role| m::Role {
             weight: master.weights().get(&role).copied().unwrap_or(1.0),
             frameworks: master
                 .frameworks_in_role(&role)
                 .into_iter()
+                .filter(|f| sees(f))
                 .map(FrameworkId::new)
                 .collect(),
             resources: to_mesos(&master.held_by_role(&role), None, ResourceFormat::Refined),
@@ -633,7 +698,7 @@ fn roles(master: &Master<'_>) -> m::GetRoles {
     m::GetRoles { roles }
 }
 
-fn quota(master: &Master<'_>) -> m::GetQuota {
+fn quota(master: &Master<'_>, caller: Caller<'_>) -> m::GetQuota {
     let map = |q: &allocator_api::Quantities| -> BTreeMap<String, ScalarValue> {
         q.iter().map(|e| (e.name.to_string(), ScalarValue { value: e.value.as_f64() })).collect()
     };
@@ -642,6 +707,7 @@ fn quota(master: &Master<'_>) -> m::GetQuota {
             configs: master
                 .quotas()
                 .iter()
+                .filter(|(role, _)| caller.sees_quota(role))
                 .map(|(role, q)| QuotaConfig {
                     role: role.clone(),
                     guarantees: map(&q.guarantees),

@@ -113,7 +113,8 @@ impl OperatorStreams {
 
     /// Answers `SUBSCRIBE`: a stream that starts with `SUBSCRIBED` (the state now).
     pub fn subscribe(&mut self, request: Request, cluster: &dyn Cluster<'_>) {
-        let state = serde_json::to_value(v1_state(cluster)).unwrap_or_default();
+        let state = serde_json::to_value(v1_state(cluster, crate::auth::Caller::trusted()))
+            .unwrap_or_default();
         if self.streams.is_empty() {
             self.seen = Seen::of(&state);
         }
@@ -131,7 +132,10 @@ impl OperatorStreams {
         if self.streams.is_empty() {
             return;
         }
-        let now = Seen::of(&serde_json::to_value(v1_state(cluster)).unwrap_or_default());
+        let now = Seen::of(
+            &serde_json::to_value(v1_state(cluster, crate::auth::Caller::trusted()))
+                .unwrap_or_default(),
+        );
         let mut events = self.seen.diff(&now);
         self.seen = now;
         if self.last_heartbeat.elapsed() >= self.heartbeat {

@@ -45,6 +45,7 @@ use serde_json::{Map, Value, json};
 
 use crate::auth::{Action, Auth, Caller};
 use crate::clients::mesos::MesosFrameworks;
+use crate::clients::operator::SchedulerView;
 use allocator_host::master::Command;
 use allocator_host::wall_clock::{Flow, WallClock, Wiring};
 use allocator_sim::allocator_scenario::{AllocatorScenario, Op};
@@ -512,7 +513,7 @@ impl<'s, 'r> Live<'s, 'r> {
             },
         };
         let caller = Caller { auth: self.auth, principal: principal.as_deref() };
-        if let Err(denied) = authorize_endpoint(caller, &request) {
+        if let Err(denied) = authorize_endpoint(caller, &request, self.driver) {
             request.respond_with(*denied);
             return Ok(());
         }
@@ -587,10 +588,16 @@ fn is_subscribe(body: &str) -> bool {
     serde_json::from_str::<Value>(body).is_ok_and(|v| v["type"] == "SUBSCRIBE")
 }
 
-/// The ACL checks of `serve`'s own endpoints (the scheduler and operator APIs check theirs
-/// per call). The body is read as the endpoint reads it; a body that does not parse is left
-/// to the endpoint's own `400`.
-fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crate::auth::Denied> {
+/// The ACL checks of `serve`'s own endpoints that act on or name an object (the scheduler and
+/// operator APIs check theirs per call; reads of frameworks, tasks, roles, weights and quotas
+/// are filtered by object where they are answered: [`visible_state`], the Mesos endpoints,
+/// plans). The body is read as the endpoint reads it; a body that does not parse is left to
+/// the endpoint's own `400`.
+fn authorize_endpoint(
+    caller: Caller<'_>,
+    request: &Incoming,
+    driver: &Driver<'_>,
+) -> Result<(), crate::auth::Denied> {
     let body = || serde_json::from_str::<Value>(&request.body).unwrap_or(Value::Null);
     match (request.method.as_str(), request.path.as_str()) {
         ("POST", "/quota") => {
@@ -617,7 +624,6 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
             caller.may(Action::UpdateSorters, &names)
         }
         ("POST", "/plan") => caller.may(Action::Plan, &[]),
-        ("GET", "/state") => caller.may(Action::ViewFrameworks, &[]),
         ("PUT", path)
             if crate::clients::endpoints::mesos_endpoint("PUT", path) == Some("/weights") =>
         {
@@ -629,18 +635,71 @@ fn authorize_endpoint(caller: Caller<'_>, request: &Incoming) -> Result<(), crat
             let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
             caller.may(Action::UpdateWeights, &roles)
         }
-        ("GET", path) if crate::clients::endpoints::mesos_endpoint("GET", path).is_some() => {
-            caller.may(Action::GetEndpoints, &[path])
-        }
         ("GET", "/metrics/snapshot") => caller.may(Action::GetEndpoints, &["/metrics/snapshot"]),
         ("GET", "/explain") => {
-            let role = request.query.split('&').find_map(|p| p.strip_prefix("role="));
-            match role {
-                Some(role) => caller.may(Action::ViewRoles, &[&percent_decode(role)]),
-                None => caller.may(Action::ViewFrameworks, &[]),
+            // Every role and framework the query names, whichever the explanation reads.
+            for (key, value) in request.query.split('&').filter_map(|p| p.split_once('=')) {
+                let value = percent_decode(value);
+                match key {
+                    "role" => caller.may(Action::ViewRoles, &[&value])?,
+                    "framework" => caller
+                        .may(Action::ViewFrameworks, &[framework_user_named(driver, &value)])?,
+                    _ => {}
+                }
             }
+            Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// The user of the framework named `name` ([`crate::clients::operator::framework_user`]); the
+/// empty user for a name the master does not know.
+fn framework_user_named<'d>(driver: &'d Driver<'_>, name: &str) -> &'d str {
+    let scheduler = driver.client::<MesosFrameworks>().map(|m| m as &dyn SchedulerView);
+    let id = driver.master().framework_id(name).ok();
+    id.map_or("", |id| crate::clients::operator::framework_user(scheduler, id))
+}
+
+/// `GET /state` ([`Driver::state`]) as `caller` may see it: the frameworks it may see, the
+/// roles it may see (each with its quota only if it may see that), and the allocations of
+/// those frameworks in those roles.
+pub(super) fn visible_state(driver: &Driver<'_>, caller: Caller<'_>) -> Value {
+    let mut state = driver.state();
+    let sees_framework = |f: &Value| {
+        caller.sees_framework(framework_user_named(driver, f["framework"].as_str().unwrap_or("")))
+    };
+    let sees_role = |v: &Value| caller.sees_role(v["role"].as_str().unwrap_or(""));
+    if let Some(Value::Array(frameworks)) = state.get_mut("frameworks") {
+        frameworks.retain(sees_framework);
+    }
+    if let Some(Value::Array(roles)) = state.get_mut("roles") {
+        roles.retain(sees_role);
+        for role in roles.iter_mut() {
+            if !caller.sees_quota(role["role"].as_str().unwrap_or("")) {
+                role.as_object_mut().map(|r| r.remove("quota"));
+            }
+        }
+    }
+    if let Some(Value::Array(allocations)) = state.get_mut("allocations") {
+        allocations.retain(|a| sees_framework(a) && sees_role(a));
+    }
+    state
+}
+
+/// Who a plan is for ([`crate::planner::Reader`]): `caller`, and the frameworks it may not see.
+pub(super) fn plan_reader(driver: &Driver<'_>, caller: Caller<'_>) -> crate::planner::Reader {
+    let master = driver.master();
+    let hidden_frameworks = master
+        .framework_ids()
+        .map(|id| master.framework_name(id))
+        .filter(|name| !caller.sees_framework(framework_user_named(driver, name)))
+        .map(str::to_owned)
+        .collect();
+    crate::planner::Reader {
+        auth: caller.auth.clone(),
+        principal: caller.principal.map(str::to_owned),
+        hidden_frameworks,
     }
 }
 

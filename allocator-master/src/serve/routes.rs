@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use allocator_host::master::ApplyError;
 use allocator_sim::output::EventStream;
 
-use super::{Incoming, Live, WEB_PAGE, explain, is_subscribe, parse_request, respond};
+use super::{
+    Incoming, Live, WEB_PAGE, explain, is_subscribe, parse_request, plan_reader, respond,
+    visible_state,
+};
 use crate::auth::{Caller, Realm};
 use crate::clients::endpoints::mesos_endpoint;
 use crate::clients::mesos::MesosFrameworks;
@@ -87,8 +90,8 @@ const ROUTES: &[Route] = &[
     Route {
         path: "/state",
         realm: Some(Realm::ReadOnly),
-        methods: &[("GET", |live, request, _, _| {
-            let state = live.driver.state();
+        methods: &[("GET", |live, request, caller, _| {
+            let state = visible_state(live.driver, caller);
             reply(request, 200, &state);
             Ok(())
         })],
@@ -188,7 +191,7 @@ impl Live<'_, '_> {
             Target::Own(handler) => handler(self, request, caller, out),
             Target::Mesos(name) => {
                 let name = name.to_owned();
-                mesos(self, request, &name, out)
+                mesos(self, request, &name, caller, out)
             }
             Target::Refused(Otherwise::PlainText405(text)) => {
                 request.respond_with(allocator_http::Response::text(405, text));
@@ -276,6 +279,7 @@ fn mesos(
     live: &mut Live<'_, '_>,
     request: Incoming,
     name: &str,
+    caller: Caller<'_>,
     out: &mut EventStream,
 ) -> Result<(), String> {
     let completed: Vec<Value> = live
@@ -286,6 +290,7 @@ fn mesos(
     let method = request.method.clone();
     let (status, answer) = crate::clients::endpoints::answer(
         &mut live.driver.applying(out),
+        caller,
         live.operator.flags(),
         &completed,
         &method,
@@ -308,14 +313,15 @@ fn mesos(
 fn plan(
     live: &mut Live<'_, '_>,
     request: Incoming,
-    _: Caller<'_>,
+    caller: Caller<'_>,
     _: &mut EventStream,
 ) -> Result<(), String> {
     let job = allocator_sim::plan::parse_change(&request.body)
         .and_then(|change| Ok((allocator_sim::plan::history(live.driver.master())?, change)));
     match job {
         Ok((history, change)) => {
-            if let Err(request) = live.planner.submit(request, history, change) {
+            let reader = plan_reader(live.driver, caller);
+            if let Err(request) = live.planner.submit(request, history, change, reader) {
                 let busy = json!({"error": format!(
                     "{} plans are already waiting; try again later",
                     crate::planner::QUEUED
