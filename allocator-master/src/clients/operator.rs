@@ -56,10 +56,10 @@ fn machine_name(machine: &allocator_mesos::MachineId) -> String {
 /// A framework's user, the object of `view_frameworks` and `view_tasks`
 /// ([`Caller::sees_framework`]): its `FrameworkInfo.user` when it subscribed over the scheduler
 /// API, else (a framework the scenario plays) the empty user.
-pub fn framework_user<'a>(
-    scheduler: Option<&'a dyn SchedulerView>,
+pub fn framework_user(
+    scheduler: Option<&dyn SchedulerView>,
     fw: allocator_api::FrameworkId,
-) -> &'a str {
+) -> &str {
     scheduler.and_then(|s| s.framework_info(fw)).map_or("", |i| i.user.as_str())
 }
 
