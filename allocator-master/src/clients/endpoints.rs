@@ -60,20 +60,22 @@ pub fn mesos_endpoint<'p>(method: &str, path: &'p str) -> Option<&'p str> {
         None if method == "POST" && (path == "/quota" || path == "/weights") => return None,
         None => path.strip_suffix(".json").unwrap_or(path),
     };
-    matches!(
-        name,
-        "/state"
-            | "/frameworks"
-            | "/slaves"
-            | "/tasks"
-            | "/roles"
-            | "/flags"
-            | "/health"
-            | "/quota"
-            | "/weights"
-    )
-    .then_some(name)
+    MESOS_ROUTES.iter().any(|(_, n)| *n == name).then_some(name)
 }
+
+/// Mesos's endpoints served here: (method, name); [`answer`] answers each.
+pub const MESOS_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/state"),
+    ("GET", "/frameworks"),
+    ("GET", "/slaves"),
+    ("GET", "/tasks"),
+    ("GET", "/roles"),
+    ("GET", "/flags"),
+    ("GET", "/health"),
+    ("GET", "/quota"),
+    ("GET", "/weights"),
+    ("PUT", "/weights"),
+];
 
 /// Answers `method` on Mesos endpoint `name` ([`mesos_endpoint`]): status and JSON (`Null`:
 /// an empty body). The frameworks, tasks, roles, weights and quotas in it are those `caller`

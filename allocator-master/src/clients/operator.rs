@@ -47,6 +47,41 @@ pub trait SchedulerView {
     fn master_id(&self) -> &str;
 }
 
+/// The calls [`Operator::answer`] answers (`SUBSCRIBE` is answered by the event stream,
+/// [`super::operator_events`]); any other is `501`. README's route × ACL table lists each.
+pub const ANSWERED: &[CallType] = &[
+    CallType::GetHealth,
+    CallType::GetVersion,
+    CallType::GetMetrics,
+    CallType::GetFlags,
+    CallType::GetState,
+    CallType::GetMaster,
+    CallType::GetMaintenanceStatus,
+    CallType::GetAgents,
+    CallType::GetFrameworks,
+    CallType::GetTasks,
+    CallType::GetRoles,
+    CallType::GetWeights,
+    CallType::GetQuota,
+    CallType::GetMaintenanceSchedule,
+    CallType::UpdateWeights,
+    CallType::UpdateQuota,
+    CallType::UpdateMaintenanceSchedule,
+    CallType::StartMaintenance,
+    CallType::StopMaintenance,
+    CallType::Teardown,
+    CallType::MarkAgentGone,
+];
+
+/// `501`: a call Mesos defines that this master does not answer.
+fn not_supported(kind: CallType) -> Response {
+    let name = serde_json::to_value(kind).unwrap_or_default();
+    Response::text(
+        501,
+        &format!("{} is not supported by allocator-master", name.as_str().unwrap_or("?")),
+    )
+}
+
 /// A machine as the maintenance ACLs name it when it is read: its hostname, else its IP
 /// address.
 fn machine_name(machine: &allocator_mesos::MachineId) -> String {
@@ -280,10 +315,14 @@ impl Operator {
         body: &str,
         caller: Caller<'_>,
     ) -> Response {
-        let call = match Call::parse(body).and_then(|c| c.validate().map(|()| c)) {
+        let call = match Call::parse(body) {
+            Ok(call) if !ANSWERED.contains(&call.kind) => return not_supported(call.kind),
             Ok(call) => call,
             Err(reason) => return Response::text(400, &reason),
         };
+        if let Err(reason) = call.validate() {
+            return Response::text(400, &reason);
+        }
         if let Err(denied) = authorize(&call, caller, cluster, self) {
             return *denied;
         }
@@ -374,16 +413,7 @@ impl Operator {
                     Err(e) => return Response::text(404, &e),
                 }
             }
-            other => {
-                let name = serde_json::to_value(other).unwrap_or_default();
-                return Response::text(
-                    501,
-                    &format!(
-                        "{} is not supported by allocator-master",
-                        name.as_str().unwrap_or("?")
-                    ),
-                );
-            }
+            other => return not_supported(other),
         };
         match answer {
             Ok(Some(response)) => {
