@@ -31,6 +31,14 @@ pub fn raise_soft_limit() -> Option<u64> {
     Some(limit.rlim_cur)
 }
 
+/// A file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) makes a write past it fail (`EFBIG`),
+/// which the registry answers as any failed write (`503`, retried), instead of killing the
+/// master with `SIGXFSZ`.
+pub fn survive_file_size_limit() {
+    // SAFETY: ignoring a signal has no preconditions; nothing in the master handles SIGXFSZ.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+}
+
 /// Shrinks `limits`' request and stream places (and their per-address shares) so that, with
 /// [`RESERVED`] descriptors kept, they fit in `available` descriptors; half go to requests,
 /// half to streams. Returns whether anything changed.

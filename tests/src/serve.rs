@@ -44,6 +44,11 @@ impl Serve {
         Serve { child, addr }
     }
 
+    /// The master's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// One request with a JSON body; the status and the body.
     pub fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         let (status, _, payload) =

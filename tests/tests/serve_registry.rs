@@ -223,7 +223,7 @@ fn without_a_work_dir_nothing_survives_a_restart() {
     assert_eq!(weights["get_weights"]["weight_infos"], json!([]), "{weights}");
 }
 
-/// A registry write that fails (here: a directory where the temporary file goes; out of
+/// A registry write that fails (here: past a file-size limit set on the running master; out of
 /// descriptors or a full disk in life) answers the change `503` and the master goes on; once
 /// writes work again the registry holds the master's state, and a restart restores it.
 #[test]
@@ -231,14 +231,23 @@ fn a_failed_registry_write_answers_503_and_the_master_goes_on() {
     let dir = work_dir("write-fails");
     let serve = start(&dir);
     post(&serve, "/weights", json!({"weights": {"a": 2}}));
-    let blocker = dir.join("registry.json.tmp");
-    std::fs::create_dir(&blocker).unwrap();
+    let fsize = |limit: &str| {
+        let pid = serve.pid().to_string();
+        let set = std::process::Command::new("prlimit")
+            .args(["--pid", &pid, &format!("--fsize={limit}")])
+            .status()
+            .expect("run prlimit");
+        assert!(set.success(), "prlimit --fsize={limit}");
+    };
+    // No file may grow past what the registry holds now.
+    let log = std::fs::metadata(dir.join("registry.log")).map_or(0, |m| m.len());
+    fsize(&format!("{log}:unlimited"));
     let (status, answer) =
         serve.request("POST", "/weights", &json!({"weights": {"a": 3}}).to_string());
     assert_eq!(status, 503, "{answer}");
     assert!(answer.contains("cannot write the registry"), "{answer}");
     assert!(state(&serve)["roles"].is_array(), "the master still serves");
-    std::fs::remove_dir(&blocker).unwrap();
+    fsize("unlimited:unlimited");
     post(&serve, "/weights", json!({"weights": {"a": 4}}));
     assert!(serve.stop().success());
     let again = start(&dir);

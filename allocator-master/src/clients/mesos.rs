@@ -132,6 +132,9 @@ pub struct MesosFrameworks {
     inverse: BTreeMap<String, (String, ApiAgentId)>,
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
     removed: std::collections::BTreeSet<String>,
+    /// Counts the changes to what [`records`](Self::records) gives: the registry writes its
+    /// frameworks again only when it moved.
+    generation: u64,
     /// The last [`MAX_COMPLETED`] frameworks removed, as Mesos's `completed_frameworks` show
     /// them (v0 JSON, as they were when removed).
     completed: Vec<serde_json::Value>,
@@ -152,6 +155,7 @@ impl MesosFrameworks {
             offers: BTreeMap::new(),
             inverse: BTreeMap::new(),
             removed: Default::default(),
+            generation: 0,
             completed: Vec::new(),
             next: 0,
         }
@@ -527,6 +531,7 @@ impl MesosFrameworks {
         }
         f.info = s::FrameworkInfo { id: Some(FrameworkId::new(&name)), ..info };
         f.principal = principal;
+        self.generation += 1;
         Ok(Ok(name))
     }
 
@@ -728,6 +733,7 @@ impl MesosFrameworks {
         }
         let f = self.frameworks.get_mut(fw).expect("known");
         f.info = s::FrameworkInfo { id: Some(FrameworkId::new(fw)), ..info };
+        self.generation += 1;
         Ok(())
     }
 
@@ -768,6 +774,11 @@ impl MesosFrameworks {
         }
     }
 
+    /// A number that changes whenever [`records`](Self::records) would give something else.
+    pub fn records_generation(&self) -> u64 {
+        self.generation
+    }
+
     /// What the master's registry keeps ([`crate::master_registry`]): each framework's id,
     /// `FrameworkInfo` and principal, and the ids of those removed for good.
     pub fn records(&self) -> (Vec<crate::master_registry::FrameworkEntry>, Vec<String>) {
@@ -795,6 +806,7 @@ impl MesosFrameworks {
         master: &mut Master<'_>,
     ) -> Result<(), String> {
         self.removed.extend(removed);
+        self.generation += 1;
         for entry in entries {
             let info: s::FrameworkInfo = match serde_json::from_value(entry.info) {
                 Ok(info) => info,
@@ -851,6 +863,7 @@ impl MesosFrameworks {
             last_heartbeat: Instant::now(),
         };
         self.frameworks.insert(name.to_owned(), connected);
+        self.generation += 1;
         Ok(Ok(()))
     }
 
@@ -898,6 +911,7 @@ impl MesosFrameworks {
         self.inverse.retain(|_, (owner, _)| owner != fw);
         self.by_master.remove(&f.id);
         self.removed.insert(fw.to_owned());
+        self.generation += 1;
         if let Some(stream) = &f.stream {
             stream.close();
         }

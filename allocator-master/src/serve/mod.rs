@@ -102,6 +102,7 @@ pub fn serve(
         ));
     }
     driver.attach_client(MesosFrameworks::new(Duration::from_secs_f64(options.heartbeat_interval)));
+    crate::descriptors::survive_file_size_limit();
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
         None => None,
@@ -208,6 +209,9 @@ struct Live<'s, 'r> {
     store: Option<crate::master_registry::Store>,
     /// Why the last registry write failed, while it keeps failing.
     registry_failing: Option<String>,
+    /// The frameworks' [records generation](MesosFrameworks::records_generation) last
+    /// written to the registry (`None`: not yet).
+    registry_generation: Option<u64>,
     /// Subscribers to the operator API's event stream.
     streams: crate::clients::operator_events::OperatorStreams,
 }
@@ -238,6 +242,7 @@ impl<'s, 'r> Live<'s, 'r> {
             planner,
             store: None,
             registry_failing: None,
+            registry_generation: None,
             streams: crate::clients::operator_events::OperatorStreams::new(
                 Duration::from_secs_f64(options.heartbeat_interval),
             ),
@@ -316,12 +321,15 @@ impl<'s, 'r> Live<'s, 'r> {
     }
 
     /// The registry's view of the master now ([`crate::master_registry`]).
-    fn snapshot(&self) -> crate::master_registry::State {
+    /// With the frameworks only when `frameworks` (they are what grows).
+    fn snapshot(&self, frameworks: bool) -> crate::master_registry::State {
         use crate::master_registry::{QuotaText, State, VERSION};
         let master = self.driver.master();
         let ops = self.operator.records();
-        let (frameworks, removed_frameworks) =
-            self.driver.client::<MesosFrameworks>().map(|m| m.records()).unwrap_or_default();
+        let (frameworks, removed_frameworks) = match self.driver.client::<MesosFrameworks>() {
+            Some(m) if frameworks => m.records(),
+            _ => Default::default(),
+        };
         State {
             version: VERSION,
             quotas: master
@@ -375,15 +383,20 @@ impl<'s, 'r> Live<'s, 'r> {
 
     /// Writes the registry if anything in it changed. `Err` when it cannot (a request that
     /// made a change is then answered `503`).
+    /// The frameworks are read (and compared) only when they changed since they were last
+    /// written, so that a pass, or a weight change, costs what it changed.
     fn persist(&mut self) -> Result<(), String> {
         if self.store.is_none() {
             return Ok(());
         }
-        let state = self.snapshot();
+        let generation = self.driver.client::<MesosFrameworks>().map(|m| m.records_generation());
+        let frameworks = self.registry_generation != generation;
+        let state = self.snapshot(frameworks);
         let store = self.store.as_mut().expect("checked");
-        if store.save(&state)? {
+        if store.save_sections(&state, frameworks)? {
             log::debug!("registry written");
         }
+        self.registry_generation = generation;
         Ok(())
     }
 
