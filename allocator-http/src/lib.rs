@@ -33,10 +33,17 @@
 //!   becomes a stream gives back its request place (streams do not count against
 //!   [`Limits::max_connections`] nor the per-address limit) and takes one of
 //!   [`Limits::max_streams`] instead, at most [`Limits::max_streams_per_address`] from one
-//!   client address (over either, the request is answered `503`). `send` never
-//!   blocks; a client that stops reading fills its stream's queue ([`Limits::stream_queue`]
-//!   chunks), and the stream is then cut off ([`StreamError::Overflow`]: the connection is
-//!   closed) rather than holding up the sender; and a stream whose queued chunks (or final
+//!   client address (over either, the request is answered `503`). An *observer* stream
+//!   ([`Request::observer_stream`]: one that only watches, as the operator API's event stream)
+//!   also takes one of [`Limits::max_observer_streams`] places, a share of
+//!   [`Limits::max_streams`], so that observers can never take the places the other streams
+//!   need. `send` never blocks, and a chunk sent to many streams is one copy in memory
+//!   ([`Chunk`]: reference-counted, shared by every queue it waits in); a client that stops
+//!   reading fills its stream's queue, which is bounded in bytes
+//!   ([`Limits::stream_queue_bytes`]; one chunk larger than that is still taken into an empty
+//!   queue) and in chunks ([`Limits::stream_queue`]), and the stream is then cut off
+//!   ([`StreamError::Overflow`]: the connection is closed, and a warning logged) rather than
+//!   holding up the sender or growing; and a stream whose queued chunks (or final
 //!   chunk, after [`Stream::close`]) the client does not take for [`Limits::idle_timeout`] is
 //!   cut off too, even when nothing more is sent; an ended stream's last bytes must be written
 //!   within [`Limits::body_timeout`]. A stream ends when [`Stream::close`] is
@@ -94,6 +101,12 @@ pub struct Limits {
     pub max_streams_per_address: usize,
     /// Chunks a [`Stream`] queues for a client that does not read them before it is cut off.
     pub stream_queue: usize,
+    /// Bytes a [`Stream`] queues for a client that does not read them before it is cut off
+    /// (a chunk larger than this is still taken when nothing else waits).
+    pub stream_queue_bytes: usize,
+    /// Observer streams ([`Request::observer_stream`]) open at once, a share of
+    /// [`Limits::max_streams`]; more are answered `503`.
+    pub max_observer_streams: usize,
 }
 
 impl Default for Limits {
@@ -109,6 +122,8 @@ impl Default for Limits {
             max_streams: 1024,
             max_streams_per_address: 64,
             stream_queue: 4096,
+            stream_queue_bytes: 16 << 20,
+            max_observer_streams: 256,
         }
     }
 }
@@ -205,6 +220,47 @@ impl Response {
     }
 }
 
+/// Bytes to send on streams ([`Stream::send_chunk`]), reference-counted: cloning a chunk
+/// or sending it on a thousand streams copies nothing, so an event encoded once for every
+/// subscriber is one copy in memory for as long as any of their queues holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chunk(Bytes);
+
+impl Chunk {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Its bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(bytes: Vec<u8>) -> Chunk {
+        Chunk(Bytes::from(bytes))
+    }
+}
+
+impl From<&[u8]> for Chunk {
+    fn from(bytes: &[u8]) -> Chunk {
+        Chunk(Bytes::copy_from_slice(bytes))
+    }
+}
+
+impl From<String> for Chunk {
+    fn from(text: String) -> Chunk {
+        Chunk(Bytes::from(text))
+    }
+}
+
 /// What a connection's task is told to answer.
 enum Reply {
     Whole(Response),
@@ -231,7 +287,10 @@ struct StreamRoom {
     max: usize,
     per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     max_per_address: usize,
+    observers: Arc<AtomicUsize>,
+    max_observers: usize,
     queue: usize,
+    queue_bytes: usize,
 }
 
 /// A request read in full, waiting for its answer. Dropping it unanswered closes its
@@ -281,10 +340,38 @@ impl Request {
         headers: Vec<(String, String)>,
         on_close: impl FnOnce() + Send + 'static,
     ) -> Stream {
+        self.open_stream(false, status, headers, Box::new(on_close))
+    }
+
+    /// As [`Request::stream`], for a stream that only watches (the operator API's event
+    /// stream): it also takes one of [`Limits::max_observer_streams`] places, so that
+    /// observers cannot take every stream place; over that share the client is answered
+    /// `503` and the stream returned is closed.
+    pub fn observer_stream(
+        self,
+        status: u16,
+        headers: Vec<(String, String)>,
+        on_close: impl FnOnce() + Send + 'static,
+    ) -> Stream {
+        self.open_stream(true, status, headers, Box::new(on_close))
+    }
+
+    fn open_stream(
+        self,
+        observer: bool,
+        status: u16,
+        headers: Vec<(String, String)>,
+        on_close: Box<dyn FnOnce() + Send>,
+    ) -> Stream {
         let (tx, rx) = tokio::sync::mpsc::channel(self.streams.queue.max(1));
-        let state = Arc::new(StreamState { closed: AtomicBool::new(false), conn: self.conn });
+        let state = Arc::new(StreamState {
+            closed: AtomicBool::new(false),
+            queued_bytes: AtomicUsize::new(0),
+            max_bytes: self.streams.queue_bytes,
+            conn: self.conn,
+        });
         let stream = Stream { tx, state: state.clone() };
-        let Some(slot) = StreamSlot::take(&self.streams, state.conn.ip) else {
+        let Some(slot) = StreamSlot::take(&self.streams, state.conn.ip, observer) else {
             // The connection is answered and closed: its request place goes back now.
             drop(state.conn.take_request_slot());
             state.closed.store(true, Ordering::SeqCst);
@@ -295,7 +382,7 @@ impl Request {
         };
         // From now on the connection is a stream: it no longer holds a request place.
         drop(state.conn.take_request_slot());
-        let guard = StreamGuard { on_close: Some(Box::new(on_close)), state, _slot: slot };
+        let guard = StreamGuard { on_close: Some(on_close), state, _slot: slot };
         let body = StreamBody { rx, done: false, _guard: guard };
         // When the client is gone the start comes back and is dropped here: `on_close` runs.
         let _ = self.reply.send(Reply::Stream(StreamStart { status, headers, body }));
@@ -317,6 +404,10 @@ pub enum StreamError {
 /// What a stream's handles and its body share.
 struct StreamState {
     closed: AtomicBool,
+    /// Bytes of the chunks queued and not yet taken by the client's connection.
+    queued_bytes: AtomicUsize,
+    /// [`Limits::stream_queue_bytes`].
+    max_bytes: usize,
     conn: Arc<Conn>,
 }
 
@@ -325,6 +416,14 @@ impl StreamState {
     fn cut_off(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.conn.abort.notify_one();
+    }
+
+    /// Cuts off a stream whose client does not read, saying so once.
+    fn overflow(&self, why: std::fmt::Arguments<'_>) {
+        if !self.closed.load(Ordering::SeqCst) {
+            log::warn!("http: the stream to {} is cut off: {why}", self.conn.peer);
+        }
+        self.cut_off();
     }
 }
 
@@ -338,26 +437,51 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Queues `data` as one chunk; never blocks. Empty data is ignored (an empty chunk would
-    /// end the stream). `Err` once the stream has ended; a full queue cuts the stream off.
+    /// Queues a copy of `data` as one chunk; never blocks. Empty data is ignored (an empty
+    /// chunk would end the stream). `Err` once the stream has ended; a full queue cuts the
+    /// stream off. To send the same bytes on many streams, make one [`Chunk`] and
+    /// [`Stream::send_chunk`] it.
     pub fn send(&self, data: &[u8]) -> Result<(), StreamError> {
         if self.is_closed() {
             return Err(StreamError::Closed);
         }
-        if data.is_empty() {
+        self.send_chunk(&Chunk::from(data))
+    }
+
+    /// Queues `chunk` (shared, not copied); never blocks. Empty chunks are ignored. `Err`
+    /// once the stream has ended; a queue that would hold more than
+    /// [`Limits::stream_queue_bytes`] (unless it is empty) or [`Limits::stream_queue`] chunks
+    /// cuts the stream off, with a warning in the log.
+    pub fn send_chunk(&self, chunk: &Chunk) -> Result<(), StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::Closed);
+        }
+        if chunk.is_empty() {
             return Ok(());
         }
+        let (len, max) = (chunk.len(), self.state.max_bytes);
+        let before = self.state.queued_bytes.fetch_add(len, Ordering::SeqCst);
+        if before > 0 && before.saturating_add(len) > max {
+            self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+            self.state.overflow(format_args!(
+                "its client left {before} bytes unread, and {len} more would pass the {max}-byte bound"
+            ));
+            return Err(StreamError::Overflow);
+        }
         use tokio::sync::mpsc::error::TrySendError;
-        match self.tx.try_send(Frame::Chunk(Bytes::copy_from_slice(data))) {
+        match self.tx.try_send(Frame::Chunk(chunk.0.clone())) {
             Ok(()) => {
                 self.state.conn.queued();
                 Ok(())
             }
             Err(TrySendError::Full(_)) => {
-                self.state.cut_off();
+                self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+                let chunks = self.tx.max_capacity();
+                self.state.overflow(format_args!("its client left {chunks} chunks unread"));
                 Err(StreamError::Overflow)
             }
             Err(TrySendError::Closed(_)) => {
+                self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
                 self.state.closed.store(true, Ordering::SeqCst);
                 Err(StreamError::Closed)
             }
@@ -402,26 +526,44 @@ impl Drop for StreamGuard {
     }
 }
 
-/// A place among the open streams (in the global count and its address's), given back when
-/// dropped.
+/// A place among the open streams (in the global count, its address's and, for an observer,
+/// the observers'), given back when dropped.
 struct StreamSlot {
     open: Arc<AtomicUsize>,
     per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     ip: IpAddr,
+    /// The observers' count, for an observer stream.
+    observers: Option<Arc<AtomicUsize>>,
 }
 
 impl StreamSlot {
-    fn take(room: &StreamRoom, ip: IpAddr) -> Option<StreamSlot> {
+    fn take(room: &StreamRoom, ip: IpAddr, observer: bool) -> Option<StreamSlot> {
         let mut per_address = room.per_address.lock().unwrap_or_else(|e| e.into_inner());
         let from_ip = per_address.get(&ip).copied().unwrap_or(0);
         if from_ip >= room.max_per_address {
             return None;
         }
-        room.open
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < room.max).then_some(n + 1))
-            .ok()?;
+        let take = |count: &AtomicUsize, max: usize| {
+            count
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+                .is_ok()
+        };
+        if observer && !take(&room.observers, room.max_observers) {
+            return None;
+        }
+        if !take(&room.open, room.max) {
+            if observer {
+                room.observers.fetch_sub(1, Ordering::SeqCst);
+            }
+            return None;
+        }
         per_address.insert(ip, from_ip + 1);
-        Some(StreamSlot { open: room.open.clone(), per_address: room.per_address.clone(), ip })
+        Some(StreamSlot {
+            open: room.open.clone(),
+            per_address: room.per_address.clone(),
+            ip,
+            observers: observer.then(|| room.observers.clone()),
+        })
     }
 }
 
@@ -435,6 +577,9 @@ impl Drop for StreamSlot {
             }
         }
         self.open.fetch_sub(1, Ordering::SeqCst);
+        if let Some(observers) = &self.observers {
+            observers.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -465,9 +610,11 @@ impl Body for AnswerBody {
                 if s.done {
                     return Poll::Ready(None);
                 }
-                let conn = &s._guard.state.conn;
+                let state = &s._guard.state;
+                let conn = &state.conn;
                 match s.rx.poll_recv(cx) {
                     Poll::Ready(Some(Frame::Chunk(data))) => {
+                        state.queued_bytes.fetch_sub(data.len(), Ordering::SeqCst);
                         conn.taken();
                         Poll::Ready(Some(Ok(BodyFrame::data(data))))
                     }
@@ -541,6 +688,7 @@ impl Server {
             per_address: Mutex::new(HashMap::new()),
             streams: Arc::new(AtomicUsize::new(0)),
             streams_per_address: Arc::new(Mutex::new(HashMap::new())),
+            observer_streams: Arc::new(AtomicUsize::new(0)),
             lingering: AtomicUsize::new(0),
             epoch: Instant::now(),
         });
@@ -603,6 +751,8 @@ struct Shared {
     streams: Arc<AtomicUsize>,
     /// Streams open per client address (addresses with none are removed).
     streams_per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// Observer streams open (also counted in `streams`).
+    observer_streams: Arc<AtomicUsize>,
     /// Refused connections still being closed politely.
     lingering: AtomicUsize,
     /// The zero of every connection's clock.
@@ -687,7 +837,7 @@ async fn accept_loop(
             }
         };
         let _ = tcp.set_nodelay(true);
-        let conn = Arc::new(Conn::new(slot, shared.epoch));
+        let conn = Arc::new(Conn::new(slot, peer, shared.epoch));
         let (shared, tls) = (shared.clone(), tls.clone());
         tokio::spawn(async move {
             match tls {
@@ -780,10 +930,12 @@ struct Conn {
     pending: AtomicUsize,
     /// The client's address.
     ip: IpAddr,
+    /// The client's address and port.
+    peer: SocketAddr,
 }
 
 impl Conn {
-    fn new(slot: RequestSlot, epoch: Instant) -> Conn {
+    fn new(slot: RequestSlot, peer: SocketAddr, epoch: Instant) -> Conn {
         let ip = slot.ip;
         let conn = Conn {
             phase: AtomicU8::new(HEAD),
@@ -794,6 +946,7 @@ impl Conn {
             slot: Mutex::new(Some(slot)),
             pending: AtomicUsize::new(0),
             ip,
+            peer,
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
@@ -953,7 +1106,15 @@ where
     let connection = builder.serve_connection(TokioIo::new(watched), service);
     tokio::select! {
         _ = connection => {}
-        _ = conn.watchdog(limits) => {}
+        _ = conn.watchdog(limits) => {
+            if conn.phase.load(Ordering::SeqCst) == STREAM {
+                log::warn!(
+                    "http: the stream to {} is cut off: its client took nothing for {:?}",
+                    conn.peer,
+                    limits.idle_timeout
+                );
+            }
+        }
         _ = conn.abort.notified() => {}
     }
 }
@@ -1010,7 +1171,10 @@ async fn handle(
             max: limits.max_streams,
             per_address: shared.streams_per_address.clone(),
             max_per_address: limits.max_streams_per_address,
+            observers: shared.observer_streams.clone(),
+            max_observers: limits.max_observer_streams,
             queue: limits.stream_queue,
+            queue_bytes: limits.stream_queue_bytes,
         },
     };
     if shared.requests.send(request).is_err() {
@@ -1470,6 +1634,101 @@ mod tests {
         stream.close();
         closed.recv_timeout(Duration::from_secs(10)).expect("cut off: on_close runs");
         drop(s);
+    }
+
+    #[test]
+    fn a_stream_queue_is_bounded_in_bytes_not_only_in_chunks() {
+        let (server, streams) = stream_server(Limits {
+            stream_queue: 1_000_000,
+            stream_queue_bytes: 1 << 20,
+            body_timeout: Duration::from_millis(200),
+            ..limits()
+        });
+        let mut s = connect(&server);
+        s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+        let (stream, closed) = streams.recv().unwrap();
+        let chunk = Chunk::from(vec![b'x'; 256 << 10]);
+        // The client never reads: once the socket buffers are full, four chunks fill the
+        // 1 MiB bound and the fifth cuts the stream off (a million chunks would never).
+        let sent = (0..1000).take_while(|_| stream.send_chunk(&chunk).is_ok()).count();
+        assert!(sent < 1000, "never cut off");
+        assert_eq!(stream.send_chunk(&chunk), Err(StreamError::Closed));
+        closed.recv_timeout(Duration::from_secs(10)).expect("on_close runs");
+        drop(s);
+    }
+
+    #[test]
+    fn one_chunk_larger_than_the_byte_bound_goes_through_an_empty_queue() {
+        let (server, streams) = stream_server(Limits { stream_queue_bytes: 10, ..limits() });
+        let mut s = connect(&server);
+        s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+        let (stream, _closed) = streams.recv().unwrap();
+        let big = Chunk::from("y".repeat(100));
+        stream.send_chunk(&big).unwrap();
+        stream.close();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.contains(&format!("64\r\n{}\r\n0\r\n", "y".repeat(100))), "{answer}");
+    }
+
+    #[test]
+    fn one_chunk_sent_on_many_streams_is_shared_not_copied() {
+        let chunk = Chunk::from(vec![7u8; 1000]);
+        let copy = chunk.clone();
+        assert_eq!(chunk.as_bytes().as_ptr(), copy.as_bytes().as_ptr());
+        let (server, streams) = stream_server(limits());
+        let mut clients = Vec::new();
+        for _ in 0..3 {
+            let mut s = connect(&server);
+            s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+            let (stream, _) = streams.recv().unwrap();
+            stream.send_chunk(&chunk).unwrap();
+            stream.close();
+            clients.push(s);
+        }
+        for mut s in clients {
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            let body = format!("3e8\r\n{}\r\n0\r\n", "\u{7}".repeat(1000));
+            assert!(answer.to_ascii_lowercase().contains(&body), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn observer_streams_take_only_their_share_of_the_stream_places() {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits { max_streams: 3, max_observer_streams: 1, ..limits() },
+        )
+        .unwrap();
+        let (tx, streams) = mpsc::channel();
+        std::thread::spawn(move || {
+            for r in rx {
+                let s = if r.path == "/observe" {
+                    r.observer_stream(200, Vec::new(), || {})
+                } else {
+                    r.stream(200, Vec::new(), || {})
+                };
+                let _ = tx.send(s);
+            }
+        });
+        let mut held = Vec::new();
+        for path in ["/observe", "/observe", "/observe", "/s", "/s"] {
+            let mut s = connect(&server);
+            s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).unwrap();
+            held.push((s, streams.recv().unwrap()));
+        }
+        let open: Vec<bool> = held.iter().map(|(_, stream)| !stream.is_closed()).collect();
+        assert_eq!(open, [true, false, false, true, true], "one observer, then the others");
+        let mut answer = String::new();
+        let _ = held[1].0.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        // The observer's place comes back when it ends.
+        held.swap_remove(0);
+        std::thread::sleep(Duration::from_millis(200));
+        let mut s = connect(&server);
+        s.write_all(b"GET /observe HTTP/1.1\r\n\r\n").unwrap();
+        assert!(!streams.recv().unwrap().is_closed());
     }
 
     #[test]
