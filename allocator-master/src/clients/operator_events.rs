@@ -7,6 +7,13 @@
 //! 100 ms) the agents, frameworks and tasks are compared with the last pass, so a change that
 //! comes and goes within one pass is not seen. A task that ends is `TASK_UPDATED` with
 //! `TASK_FINISHED` (the master keeps no end reason for it).
+//!
+//! Memory: each event is encoded once and the same bytes ([`Chunk`], reference-counted) wait in
+//! every subscriber's queue, and so does `SUBSCRIBED`, encoded once per pass for every
+//! subscriber of that pass; a subscriber that does not read is cut off by the HTTP server once
+//! its queue holds more than its byte bound (`--http_stream_queue_bytes`). Subscribers take
+//! observer stream places ([`Request::observer_stream`]), a share of the stream places, so
+//! that they can never crowd frameworks out of theirs.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::operator::{Cluster, v1_state};
-use allocator_http::{Request, Stream};
+use allocator_http::{Chunk, Request, Stream};
 use allocator_mesos::recordio;
 
 /// What the events are told from: agents, frameworks and tasks by id, as v1 JSON.
@@ -96,6 +103,8 @@ impl Seen {
 pub struct OperatorStreams {
     streams: Vec<Stream>,
     seen: Seen,
+    /// `SUBSCRIBED` as encoded for the first subscriber since the last pass, for the others.
+    subscribed: Option<Chunk>,
     heartbeat: Duration,
     last_heartbeat: Instant,
 }
@@ -106,27 +115,47 @@ impl OperatorStreams {
         OperatorStreams {
             streams: Vec::new(),
             seen: Seen::default(),
+            subscribed: None,
             heartbeat,
             last_heartbeat: Instant::now(),
         }
     }
 
-    /// Answers `SUBSCRIBE`: a stream that starts with `SUBSCRIBED` (the state now).
+    /// Answers `SUBSCRIBE`: a stream that starts with `SUBSCRIBED` (the state now, or as
+    /// told to another subscriber since the last pass: the next pass's events cover what
+    /// changed since). Over the observer streams' share of places, `503`.
     pub fn subscribe(&mut self, request: Request, cluster: &dyn Cluster<'_>) {
-        let state = serde_json::to_value(v1_state(cluster)).unwrap_or_default();
-        if self.streams.is_empty() {
-            self.seen = Seen::of(&state);
+        let stream = request.observer_stream(
+            200,
+            vec![("Content-Type".into(), "application/json".into())],
+            || {},
+        );
+        if stream.is_closed() {
+            return;
         }
-        let stream =
-            request.stream(200, vec![("Content-Type".into(), "application/json".into())], || {});
-        let subscribed = json!({"type": "SUBSCRIBED", "subscribed": {"get_state": state,
-            "heartbeat_interval_seconds": self.heartbeat.as_secs_f64()}});
-        let _ = stream.send(&recordio::encode(subscribed.to_string().as_bytes()));
+        self.streams.retain(|s| !s.is_closed());
+        if self.streams.is_empty() {
+            self.subscribed = None;
+        }
+        let heartbeat = self.heartbeat.as_secs_f64();
+        let seen = &mut self.seen;
+        let first = self.streams.is_empty();
+        let subscribed = self.subscribed.get_or_insert_with(|| {
+            let state = serde_json::to_value(v1_state(cluster)).unwrap_or_default();
+            if first {
+                *seen = Seen::of(&state);
+            }
+            let subscribed = json!({"type": "SUBSCRIBED", "subscribed": {"get_state": state,
+                "heartbeat_interval_seconds": heartbeat}});
+            Chunk::from(recordio::encode(subscribed.to_string().as_bytes()))
+        });
+        let _ = stream.send_chunk(subscribed);
         self.streams.push(stream);
     }
 
     /// Sends what changed since the last pass, and heartbeats; forgets ended streams.
     pub fn tick(&mut self, cluster: &dyn Cluster<'_>) {
+        self.subscribed = None;
         self.streams.retain(|s| !s.is_closed());
         if self.streams.is_empty() {
             return;
@@ -139,9 +168,10 @@ impl OperatorStreams {
             events.push(json!({"type": "HEARTBEAT"}));
         }
         for event in events {
-            let record = recordio::encode(event.to_string().as_bytes());
+            // Encoded once; every queue holds the same bytes.
+            let record = Chunk::from(recordio::encode(event.to_string().as_bytes()));
             for s in &self.streams {
-                let _ = s.send(&record);
+                let _ = s.send_chunk(&record);
             }
         }
     }
