@@ -65,6 +65,8 @@ pub struct ServeOptions {
     pub auth: Auth,
     /// The HTTP server's limits and timeouts.
     pub http_limits: allocator_http::Limits,
+    /// What frameworks may hold (`--max_frameworks`, `--max_framework_info_bytes`).
+    pub framework_limits: crate::clients::mesos::FrameworkLimits,
     /// Serve HTTPS with these PEM files (`None`: plain HTTP).
     pub tls: Option<allocator_http::TlsFiles>,
     /// Keep the master's registry in this directory (`--work_dir`), restoring it at start
@@ -98,7 +100,8 @@ pub fn serve(
             options.heartbeat_interval
         ));
     }
-    driver.attach_client(MesosFrameworks::new(Duration::from_secs_f64(options.heartbeat_interval)));
+    let heartbeat = Duration::from_secs_f64(options.heartbeat_interval);
+    driver.attach_client(MesosFrameworks::new(heartbeat).with_limits(options.framework_limits));
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
         None => None,
