@@ -227,3 +227,59 @@ fn anonymous_operator_streams_cannot_take_the_frameworks_stream_places() {
     let (status, _stream) = subscribe_framework(&serve, &info);
     assert_eq!(status, 200, "a framework finds a stream place");
 }
+
+/// The benchmark of BENCHMARKS.md ("Issue 43"): the master's resident memory with 1,000
+/// anonymous operator subscribers that never read (63 from each of 16 loopback addresses, the
+/// operator share raised to 1,000 places) while a framework with a 1 MB `FrameworkInfo` fails
+/// over 60 times (a 1 MB `FRAMEWORK_UPDATED` to every subscriber each pass). Not a pass/fail
+/// test: run it with `cargo test -p workspace-tests --test serve_memory -- --ignored
+/// --nocapture bench_`.
+#[test]
+#[ignore = "a benchmark (about 70 s); run by hand"]
+fn bench_rss_with_1000_non_reading_operator_subscribers_and_1_mb_events() {
+    let (serve, stderr) = Serve::start_with_stderr(&[
+        "--scenario",
+        CLUSTER,
+        "--duration",
+        "300",
+        "--max_framework_info_bytes",
+        "1048576",
+        "--http_max_streams",
+        "2048",
+        "--http_max_operator_streams",
+        "1000",
+    ]);
+    let pid = serve.pid();
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = rss_mib(pid);
+    let opening = Instant::now();
+    let subscribers: Vec<TcpStream> = (0..1000)
+        .map(|i| {
+            let (status, s) = operator_subscriber(&serve, lo(2 + (i / 63) as u8));
+            assert_eq!(status, 200, "operator subscriber {i}");
+            s
+        })
+        .collect();
+    let opening = opening.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    let subscribed = rss_mib(pid);
+    let (mut peak, start) = (subscribed, Instant::now());
+    let mut framework = None;
+    for mark in 0..60 {
+        let (status, s) = subscribe_framework(&serve, &big_info("attacker-1", 1_000_000, mark));
+        assert_eq!(status, 200, "failover {mark}");
+        framework = Some(s);
+        std::thread::sleep(Duration::from_millis(120));
+        peak = peak.max(rss_mib(pid));
+    }
+    let attack = start.elapsed();
+    std::thread::sleep(Duration::from_secs(1));
+    let after = rss_mib(pid);
+    let cut = stderr.try_iter().filter(|l| l.contains("is cut off")).count();
+    drop((framework, subscribers));
+    eprintln!(
+        "RSS: {idle:.1} MiB idle, {subscribed:.1} MiB with 1,000 subscribers (subscribed in {:.1} s), peak {peak:.1} MiB during 60 failovers of a 1 MB FrameworkInfo ({:.1} s), {after:.1} MiB after; {cut} subscribers cut off",
+        opening.as_secs_f64(),
+        attack.as_secs_f64()
+    );
+}
