@@ -20,7 +20,9 @@
 //!   arrive within [`Limits::body_timeout`] of the head (`408` otherwise); a connection that
 //!   has nothing in progress is closed after [`Limits::idle_timeout`]; an answer the client
 //!   does not read counts as idle time.
-//! * **Limits.** A body over [`Limits::max_body`] is answered `413`, a head over
+//! * **Limits.** A body over [`Limits::max_body`] is answered `413` (then the connection
+//!   closes lingering, as nginx's does: what the client still sends is read and dropped for a
+//!   bounded time, so that it reads its answer rather than a reset), a head over
 //!   [`Limits::max_head`] `431` (by hyper). At most [`Limits::max_connections`] *request*
 //!   connections are open at once, and at most [`Limits::max_connections_per_address`] from
 //!   one client address; a connection over either limit is answered `503` at once (closed
@@ -807,6 +809,10 @@ const MAX_LINGERING: usize = 256;
 /// How long a refused connection lingers.
 const LINGER: Duration = Duration::from_millis(500);
 
+/// A connection answered `413` drains what its client still sends until the client has been
+/// silent this long (nginx's `lingering_timeout`), for at most [`Limits::body_timeout`] in all.
+const LINGER_QUIET: Duration = Duration::from_secs(2);
+
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
@@ -932,6 +938,8 @@ struct Conn {
     ip: IpAddr,
     /// The client's address and port.
     peer: SocketAddr,
+    /// Its request was refused with its body unread (`413`): the connection closes lingering.
+    linger: AtomicBool,
 }
 
 impl Conn {
@@ -947,6 +955,7 @@ impl Conn {
             pending: AtomicUsize::new(0),
             ip,
             peer,
+            linger: AtomicBool::new(false),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
@@ -1103,9 +1112,22 @@ where
         hyper::service::service_fn(move |request| handle(request, shared.clone(), conn.clone()))
     };
     let watched = Watched { io, conn: conn.clone() };
-    let connection = builder.serve_connection(TokioIo::new(watched), service);
+    // The socket comes back when hyper is done with it, to be closed here: lingering after a
+    // refused body, politely otherwise.
+    let connection = builder.serve_connection(TokioIo::new(watched), service).without_shutdown();
     tokio::select! {
-        _ = connection => {}
+        done = connection => {
+            if let Ok(parts) = done {
+                let mut io = parts.io.into_inner();
+                if conn.linger.load(Ordering::SeqCst) {
+                    // Its place goes back now: lingering has a budget of its own.
+                    drop(conn.take_request_slot());
+                    linger(io, shared).await;
+                } else {
+                    let _ = tokio::time::timeout(limits.body_timeout, io.shutdown()).await;
+                }
+            }
+        }
         _ = conn.watchdog(limits) => {
             if conn.phase.load(Ordering::SeqCst) == STREAM {
                 log::warn!(
@@ -1116,6 +1138,37 @@ where
             }
         }
         _ = conn.abort.notified() => {}
+    }
+}
+
+/// Closes a connection whose request was refused before its body was read (`413`) the way
+/// nginx does: closing with the client's bytes unread would reset the connection, and a
+/// client still sending its body would see the reset (`Broken pipe`, `Connection reset`)
+/// instead of the answer. So the answer is followed by the end of what the server writes, then
+/// what the client still sends is read and dropped until it closes, is silent for
+/// [`LINGER_QUIET`], or [`Limits::body_timeout`] has passed; at most [`MAX_LINGERING`]
+/// connections linger at once (with the refused ones), the others are closed at once.
+async fn linger<I: AsyncRead + AsyncWrite + Unpin>(mut io: I, shared: &Shared) {
+    if shared.lingering.fetch_add(1, Ordering::SeqCst) >= MAX_LINGERING {
+        shared.lingering.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    struct Done<'a>(&'a Shared);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.lingering.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let _done = Done(shared);
+    let deadline = tokio::time::Instant::now() + shared.limits.body_timeout;
+    let _ = tokio::time::timeout_at(deadline, io.shutdown()).await;
+    let mut sink = vec![0u8; 16 << 10];
+    loop {
+        let quiet = (tokio::time::Instant::now() + LINGER_QUIET).min(deadline);
+        match tokio::time::timeout_at(quiet, io.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => break,
+        }
     }
 }
 
@@ -1139,6 +1192,7 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > limits.max_body as u64) {
+        conn.linger.store(true, Ordering::SeqCst);
         return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
     }
     let (parts, body) = request.into_parts();
@@ -1146,6 +1200,7 @@ async fn handle(
     let body = match tokio::time::timeout(limits.body_timeout, read).await {
         Err(_) => return Ok(refusal(408, "the request body did not arrive in time")),
         Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            conn.linger.store(true, Ordering::SeqCst);
             return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
         }
         Ok(Err(e)) => return Ok(refusal(400, &format!("cannot read the request body: {e}"))),
@@ -1344,6 +1399,23 @@ mod tests {
         let server = echo_server();
         let a = exchange(&server, b"POST /x HTTP/1.1\r\nContent-Length: 100000\r\n\r\n");
         assert!(a.starts_with("HTTP/1.1 413"), "{a}");
+    }
+
+    #[test]
+    fn a_body_over_the_limit_sent_whole_still_reads_its_413() {
+        let server = echo_server();
+        for _ in 0..5 {
+            let mut s = TcpStream::connect(server.addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let body = vec![b'x'; 2 << 20];
+            let head = format!("POST /x HTTP/1.1\r\nContent-Length: {}\r\n\r\n", body.len());
+            s.write_all(head.as_bytes()).unwrap();
+            // Sent whole, as curl and most clients do before they read the answer.
+            s.write_all(&body).expect("the server drains the body it refused");
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).expect("the answer, not a reset");
+            assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+        }
     }
 
     #[test]

@@ -301,6 +301,28 @@ fn a_body_over_one_mebibyte_is_answered_413() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
 
+/// Issue 43: a client that sends its 2 MiB body whole before reading (as curl does) reads its
+/// `413`, not `Broken pipe` or a reset: the master drains what it refused before closing.
+#[test]
+fn a_body_over_one_mebibyte_sent_whole_still_gets_its_413() {
+    let live = start("too-large-whole", &[]);
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(&live.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let body = vec![b'{'; 2 << 20];
+        write!(
+            s,
+            "POST /weights HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        s.write_all(&body).expect("the body is drained, not refused with a reset");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("the answer, not a reset");
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
+}
+
 /// Issue 31: with `--ssl_cert_file` and `--ssl_key_file` the master serves HTTPS (a
 /// self-signed certificate made here, trusted by a rustls client); plain HTTP gets no answer.
 #[test]
