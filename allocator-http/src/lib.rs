@@ -15,7 +15,8 @@
 //!   silent for [`Limits::idle_timeout`] (60 s by default). Pipelined requests are answered in
 //!   order.
 //! * **Timeouts.** A request head must arrive within [`Limits::header_timeout`] of its first
-//!   byte (of the connection's start, for its first request), or the connection is closed
+//!   byte (of the connection's start, for its first request; of the end of the answer before
+//!   it, for a head whose start was pipelined behind a request), or the connection is closed
 //!   without an answer (a slowloris holds its socket for that long at most); a body must
 //!   arrive within [`Limits::body_timeout`] of the head (`408` otherwise); a connection that
 //!   has nothing in progress is closed after [`Limits::idle_timeout`]; an answer the client
@@ -940,6 +941,8 @@ struct Conn {
     peer: SocketAddr,
     /// Its request was refused with its body unread (`413`): the connection closes lingering.
     linger: AtomicBool,
+    /// Where its bytes are: whether a pipelined head has begun when an answer ends.
+    framing: Mutex<Framing>,
 }
 
 impl Conn {
@@ -956,6 +959,7 @@ impl Conn {
             ip,
             peer,
             linger: AtomicBool::new(false),
+            framing: Mutex::new(Framing::default()),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
@@ -971,8 +975,9 @@ impl Conn {
         self.wake.notify_one();
     }
 
-    /// Bytes arrived: an idle connection starts reading a head.
-    fn saw_bytes(&self) {
+    /// `bytes` arrived: they are framed, and an idle connection starts reading a head.
+    fn saw_bytes(&self, bytes: &[u8]) {
+        self.framing.lock().unwrap_or_else(|e| e.into_inner()).read(bytes);
         if self.phase.load(Ordering::SeqCst) == IDLE {
             self.since_ms.store(self.now_ms(), Ordering::SeqCst);
             if self.phase.compare_exchange(IDLE, HEAD, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
@@ -1034,8 +1039,97 @@ struct IdleOnDrop(Option<Arc<Conn>>);
 impl Drop for IdleOnDrop {
     fn drop(&mut self) {
         if let Some(conn) = self.0.take() {
-            conn.set_phase(IDLE);
+            // The client may have pipelined the start of its next head: that head's clock
+            // runs from now, not the idle one.
+            let next_head = conn.framing.lock().unwrap_or_else(|e| e.into_inner()).next_head();
+            conn.set_phase(if next_head { HEAD } else { IDLE });
         }
+    }
+}
+
+/// The most bytes a connection keeps while it waits to learn the length of the body after a
+/// head (hyper reads at most a buffer's worth ahead); beyond, its framing is given up.
+const FRAMING_AHEAD: usize = 64 << 10;
+
+/// Where a connection's bytes are, followed as they are read, so that when an answer ends the
+/// server knows whether the client has already sent part of its next head (pipelined): that
+/// head then gets [`Limits::header_timeout`], not [`Limits::idle_timeout`]. A head ends at a
+/// blank line; its body's length comes from [`handle`] (`Content-Length`, else none). After a
+/// chunked body the framing is given up (lost), and answers end idle as before.
+#[derive(Default)]
+struct Framing {
+    /// Bytes of the head being read.
+    head_bytes: usize,
+    /// Whether the last byte of the head so far ended a line (`\r` aside).
+    line_end: bool,
+    /// After a head, until its body's length is known: the bytes read since.
+    ahead: Option<Vec<u8>>,
+    /// Bytes of the current body still to come.
+    body_left: u64,
+    lost: bool,
+}
+
+impl Framing {
+    /// Bytes read from the client, in order.
+    fn read(&mut self, bytes: &[u8]) {
+        if self.lost {
+            return;
+        }
+        if let Some(ahead) = &mut self.ahead {
+            if ahead.len() + bytes.len() > FRAMING_AHEAD {
+                self.lost = true;
+                self.ahead = None;
+            } else {
+                ahead.extend_from_slice(bytes);
+            }
+            return;
+        }
+        self.scan(bytes);
+    }
+
+    fn scan(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.body_left > 0 {
+                let skip = self.body_left.min(bytes.len() as u64);
+                self.body_left -= skip;
+                bytes = &bytes[skip as usize..];
+                continue;
+            }
+            for (i, b) in bytes.iter().enumerate() {
+                self.head_bytes += 1;
+                match b {
+                    b'\n' if self.line_end => {
+                        // The blank line: the head ends; its body's length comes next.
+                        (self.head_bytes, self.line_end) = (0, false);
+                        self.ahead = Some(bytes[i + 1..].to_vec());
+                        return;
+                    }
+                    b'\n' => self.line_end = true,
+                    b'\r' => {}
+                    _ => self.line_end = false,
+                }
+            }
+            return;
+        }
+    }
+
+    /// The head just handed over has a body of `length` bytes (`None`: chunked).
+    fn body(&mut self, length: Option<u64>) {
+        match (self.ahead.take(), length) {
+            (Some(ahead), Some(length)) if !self.lost => {
+                self.body_left = length;
+                self.scan(&ahead);
+            }
+            _ => {
+                self.lost = true;
+                self.ahead = None;
+            }
+        }
+    }
+
+    /// Whether part of a next head has been read (and nothing is pending before it).
+    fn next_head(&self) -> bool {
+        !self.lost && self.ahead.is_none() && self.body_left == 0 && self.head_bytes > 0
     }
 }
 
@@ -1054,7 +1148,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.conn.saw_bytes();
+            self.conn.saw_bytes(&buf.filled()[before..]);
         }
         polled
     }
@@ -1191,6 +1285,12 @@ async fn handle(
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
+    let chunked = request.headers().contains_key(hyper::header::TRANSFER_ENCODING);
+    conn.framing.lock().unwrap_or_else(|e| e.into_inner()).body(if chunked {
+        None
+    } else {
+        Some(declared.unwrap_or(0))
+    });
     if declared.is_some_and(|n| n > limits.max_body as u64) {
         conn.linger.store(true, Ordering::SeqCst);
         return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
@@ -1449,6 +1549,62 @@ mod tests {
         let a = exchange(&server, b"GET /x HTTP/1.1\r\nHost: slow");
         assert_eq!(a, "", "closed without an answer");
         assert!(start.elapsed() >= Duration::from_millis(250), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn a_pipelined_partial_head_gets_the_header_timeout_not_the_idle_one() {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits {
+                header_timeout: Duration::from_millis(300),
+                idle_timeout: Duration::from_secs(5),
+                ..limits()
+            },
+        )
+        .unwrap();
+        std::thread::spawn(move || {
+            for r in rx {
+                let body = format!("{:?}", r.body);
+                r.respond(200, body);
+            }
+        });
+        let closed_after = |raw: &[u8], answers: usize| {
+            let mut s = connect(&server);
+            s.write_all(raw).unwrap();
+            for _ in 0..answers {
+                assert!(read_answer(&mut s).starts_with("HTTP/1.1 200"));
+            }
+            let start = Instant::now();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+            start.elapsed()
+        };
+        // A complete request, a body, and the start of the next head, sent together.
+        let partial = b"POST /a HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcdGET /b HT";
+        let waited = closed_after(partial, 1);
+        assert!(waited < Duration::from_secs(2), "held for {waited:?}, not the header timeout");
+        // Two whole requests: the connection is idle after them, and idle time is longer.
+        let whole = b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\n\r\nxy";
+        let waited = closed_after(whole, 2);
+        assert!(waited >= Duration::from_secs(4), "idle, closed after only {waited:?}");
+    }
+
+    #[test]
+    fn framing_finds_pipelined_heads_after_bodies() {
+        let mut f = Framing::default();
+        f.read(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nab");
+        f.body(Some(3));
+        assert!(!f.next_head(), "the body is not over");
+        f.read(b"cGET / HTTP/1.1\r\n");
+        assert!(f.next_head());
+        f.read(b"\r\n");
+        f.body(Some(0));
+        assert!(!f.next_head(), "a whole head, then nothing");
+        f.read(b"GET /chunked HTTP/1.1\nTransfer-Encoding: chunked\n\n");
+        f.body(None);
+        f.read(b"0\r\n\r\nGET");
+        assert!(!f.next_head(), "lost after a chunked body: idle as before");
     }
 
     #[test]

@@ -323,6 +323,24 @@ fn a_body_over_one_mebibyte_sent_whole_still_gets_its_413() {
     }
 }
 
+/// Issue 43: a request followed, in the same write, by the start of a next head that never
+/// ends is closed at the header timeout (1 s here) after the answer, not held for the idle
+/// timeout (30 s here) as before.
+#[test]
+fn a_pipelined_partial_head_is_closed_at_the_header_timeout() {
+    let live = start("pipelined", &["--http_header_timeout", "1", "--http_idle_timeout", "30"]);
+    let mut s = TcpStream::connect(&live.addr).expect("connect");
+    s.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\nGET /version HTTP/1.1\r\nHo")
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let start = std::time::Instant::now();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let held = start.elapsed();
+    assert!(held < Duration::from_secs(5), "held for {held:?}, not the 1 s header timeout");
+}
+
 /// Issue 31: with `--ssl_cert_file` and `--ssl_key_file` the master serves HTTPS (a
 /// self-signed certificate made here, trusted by a rustls client); plain HTTP gets no answer.
 #[test]
