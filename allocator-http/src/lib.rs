@@ -26,8 +26,11 @@
 //!   bounded time, so that it reads its answer rather than a reset), a head over
 //!   [`Limits::max_head`] `431` (by hyper). At most [`Limits::max_connections`] *request*
 //!   connections are open at once, and at most [`Limits::max_connections_per_address`] from
-//!   one client address; a connection over either limit is answered `503` at once (closed
-//!   without an answer under TLS) and nobody else is affected. A connection's place is held by
+//!   one client address. When every place is taken, the connection idle (kept alive with
+//!   nothing in progress) or stalled in its head (no byte for a second) the longest is closed
+//!   to make room, as nginx does; a connection over the per-address limit, or over the global
+//!   one with none to close, is answered `503` at once (closed without an answer under TLS)
+//!   and nobody else is affected. A connection's place is held by
 //!   a guard and is given back however the connection ends (a panic in its task included).
 //! * **Answers.** [`Request::respond`] (a JSON body), [`Request::respond_with`] (any
 //!   [`Response`]: status, headers, body) or [`Request::stream`]: a long-lived chunked answer
@@ -692,6 +695,8 @@ impl Server {
             streams: Arc::new(AtomicUsize::new(0)),
             streams_per_address: Arc::new(Mutex::new(HashMap::new())),
             observer_streams: Arc::new(AtomicUsize::new(0)),
+            conns: Mutex::new(HashMap::new()),
+            next_conn: AtomicU64::new(0),
             lingering: AtomicUsize::new(0),
             epoch: Instant::now(),
         });
@@ -756,6 +761,10 @@ struct Shared {
     streams_per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// Observer streams open (also counted in `streams`).
     observer_streams: Arc<AtomicUsize>,
+    /// Request connections open, by number (to close an idle one under pressure).
+    conns: Mutex<HashMap<u64, std::sync::Weak<Conn>>>,
+    /// The next connection's number.
+    next_conn: AtomicU64,
     /// Refused connections still being closed politely.
     lingering: AtomicUsize,
     /// The zero of every connection's clock.
@@ -771,11 +780,11 @@ struct RequestSlot {
 
 impl RequestSlot {
     /// A place for a connection from `ip`, or why there is none.
-    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Result<RequestSlot, &'static str> {
+    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Result<RequestSlot, NoPlace> {
         let mut per_address = shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
         let from_ip = per_address.get(&ip).copied().unwrap_or(0);
         if from_ip >= shared.limits.max_connections_per_address {
-            return Err("too many connections from your address; try again later");
+            return Err(NoPlace::Address);
         }
         let max = shared.limits.max_connections;
         if shared
@@ -783,10 +792,83 @@ impl RequestSlot {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
             .is_err()
         {
-            return Err("too many connections; try again later");
+            return Err(NoPlace::Full);
         }
         per_address.insert(ip, from_ip + 1);
         Ok(RequestSlot { shared: shared.clone(), ip })
+    }
+}
+
+/// Why a connection has no request place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NoPlace {
+    /// Its address has [`Limits::max_connections_per_address`] open.
+    Address,
+    /// [`Limits::max_connections`] are open (and none idle or stalled to close for it).
+    Full,
+}
+
+impl NoPlace {
+    fn message(self) -> &'static str {
+        match self {
+            NoPlace::Address => "too many connections from your address; try again later",
+            NoPlace::Full => "too many connections; try again later",
+        }
+    }
+}
+
+/// A head that has had no byte for this long is stalled: under connection pressure it is
+/// closed for a new connection, as an idle one is.
+const STALLED: Duration = Duration::from_secs(1);
+
+/// Under connection pressure (every request place taken), closes the connection that has
+/// been idle (kept alive with nothing in progress) or stalled in its head (no byte for
+/// [`STALLED`]) the longest and gives its place back, as nginx closes its idle keep-alive
+/// connections when it runs out: a client from elsewhere is served while an attacker holds
+/// idle sockets on many addresses. A connection reading a body, being answered or streaming
+/// is never closed for another. `false` when there was none to close.
+fn evict(shared: &Shared) -> bool {
+    let now = shared.epoch.elapsed().as_millis() as u64;
+    let open: Vec<Arc<Conn>> = shared
+        .conns
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let mut quiet: Vec<(u64, Arc<Conn>)> = open
+        .into_iter()
+        .filter_map(|c| {
+            let last = c.since_ms.load(Ordering::SeqCst).max(c.last_read_ms.load(Ordering::SeqCst));
+            let quiet = now.saturating_sub(last);
+            match c.phase.load(Ordering::SeqCst) {
+                IDLE => Some((quiet, c)),
+                HEAD if quiet >= STALLED.as_millis() as u64 => Some((quiet, c)),
+                _ => None,
+            }
+        })
+        .collect();
+    quiet.sort_by_key(|(q, _)| std::cmp::Reverse(*q));
+    for (ms, c) in quiet {
+        if let Some(slot) = c.take_request_slot() {
+            drop(slot);
+            c.abort.notify_one();
+            log::debug!("http: closed {} (quiet for {ms} ms) to make room for a new one", c.peer);
+            return true;
+        }
+    }
+    false
+}
+
+/// Keeps a connection in [`Shared::conns`] while its task runs.
+struct Registered<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.shared.conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
     }
 }
 
@@ -836,17 +918,24 @@ async fn accept_loop(
                 continue;
             }
         };
-        let slot = match RequestSlot::take(&shared, peer.ip()) {
+        let mut taken = RequestSlot::take(&shared, peer.ip());
+        if taken.as_ref().err() == Some(&NoPlace::Full) && evict(&shared) {
+            taken = RequestSlot::take(&shared, peer.ip());
+        }
+        let slot = match taken {
             Ok(slot) => slot,
             Err(why) => {
-                refuse(tcp, &shared, why, tls.is_some());
+                refuse(tcp, &shared, why.message(), tls.is_some());
                 continue;
             }
         };
         let _ = tcp.set_nodelay(true);
         let conn = Arc::new(Conn::new(slot, peer, shared.epoch));
+        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+        shared.conns.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Arc::downgrade(&conn));
         let (shared, tls) = (shared.clone(), tls.clone());
         tokio::spawn(async move {
+            let _registered = Registered { shared: &shared, id };
             match tls {
                 None => serve_connection(tcp, &shared, conn).await,
                 Some(acceptor) => {
@@ -941,6 +1030,8 @@ struct Conn {
     peer: SocketAddr,
     /// Its request was refused with its body unread (`413`): the connection closes lingering.
     linger: AtomicBool,
+    /// When bytes last arrived (milliseconds after [`Shared::epoch`]).
+    last_read_ms: AtomicU64,
     /// Where its bytes are: whether a pipelined head has begun when an answer ends.
     framing: Mutex<Framing>,
 }
@@ -959,9 +1050,11 @@ impl Conn {
             ip,
             peer,
             linger: AtomicBool::new(false),
+            last_read_ms: AtomicU64::new(0),
             framing: Mutex::new(Framing::default()),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
+        conn.last_read_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
     }
 
@@ -977,6 +1070,7 @@ impl Conn {
 
     /// `bytes` arrived: they are framed, and an idle connection starts reading a head.
     fn saw_bytes(&self, bytes: &[u8]) {
+        self.last_read_ms.store(self.now_ms(), Ordering::SeqCst);
         self.framing.lock().unwrap_or_else(|e| e.into_inner()).read(bytes);
         if self.phase.load(Ordering::SeqCst) == IDLE {
             self.since_ms.store(self.now_ms(), Ordering::SeqCst);
@@ -1605,6 +1699,70 @@ mod tests {
         f.body(None);
         f.read(b"0\r\n\r\nGET");
         assert!(!f.next_head(), "lost after a chunked body: idle as before");
+    }
+
+    /// A server of 3 request places (idle timeout 10 s) answering everything `200`.
+    fn three_place_server() -> Server {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits {
+                max_connections: 3,
+                header_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(10),
+                ..limits()
+            },
+        )
+        .unwrap();
+        std::thread::spawn(move || {
+            for r in rx {
+                r.respond(200, "\"ok\"".into());
+            }
+        });
+        server
+    }
+
+    fn is_closed(s: &mut TcpStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        matches!(s.read(&mut [0u8; 64]), Ok(0) | Err(_))
+    }
+
+    #[test]
+    fn under_pressure_the_longest_idle_connection_makes_room() {
+        let server = three_place_server();
+        let mut idle: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = connect(&server);
+                s.write_all(b"GET /a HTTP/1.1\r\n\r\n").unwrap();
+                assert!(read_answer(&mut s).starts_with("HTTP/1.1 200"));
+                std::thread::sleep(Duration::from_millis(50));
+                s
+            })
+            .collect();
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 200"), "served, not refused: {a}");
+        assert!(is_closed(&mut idle[0]), "the longest idle one made room");
+        // The others are still open and served.
+        idle[2].write_all(b"GET /b HTTP/1.1\r\n\r\n").unwrap();
+        assert!(read_answer(&mut idle[2]).starts_with("HTTP/1.1 200"));
+    }
+
+    #[test]
+    fn under_pressure_a_stalled_head_makes_room_but_a_fresh_one_does_not() {
+        let server = three_place_server();
+        let stalled: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = connect(&server);
+                s.write_all(b"GET /a HTTP/1.1\r\nX-Slow: ").unwrap();
+                s
+            })
+            .collect();
+        // Their heads are fresh: nothing to close, the newcomer is refused.
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 503"), "{a}");
+        std::thread::sleep(STALLED + Duration::from_millis(300));
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 200"), "a stalled head made room: {a}");
+        drop(stalled);
     }
 
     #[test]
