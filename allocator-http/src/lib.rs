@@ -15,16 +15,22 @@
 //!   silent for [`Limits::idle_timeout`] (60 s by default). Pipelined requests are answered in
 //!   order.
 //! * **Timeouts.** A request head must arrive within [`Limits::header_timeout`] of its first
-//!   byte (of the connection's start, for its first request), or the connection is closed
+//!   byte (of the connection's start, for its first request; of the end of the answer before
+//!   it, for a head whose start was pipelined behind a request), or the connection is closed
 //!   without an answer (a slowloris holds its socket for that long at most); a body must
 //!   arrive within [`Limits::body_timeout`] of the head (`408` otherwise); a connection that
 //!   has nothing in progress is closed after [`Limits::idle_timeout`]; an answer the client
 //!   does not read counts as idle time.
-//! * **Limits.** A body over [`Limits::max_body`] is answered `413`, a head over
+//! * **Limits.** A body over [`Limits::max_body`] is answered `413` (then the connection
+//!   closes lingering, as nginx's does: what the client still sends is read and dropped for a
+//!   bounded time, so that it reads its answer rather than a reset), a head over
 //!   [`Limits::max_head`] `431` (by hyper). At most [`Limits::max_connections`] *request*
 //!   connections are open at once, and at most [`Limits::max_connections_per_address`] from
-//!   one client address; a connection over either limit is answered `503` at once (closed
-//!   without an answer under TLS) and nobody else is affected. A connection's place is held by
+//!   one client address. When every place is taken, the connection idle (kept alive with
+//!   nothing in progress) or stalled in its head (no byte for a second) the longest is closed
+//!   to make room, as nginx does; a connection over the per-address limit, or over the global
+//!   one with none to close, is answered `503` at once (closed without an answer under TLS)
+//!   and nobody else is affected. A connection's place is held by
 //!   a guard and is given back however the connection ends (a panic in its task included).
 //! * **Answers.** [`Request::respond`] (a JSON body), [`Request::respond_with`] (any
 //!   [`Response`]: status, headers, body) or [`Request::stream`]: a long-lived chunked answer
@@ -33,10 +39,17 @@
 //!   becomes a stream gives back its request place (streams do not count against
 //!   [`Limits::max_connections`] nor the per-address limit) and takes one of
 //!   [`Limits::max_streams`] instead, at most [`Limits::max_streams_per_address`] from one
-//!   client address (over either, the request is answered `503`). `send` never
-//!   blocks; a client that stops reading fills its stream's queue ([`Limits::stream_queue`]
-//!   chunks), and the stream is then cut off ([`StreamError::Overflow`]: the connection is
-//!   closed) rather than holding up the sender; and a stream whose queued chunks (or final
+//!   client address (over either, the request is answered `503`). An *observer* stream
+//!   ([`Request::observer_stream`]: one that only watches, as the operator API's event stream)
+//!   also takes one of [`Limits::max_observer_streams`] places, a share of
+//!   [`Limits::max_streams`], so that observers can never take the places the other streams
+//!   need. `send` never blocks, and a chunk sent to many streams is one copy in memory
+//!   ([`Chunk`]: reference-counted, shared by every queue it waits in); a client that stops
+//!   reading fills its stream's queue, which is bounded in bytes
+//!   ([`Limits::stream_queue_bytes`]; one chunk larger than that is still taken into an empty
+//!   queue) and in chunks ([`Limits::stream_queue`]), and the stream is then cut off
+//!   ([`StreamError::Overflow`]: the connection is closed, and a warning logged) rather than
+//!   holding up the sender or growing; and a stream whose queued chunks (or final
 //!   chunk, after [`Stream::close`]) the client does not take for [`Limits::idle_timeout`] is
 //!   cut off too, even when nothing more is sent; an ended stream's last bytes must be written
 //!   within [`Limits::body_timeout`]. A stream ends when [`Stream::close`] is
@@ -94,6 +107,12 @@ pub struct Limits {
     pub max_streams_per_address: usize,
     /// Chunks a [`Stream`] queues for a client that does not read them before it is cut off.
     pub stream_queue: usize,
+    /// Bytes a [`Stream`] queues for a client that does not read them before it is cut off
+    /// (a chunk larger than this is still taken when nothing else waits).
+    pub stream_queue_bytes: usize,
+    /// Observer streams ([`Request::observer_stream`]) open at once, a share of
+    /// [`Limits::max_streams`]; more are answered `503`.
+    pub max_observer_streams: usize,
 }
 
 impl Default for Limits {
@@ -109,6 +128,8 @@ impl Default for Limits {
             max_streams: 1024,
             max_streams_per_address: 64,
             stream_queue: 4096,
+            stream_queue_bytes: 16 << 20,
+            max_observer_streams: 256,
         }
     }
 }
@@ -205,6 +226,47 @@ impl Response {
     }
 }
 
+/// Bytes to send on streams ([`Stream::send_chunk`]), reference-counted: cloning a chunk
+/// or sending it on a thousand streams copies nothing, so an event encoded once for every
+/// subscriber is one copy in memory for as long as any of their queues holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chunk(Bytes);
+
+impl Chunk {
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Its bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(bytes: Vec<u8>) -> Chunk {
+        Chunk(Bytes::from(bytes))
+    }
+}
+
+impl From<&[u8]> for Chunk {
+    fn from(bytes: &[u8]) -> Chunk {
+        Chunk(Bytes::copy_from_slice(bytes))
+    }
+}
+
+impl From<String> for Chunk {
+    fn from(text: String) -> Chunk {
+        Chunk(Bytes::from(text))
+    }
+}
+
 /// What a connection's task is told to answer.
 enum Reply {
     Whole(Response),
@@ -231,7 +293,10 @@ struct StreamRoom {
     max: usize,
     per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     max_per_address: usize,
+    observers: Arc<AtomicUsize>,
+    max_observers: usize,
     queue: usize,
+    queue_bytes: usize,
 }
 
 /// A request read in full, waiting for its answer. Dropping it unanswered closes its
@@ -281,10 +346,38 @@ impl Request {
         headers: Vec<(String, String)>,
         on_close: impl FnOnce() + Send + 'static,
     ) -> Stream {
+        self.open_stream(false, status, headers, Box::new(on_close))
+    }
+
+    /// As [`Request::stream`], for a stream that only watches (the operator API's event
+    /// stream): it also takes one of [`Limits::max_observer_streams`] places, so that
+    /// observers cannot take every stream place; over that share the client is answered
+    /// `503` and the stream returned is closed.
+    pub fn observer_stream(
+        self,
+        status: u16,
+        headers: Vec<(String, String)>,
+        on_close: impl FnOnce() + Send + 'static,
+    ) -> Stream {
+        self.open_stream(true, status, headers, Box::new(on_close))
+    }
+
+    fn open_stream(
+        self,
+        observer: bool,
+        status: u16,
+        headers: Vec<(String, String)>,
+        on_close: Box<dyn FnOnce() + Send>,
+    ) -> Stream {
         let (tx, rx) = tokio::sync::mpsc::channel(self.streams.queue.max(1));
-        let state = Arc::new(StreamState { closed: AtomicBool::new(false), conn: self.conn });
+        let state = Arc::new(StreamState {
+            closed: AtomicBool::new(false),
+            queued_bytes: AtomicUsize::new(0),
+            max_bytes: self.streams.queue_bytes,
+            conn: self.conn,
+        });
         let stream = Stream { tx, state: state.clone() };
-        let Some(slot) = StreamSlot::take(&self.streams, state.conn.ip) else {
+        let Some(slot) = StreamSlot::take(&self.streams, state.conn.ip, observer) else {
             // The connection is answered and closed: its request place goes back now.
             drop(state.conn.take_request_slot());
             state.closed.store(true, Ordering::SeqCst);
@@ -295,7 +388,7 @@ impl Request {
         };
         // From now on the connection is a stream: it no longer holds a request place.
         drop(state.conn.take_request_slot());
-        let guard = StreamGuard { on_close: Some(Box::new(on_close)), state, _slot: slot };
+        let guard = StreamGuard { on_close: Some(on_close), state, _slot: slot };
         let body = StreamBody { rx, done: false, _guard: guard };
         // When the client is gone the start comes back and is dropped here: `on_close` runs.
         let _ = self.reply.send(Reply::Stream(StreamStart { status, headers, body }));
@@ -317,6 +410,10 @@ pub enum StreamError {
 /// What a stream's handles and its body share.
 struct StreamState {
     closed: AtomicBool,
+    /// Bytes of the chunks queued and not yet taken by the client's connection.
+    queued_bytes: AtomicUsize,
+    /// [`Limits::stream_queue_bytes`].
+    max_bytes: usize,
     conn: Arc<Conn>,
 }
 
@@ -325,6 +422,14 @@ impl StreamState {
     fn cut_off(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.conn.abort.notify_one();
+    }
+
+    /// Cuts off a stream whose client does not read, saying so once.
+    fn overflow(&self, why: std::fmt::Arguments<'_>) {
+        if !self.closed.load(Ordering::SeqCst) {
+            log::warn!("http: the stream to {} is cut off: {why}", self.conn.peer);
+        }
+        self.cut_off();
     }
 }
 
@@ -338,26 +443,51 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Queues `data` as one chunk; never blocks. Empty data is ignored (an empty chunk would
-    /// end the stream). `Err` once the stream has ended; a full queue cuts the stream off.
+    /// Queues a copy of `data` as one chunk; never blocks. Empty data is ignored (an empty
+    /// chunk would end the stream). `Err` once the stream has ended; a full queue cuts the
+    /// stream off. To send the same bytes on many streams, make one [`Chunk`] and
+    /// [`Stream::send_chunk`] it.
     pub fn send(&self, data: &[u8]) -> Result<(), StreamError> {
         if self.is_closed() {
             return Err(StreamError::Closed);
         }
-        if data.is_empty() {
+        self.send_chunk(&Chunk::from(data))
+    }
+
+    /// Queues `chunk` (shared, not copied); never blocks. Empty chunks are ignored. `Err`
+    /// once the stream has ended; a queue that would hold more than
+    /// [`Limits::stream_queue_bytes`] (unless it is empty) or [`Limits::stream_queue`] chunks
+    /// cuts the stream off, with a warning in the log.
+    pub fn send_chunk(&self, chunk: &Chunk) -> Result<(), StreamError> {
+        if self.is_closed() {
+            return Err(StreamError::Closed);
+        }
+        if chunk.is_empty() {
             return Ok(());
         }
+        let (len, max) = (chunk.len(), self.state.max_bytes);
+        let before = self.state.queued_bytes.fetch_add(len, Ordering::SeqCst);
+        if before > 0 && before.saturating_add(len) > max {
+            self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+            self.state.overflow(format_args!(
+                "its client left {before} bytes unread, and {len} more would pass the {max}-byte bound"
+            ));
+            return Err(StreamError::Overflow);
+        }
         use tokio::sync::mpsc::error::TrySendError;
-        match self.tx.try_send(Frame::Chunk(Bytes::copy_from_slice(data))) {
+        match self.tx.try_send(Frame::Chunk(chunk.0.clone())) {
             Ok(()) => {
                 self.state.conn.queued();
                 Ok(())
             }
             Err(TrySendError::Full(_)) => {
-                self.state.cut_off();
+                self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+                let chunks = self.tx.max_capacity();
+                self.state.overflow(format_args!("its client left {chunks} chunks unread"));
                 Err(StreamError::Overflow)
             }
             Err(TrySendError::Closed(_)) => {
+                self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
                 self.state.closed.store(true, Ordering::SeqCst);
                 Err(StreamError::Closed)
             }
@@ -402,26 +532,44 @@ impl Drop for StreamGuard {
     }
 }
 
-/// A place among the open streams (in the global count and its address's), given back when
-/// dropped.
+/// A place among the open streams (in the global count, its address's and, for an observer,
+/// the observers'), given back when dropped.
 struct StreamSlot {
     open: Arc<AtomicUsize>,
     per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     ip: IpAddr,
+    /// The observers' count, for an observer stream.
+    observers: Option<Arc<AtomicUsize>>,
 }
 
 impl StreamSlot {
-    fn take(room: &StreamRoom, ip: IpAddr) -> Option<StreamSlot> {
+    fn take(room: &StreamRoom, ip: IpAddr, observer: bool) -> Option<StreamSlot> {
         let mut per_address = room.per_address.lock().unwrap_or_else(|e| e.into_inner());
         let from_ip = per_address.get(&ip).copied().unwrap_or(0);
         if from_ip >= room.max_per_address {
             return None;
         }
-        room.open
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < room.max).then_some(n + 1))
-            .ok()?;
+        let take = |count: &AtomicUsize, max: usize| {
+            count
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+                .is_ok()
+        };
+        if observer && !take(&room.observers, room.max_observers) {
+            return None;
+        }
+        if !take(&room.open, room.max) {
+            if observer {
+                room.observers.fetch_sub(1, Ordering::SeqCst);
+            }
+            return None;
+        }
         per_address.insert(ip, from_ip + 1);
-        Some(StreamSlot { open: room.open.clone(), per_address: room.per_address.clone(), ip })
+        Some(StreamSlot {
+            open: room.open.clone(),
+            per_address: room.per_address.clone(),
+            ip,
+            observers: observer.then(|| room.observers.clone()),
+        })
     }
 }
 
@@ -435,6 +583,9 @@ impl Drop for StreamSlot {
             }
         }
         self.open.fetch_sub(1, Ordering::SeqCst);
+        if let Some(observers) = &self.observers {
+            observers.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -465,9 +616,11 @@ impl Body for AnswerBody {
                 if s.done {
                     return Poll::Ready(None);
                 }
-                let conn = &s._guard.state.conn;
+                let state = &s._guard.state;
+                let conn = &state.conn;
                 match s.rx.poll_recv(cx) {
                     Poll::Ready(Some(Frame::Chunk(data))) => {
+                        state.queued_bytes.fetch_sub(data.len(), Ordering::SeqCst);
                         conn.taken();
                         Poll::Ready(Some(Ok(BodyFrame::data(data))))
                     }
@@ -541,6 +694,9 @@ impl Server {
             per_address: Mutex::new(HashMap::new()),
             streams: Arc::new(AtomicUsize::new(0)),
             streams_per_address: Arc::new(Mutex::new(HashMap::new())),
+            observer_streams: Arc::new(AtomicUsize::new(0)),
+            conns: Mutex::new(HashMap::new()),
+            next_conn: AtomicU64::new(0),
             lingering: AtomicUsize::new(0),
             epoch: Instant::now(),
         });
@@ -603,6 +759,12 @@ struct Shared {
     streams: Arc<AtomicUsize>,
     /// Streams open per client address (addresses with none are removed).
     streams_per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// Observer streams open (also counted in `streams`).
+    observer_streams: Arc<AtomicUsize>,
+    /// Request connections open, by number (to close an idle one under pressure).
+    conns: Mutex<HashMap<u64, std::sync::Weak<Conn>>>,
+    /// The next connection's number.
+    next_conn: AtomicU64,
     /// Refused connections still being closed politely.
     lingering: AtomicUsize,
     /// The zero of every connection's clock.
@@ -618,11 +780,11 @@ struct RequestSlot {
 
 impl RequestSlot {
     /// A place for a connection from `ip`, or why there is none.
-    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Result<RequestSlot, &'static str> {
+    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Result<RequestSlot, NoPlace> {
         let mut per_address = shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
         let from_ip = per_address.get(&ip).copied().unwrap_or(0);
         if from_ip >= shared.limits.max_connections_per_address {
-            return Err("too many connections from your address; try again later");
+            return Err(NoPlace::Address);
         }
         let max = shared.limits.max_connections;
         if shared
@@ -630,10 +792,83 @@ impl RequestSlot {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
             .is_err()
         {
-            return Err("too many connections; try again later");
+            return Err(NoPlace::Full);
         }
         per_address.insert(ip, from_ip + 1);
         Ok(RequestSlot { shared: shared.clone(), ip })
+    }
+}
+
+/// Why a connection has no request place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NoPlace {
+    /// Its address has [`Limits::max_connections_per_address`] open.
+    Address,
+    /// [`Limits::max_connections`] are open (and none idle or stalled to close for it).
+    Full,
+}
+
+impl NoPlace {
+    fn message(self) -> &'static str {
+        match self {
+            NoPlace::Address => "too many connections from your address; try again later",
+            NoPlace::Full => "too many connections; try again later",
+        }
+    }
+}
+
+/// A head that has had no byte for this long is stalled: under connection pressure it is
+/// closed for a new connection, as an idle one is.
+const STALLED: Duration = Duration::from_secs(1);
+
+/// Under connection pressure (every request place taken), closes the connection that has
+/// been idle (kept alive with nothing in progress) or stalled in its head (no byte for
+/// [`STALLED`]) the longest and gives its place back, as nginx closes its idle keep-alive
+/// connections when it runs out: a client from elsewhere is served while an attacker holds
+/// idle sockets on many addresses. A connection reading a body, being answered or streaming
+/// is never closed for another. `false` when there was none to close.
+fn evict(shared: &Shared) -> bool {
+    let now = shared.epoch.elapsed().as_millis() as u64;
+    let open: Vec<Arc<Conn>> = shared
+        .conns
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let mut quiet: Vec<(u64, Arc<Conn>)> = open
+        .into_iter()
+        .filter_map(|c| {
+            let last = c.since_ms.load(Ordering::SeqCst).max(c.last_read_ms.load(Ordering::SeqCst));
+            let quiet = now.saturating_sub(last);
+            match c.phase.load(Ordering::SeqCst) {
+                IDLE => Some((quiet, c)),
+                HEAD if quiet >= STALLED.as_millis() as u64 => Some((quiet, c)),
+                _ => None,
+            }
+        })
+        .collect();
+    quiet.sort_by_key(|(q, _)| std::cmp::Reverse(*q));
+    for (ms, c) in quiet {
+        if let Some(slot) = c.take_request_slot() {
+            drop(slot);
+            c.abort.notify_one();
+            log::debug!("http: closed {} (quiet for {ms} ms) to make room for a new one", c.peer);
+            return true;
+        }
+    }
+    false
+}
+
+/// Keeps a connection in [`Shared::conns`] while its task runs.
+struct Registered<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.shared.conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
     }
 }
 
@@ -657,6 +892,10 @@ const MAX_LINGERING: usize = 256;
 /// How long a refused connection lingers.
 const LINGER: Duration = Duration::from_millis(500);
 
+/// A connection answered `413` drains what its client still sends until the client has been
+/// silent this long (nginx's `lingering_timeout`), for at most [`Limits::body_timeout`] in all.
+const LINGER_QUIET: Duration = Duration::from_secs(2);
+
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
@@ -679,17 +918,24 @@ async fn accept_loop(
                 continue;
             }
         };
-        let slot = match RequestSlot::take(&shared, peer.ip()) {
+        let mut taken = RequestSlot::take(&shared, peer.ip());
+        if taken.as_ref().err() == Some(&NoPlace::Full) && evict(&shared) {
+            taken = RequestSlot::take(&shared, peer.ip());
+        }
+        let slot = match taken {
             Ok(slot) => slot,
             Err(why) => {
-                refuse(tcp, &shared, why, tls.is_some());
+                refuse(tcp, &shared, why.message(), tls.is_some());
                 continue;
             }
         };
         let _ = tcp.set_nodelay(true);
-        let conn = Arc::new(Conn::new(slot, shared.epoch));
+        let conn = Arc::new(Conn::new(slot, peer, shared.epoch));
+        let id = shared.next_conn.fetch_add(1, Ordering::SeqCst);
+        shared.conns.lock().unwrap_or_else(|e| e.into_inner()).insert(id, Arc::downgrade(&conn));
         let (shared, tls) = (shared.clone(), tls.clone());
         tokio::spawn(async move {
+            let _registered = Registered { shared: &shared, id };
             match tls {
                 None => serve_connection(tcp, &shared, conn).await,
                 Some(acceptor) => {
@@ -780,10 +1026,18 @@ struct Conn {
     pending: AtomicUsize,
     /// The client's address.
     ip: IpAddr,
+    /// The client's address and port.
+    peer: SocketAddr,
+    /// Its request was refused with its body unread (`413`): the connection closes lingering.
+    linger: AtomicBool,
+    /// When bytes last arrived (milliseconds after [`Shared::epoch`]).
+    last_read_ms: AtomicU64,
+    /// Where its bytes are: whether a pipelined head has begun when an answer ends.
+    framing: Mutex<Framing>,
 }
 
 impl Conn {
-    fn new(slot: RequestSlot, epoch: Instant) -> Conn {
+    fn new(slot: RequestSlot, peer: SocketAddr, epoch: Instant) -> Conn {
         let ip = slot.ip;
         let conn = Conn {
             phase: AtomicU8::new(HEAD),
@@ -794,8 +1048,13 @@ impl Conn {
             slot: Mutex::new(Some(slot)),
             pending: AtomicUsize::new(0),
             ip,
+            peer,
+            linger: AtomicBool::new(false),
+            last_read_ms: AtomicU64::new(0),
+            framing: Mutex::new(Framing::default()),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
+        conn.last_read_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
     }
 
@@ -809,8 +1068,10 @@ impl Conn {
         self.wake.notify_one();
     }
 
-    /// Bytes arrived: an idle connection starts reading a head.
-    fn saw_bytes(&self) {
+    /// `bytes` arrived: they are framed, and an idle connection starts reading a head.
+    fn saw_bytes(&self, bytes: &[u8]) {
+        self.last_read_ms.store(self.now_ms(), Ordering::SeqCst);
+        self.framing.lock().unwrap_or_else(|e| e.into_inner()).read(bytes);
         if self.phase.load(Ordering::SeqCst) == IDLE {
             self.since_ms.store(self.now_ms(), Ordering::SeqCst);
             if self.phase.compare_exchange(IDLE, HEAD, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
@@ -872,8 +1133,97 @@ struct IdleOnDrop(Option<Arc<Conn>>);
 impl Drop for IdleOnDrop {
     fn drop(&mut self) {
         if let Some(conn) = self.0.take() {
-            conn.set_phase(IDLE);
+            // The client may have pipelined the start of its next head: that head's clock
+            // runs from now, not the idle one.
+            let next_head = conn.framing.lock().unwrap_or_else(|e| e.into_inner()).next_head();
+            conn.set_phase(if next_head { HEAD } else { IDLE });
         }
+    }
+}
+
+/// The most bytes a connection keeps while it waits to learn the length of the body after a
+/// head (hyper reads at most a buffer's worth ahead); beyond, its framing is given up.
+const FRAMING_AHEAD: usize = 64 << 10;
+
+/// Where a connection's bytes are, followed as they are read, so that when an answer ends the
+/// server knows whether the client has already sent part of its next head (pipelined): that
+/// head then gets [`Limits::header_timeout`], not [`Limits::idle_timeout`]. A head ends at a
+/// blank line; its body's length comes from [`handle`] (`Content-Length`, else none). After a
+/// chunked body the framing is given up (lost), and answers end idle as before.
+#[derive(Default)]
+struct Framing {
+    /// Bytes of the head being read.
+    head_bytes: usize,
+    /// Whether the last byte of the head so far ended a line (`\r` aside).
+    line_end: bool,
+    /// After a head, until its body's length is known: the bytes read since.
+    ahead: Option<Vec<u8>>,
+    /// Bytes of the current body still to come.
+    body_left: u64,
+    lost: bool,
+}
+
+impl Framing {
+    /// Bytes read from the client, in order.
+    fn read(&mut self, bytes: &[u8]) {
+        if self.lost {
+            return;
+        }
+        if let Some(ahead) = &mut self.ahead {
+            if ahead.len() + bytes.len() > FRAMING_AHEAD {
+                self.lost = true;
+                self.ahead = None;
+            } else {
+                ahead.extend_from_slice(bytes);
+            }
+            return;
+        }
+        self.scan(bytes);
+    }
+
+    fn scan(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.body_left > 0 {
+                let skip = self.body_left.min(bytes.len() as u64);
+                self.body_left -= skip;
+                bytes = &bytes[skip as usize..];
+                continue;
+            }
+            for (i, b) in bytes.iter().enumerate() {
+                self.head_bytes += 1;
+                match b {
+                    b'\n' if self.line_end => {
+                        // The blank line: the head ends; its body's length comes next.
+                        (self.head_bytes, self.line_end) = (0, false);
+                        self.ahead = Some(bytes[i + 1..].to_vec());
+                        return;
+                    }
+                    b'\n' => self.line_end = true,
+                    b'\r' => {}
+                    _ => self.line_end = false,
+                }
+            }
+            return;
+        }
+    }
+
+    /// The head just handed over has a body of `length` bytes (`None`: chunked).
+    fn body(&mut self, length: Option<u64>) {
+        match (self.ahead.take(), length) {
+            (Some(ahead), Some(length)) if !self.lost => {
+                self.body_left = length;
+                self.scan(&ahead);
+            }
+            _ => {
+                self.lost = true;
+                self.ahead = None;
+            }
+        }
+    }
+
+    /// Whether part of a next head has been read (and nothing is pending before it).
+    fn next_head(&self) -> bool {
+        !self.lost && self.ahead.is_none() && self.body_left == 0 && self.head_bytes > 0
     }
 }
 
@@ -892,7 +1242,7 @@ impl<I: AsyncRead + Unpin> AsyncRead for Watched<I> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.conn.saw_bytes();
+            self.conn.saw_bytes(&buf.filled()[before..]);
         }
         polled
     }
@@ -950,11 +1300,63 @@ where
         hyper::service::service_fn(move |request| handle(request, shared.clone(), conn.clone()))
     };
     let watched = Watched { io, conn: conn.clone() };
-    let connection = builder.serve_connection(TokioIo::new(watched), service);
+    // The socket comes back when hyper is done with it, to be closed here: lingering after a
+    // refused body, politely otherwise.
+    let connection = builder.serve_connection(TokioIo::new(watched), service).without_shutdown();
     tokio::select! {
-        _ = connection => {}
-        _ = conn.watchdog(limits) => {}
+        done = connection => {
+            if let Ok(parts) = done {
+                let mut io = parts.io.into_inner();
+                if conn.linger.load(Ordering::SeqCst) {
+                    // Its place goes back now: lingering has a budget of its own.
+                    drop(conn.take_request_slot());
+                    linger(io, shared).await;
+                } else {
+                    let _ = tokio::time::timeout(limits.body_timeout, io.shutdown()).await;
+                }
+            }
+        }
+        _ = conn.watchdog(limits) => {
+            if conn.phase.load(Ordering::SeqCst) == STREAM {
+                log::warn!(
+                    "http: the stream to {} is cut off: its client took nothing for {:?}",
+                    conn.peer,
+                    limits.idle_timeout
+                );
+            }
+        }
         _ = conn.abort.notified() => {}
+    }
+}
+
+/// Closes a connection whose request was refused before its body was read (`413`) the way
+/// nginx does: closing with the client's bytes unread would reset the connection, and a
+/// client still sending its body would see the reset (`Broken pipe`, `Connection reset`)
+/// instead of the answer. So the answer is followed by the end of what the server writes, then
+/// what the client still sends is read and dropped until it closes, is silent for
+/// [`LINGER_QUIET`], or [`Limits::body_timeout`] has passed; at most [`MAX_LINGERING`]
+/// connections linger at once (with the refused ones), the others are closed at once.
+async fn linger<I: AsyncRead + AsyncWrite + Unpin>(mut io: I, shared: &Shared) {
+    if shared.lingering.fetch_add(1, Ordering::SeqCst) >= MAX_LINGERING {
+        shared.lingering.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    struct Done<'a>(&'a Shared);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.lingering.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    let _done = Done(shared);
+    let deadline = tokio::time::Instant::now() + shared.limits.body_timeout;
+    let _ = tokio::time::timeout_at(deadline, io.shutdown()).await;
+    let mut sink = vec![0u8; 16 << 10];
+    loop {
+        let quiet = (tokio::time::Instant::now() + LINGER_QUIET).min(deadline);
+        match tokio::time::timeout_at(quiet, io.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => break,
+        }
     }
 }
 
@@ -977,7 +1379,14 @@ async fn handle(
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
+    let chunked = request.headers().contains_key(hyper::header::TRANSFER_ENCODING);
+    conn.framing.lock().unwrap_or_else(|e| e.into_inner()).body(if chunked {
+        None
+    } else {
+        Some(declared.unwrap_or(0))
+    });
     if declared.is_some_and(|n| n > limits.max_body as u64) {
+        conn.linger.store(true, Ordering::SeqCst);
         return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
     }
     let (parts, body) = request.into_parts();
@@ -985,6 +1394,7 @@ async fn handle(
     let body = match tokio::time::timeout(limits.body_timeout, read).await {
         Err(_) => return Ok(refusal(408, "the request body did not arrive in time")),
         Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            conn.linger.store(true, Ordering::SeqCst);
             return Ok(refusal(413, &format!("the body is larger than {} bytes", limits.max_body)));
         }
         Ok(Err(e)) => return Ok(refusal(400, &format!("cannot read the request body: {e}"))),
@@ -1010,7 +1420,10 @@ async fn handle(
             max: limits.max_streams,
             per_address: shared.streams_per_address.clone(),
             max_per_address: limits.max_streams_per_address,
+            observers: shared.observer_streams.clone(),
+            max_observers: limits.max_observer_streams,
             queue: limits.stream_queue,
+            queue_bytes: limits.stream_queue_bytes,
         },
     };
     if shared.requests.send(request).is_err() {
@@ -1183,6 +1596,23 @@ mod tests {
     }
 
     #[test]
+    fn a_body_over_the_limit_sent_whole_still_reads_its_413() {
+        let server = echo_server();
+        for _ in 0..5 {
+            let mut s = TcpStream::connect(server.addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let body = vec![b'x'; 2 << 20];
+            let head = format!("POST /x HTTP/1.1\r\nContent-Length: {}\r\n\r\n", body.len());
+            s.write_all(head.as_bytes()).unwrap();
+            // Sent whole, as curl and most clients do before they read the answer.
+            s.write_all(&body).expect("the server drains the body it refused");
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).expect("the answer, not a reset");
+            assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+        }
+    }
+
+    #[test]
     fn an_endless_chunked_body_is_cut_off_with_413() {
         let server = echo_server();
         let mut s = TcpStream::connect(server.addr()).unwrap();
@@ -1213,6 +1643,126 @@ mod tests {
         let a = exchange(&server, b"GET /x HTTP/1.1\r\nHost: slow");
         assert_eq!(a, "", "closed without an answer");
         assert!(start.elapsed() >= Duration::from_millis(250), "{:?}", start.elapsed());
+    }
+
+    #[test]
+    fn a_pipelined_partial_head_gets_the_header_timeout_not_the_idle_one() {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits {
+                header_timeout: Duration::from_millis(300),
+                idle_timeout: Duration::from_secs(5),
+                ..limits()
+            },
+        )
+        .unwrap();
+        std::thread::spawn(move || {
+            for r in rx {
+                let body = format!("{:?}", r.body);
+                r.respond(200, body);
+            }
+        });
+        let closed_after = |raw: &[u8], answers: usize| {
+            let mut s = connect(&server);
+            s.write_all(raw).unwrap();
+            for _ in 0..answers {
+                assert!(read_answer(&mut s).starts_with("HTTP/1.1 200"));
+            }
+            let start = Instant::now();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest);
+            start.elapsed()
+        };
+        // A complete request, a body, and the start of the next head, sent together.
+        let partial = b"POST /a HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcdGET /b HT";
+        let waited = closed_after(partial, 1);
+        assert!(waited < Duration::from_secs(2), "held for {waited:?}, not the header timeout");
+        // Two whole requests: the connection is idle after them, and idle time is longer.
+        let whole = b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\n\r\nxy";
+        let waited = closed_after(whole, 2);
+        assert!(waited >= Duration::from_secs(4), "idle, closed after only {waited:?}");
+    }
+
+    #[test]
+    fn framing_finds_pipelined_heads_after_bodies() {
+        let mut f = Framing::default();
+        f.read(b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nab");
+        f.body(Some(3));
+        assert!(!f.next_head(), "the body is not over");
+        f.read(b"cGET / HTTP/1.1\r\n");
+        assert!(f.next_head());
+        f.read(b"\r\n");
+        f.body(Some(0));
+        assert!(!f.next_head(), "a whole head, then nothing");
+        f.read(b"GET /chunked HTTP/1.1\nTransfer-Encoding: chunked\n\n");
+        f.body(None);
+        f.read(b"0\r\n\r\nGET");
+        assert!(!f.next_head(), "lost after a chunked body: idle as before");
+    }
+
+    /// A server of 3 request places (idle timeout 10 s) answering everything `200`.
+    fn three_place_server() -> Server {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits {
+                max_connections: 3,
+                header_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(10),
+                ..limits()
+            },
+        )
+        .unwrap();
+        std::thread::spawn(move || {
+            for r in rx {
+                r.respond(200, "\"ok\"".into());
+            }
+        });
+        server
+    }
+
+    fn is_closed(s: &mut TcpStream) -> bool {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        matches!(s.read(&mut [0u8; 64]), Ok(0) | Err(_))
+    }
+
+    #[test]
+    fn under_pressure_the_longest_idle_connection_makes_room() {
+        let server = three_place_server();
+        let mut idle: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = connect(&server);
+                s.write_all(b"GET /a HTTP/1.1\r\n\r\n").unwrap();
+                assert!(read_answer(&mut s).starts_with("HTTP/1.1 200"));
+                std::thread::sleep(Duration::from_millis(50));
+                s
+            })
+            .collect();
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 200"), "served, not refused: {a}");
+        assert!(is_closed(&mut idle[0]), "the longest idle one made room");
+        // The others are still open and served.
+        idle[2].write_all(b"GET /b HTTP/1.1\r\n\r\n").unwrap();
+        assert!(read_answer(&mut idle[2]).starts_with("HTTP/1.1 200"));
+    }
+
+    #[test]
+    fn under_pressure_a_stalled_head_makes_room_but_a_fresh_one_does_not() {
+        let server = three_place_server();
+        let stalled: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = connect(&server);
+                s.write_all(b"GET /a HTTP/1.1\r\nX-Slow: ").unwrap();
+                s
+            })
+            .collect();
+        // Their heads are fresh: nothing to close, the newcomer is refused.
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 503"), "{a}");
+        std::thread::sleep(STALLED + Duration::from_millis(300));
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 200"), "a stalled head made room: {a}");
+        drop(stalled);
     }
 
     #[test]
@@ -1470,6 +2020,101 @@ mod tests {
         stream.close();
         closed.recv_timeout(Duration::from_secs(10)).expect("cut off: on_close runs");
         drop(s);
+    }
+
+    #[test]
+    fn a_stream_queue_is_bounded_in_bytes_not_only_in_chunks() {
+        let (server, streams) = stream_server(Limits {
+            stream_queue: 1_000_000,
+            stream_queue_bytes: 1 << 20,
+            body_timeout: Duration::from_millis(200),
+            ..limits()
+        });
+        let mut s = connect(&server);
+        s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+        let (stream, closed) = streams.recv().unwrap();
+        let chunk = Chunk::from(vec![b'x'; 256 << 10]);
+        // The client never reads: once the socket buffers are full, four chunks fill the
+        // 1 MiB bound and the fifth cuts the stream off (a million chunks would never).
+        let sent = (0..1000).take_while(|_| stream.send_chunk(&chunk).is_ok()).count();
+        assert!(sent < 1000, "never cut off");
+        assert_eq!(stream.send_chunk(&chunk), Err(StreamError::Closed));
+        closed.recv_timeout(Duration::from_secs(10)).expect("on_close runs");
+        drop(s);
+    }
+
+    #[test]
+    fn one_chunk_larger_than_the_byte_bound_goes_through_an_empty_queue() {
+        let (server, streams) = stream_server(Limits { stream_queue_bytes: 10, ..limits() });
+        let mut s = connect(&server);
+        s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+        let (stream, _closed) = streams.recv().unwrap();
+        let big = Chunk::from("y".repeat(100));
+        stream.send_chunk(&big).unwrap();
+        stream.close();
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.contains(&format!("64\r\n{}\r\n0\r\n", "y".repeat(100))), "{answer}");
+    }
+
+    #[test]
+    fn one_chunk_sent_on_many_streams_is_shared_not_copied() {
+        let chunk = Chunk::from(vec![7u8; 1000]);
+        let copy = chunk.clone();
+        assert_eq!(chunk.as_bytes().as_ptr(), copy.as_bytes().as_ptr());
+        let (server, streams) = stream_server(limits());
+        let mut clients = Vec::new();
+        for _ in 0..3 {
+            let mut s = connect(&server);
+            s.write_all(b"GET /s HTTP/1.1\r\n\r\n").unwrap();
+            let (stream, _) = streams.recv().unwrap();
+            stream.send_chunk(&chunk).unwrap();
+            stream.close();
+            clients.push(s);
+        }
+        for mut s in clients {
+            let mut answer = String::new();
+            let _ = s.read_to_string(&mut answer);
+            let body = format!("3e8\r\n{}\r\n0\r\n", "\u{7}".repeat(1000));
+            assert!(answer.to_ascii_lowercase().contains(&body), "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn observer_streams_take_only_their_share_of_the_stream_places() {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits { max_streams: 3, max_observer_streams: 1, ..limits() },
+        )
+        .unwrap();
+        let (tx, streams) = mpsc::channel();
+        std::thread::spawn(move || {
+            for r in rx {
+                let s = if r.path == "/observe" {
+                    r.observer_stream(200, Vec::new(), || {})
+                } else {
+                    r.stream(200, Vec::new(), || {})
+                };
+                let _ = tx.send(s);
+            }
+        });
+        let mut held = Vec::new();
+        for path in ["/observe", "/observe", "/observe", "/s", "/s"] {
+            let mut s = connect(&server);
+            s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes()).unwrap();
+            held.push((s, streams.recv().unwrap()));
+        }
+        let open: Vec<bool> = held.iter().map(|(_, stream)| !stream.is_closed()).collect();
+        assert_eq!(open, [true, false, false, true, true], "one observer, then the others");
+        let mut answer = String::new();
+        let _ = held[1].0.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        // The observer's place comes back when it ends.
+        held.swap_remove(0);
+        std::thread::sleep(Duration::from_millis(200));
+        let mut s = connect(&server);
+        s.write_all(b"GET /observe HTTP/1.1\r\n\r\n").unwrap();
+        assert!(!streams.recv().unwrap().is_closed());
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub fn fit_places(limits: &mut Limits, available: u64) -> bool {
     limits.max_connections_per_address =
         limits.max_connections_per_address.min(limits.max_connections);
     limits.max_streams_per_address = limits.max_streams_per_address.min(limits.max_streams);
+    // Operator event streams keep their share: a quarter of the stream places at most.
+    limits.max_observer_streams = limits.max_observer_streams.min(limits.max_streams / 4);
     true
 }
 
@@ -76,5 +78,6 @@ mod tests {
         assert_eq!(limits.max_connections + limits.max_streams, 1024 - RESERVED as usize);
         assert!(limits.max_connections_per_address <= limits.max_connections);
         assert!(limits.max_streams_per_address <= limits.max_streams);
+        assert!(limits.max_observer_streams <= limits.max_streams / 4);
     }
 }

@@ -23,6 +23,11 @@ impl Serve {
     /// Starts `allocator-master serve --listen 127.0.0.1:0` with `args` in the workspace root
     /// and waits for its address. Its stderr is drained so it never blocks on a full pipe.
     pub fn start(args: &[&str]) -> Serve {
+        Serve::start_with_stderr(args).0
+    }
+
+    /// As [`Serve::start`], with the master's stderr lines after its address as they come.
+    pub fn start_with_stderr(args: &[&str]) -> (Serve, std::sync::mpsc::Receiver<String>) {
         let mut child = Command::new(master())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
@@ -41,7 +46,7 @@ impl Serve {
                 break addr.trim().to_owned();
             }
         };
-        Serve { child, addr }
+        (Serve { child, addr }, lines)
     }
 
     /// The master's process id.

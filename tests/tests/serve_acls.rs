@@ -239,3 +239,57 @@ fn a_principal_sees_the_maintenance_schedule_only_for_its_machines() {
     let (_, all) = operator(&serve, "GET_MAINTENANCE_SCHEDULE", Some(&ops));
     assert!(all.contains("\"a1\"") && all.contains("\"a2\""), "{all}");
 }
+
+/// The records an open stream (RecordIO in HTTP chunks) brings within `seconds`, as text.
+fn read_for(stream: &mut std::io::BufReader<std::net::TcpStream>, seconds: f64) -> String {
+    use std::io::Read;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+    let mut text = Vec::new();
+    let mut buf = [0u8; 65536];
+    while std::time::Instant::now() < until {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let wait = left.max(std::time::Duration::from_millis(10));
+        stream.get_ref().set_read_timeout(Some(wait)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// What an operator subscriber hears while a framework of user `alice` subscribes.
+fn operator_stream_while_alice_subscribes(test: &str, flags: &[&str]) -> String {
+    let mut args = vec!["--heartbeat_interval", "0.2"];
+    args.extend_from_slice(flags);
+    let serve = start(test, &args);
+    let subscribe = json!({"type": "SUBSCRIBE"}).to_string();
+    let (status, _, mut operator) = serve.open_stream("/api/v1", &[JSON], &subscribe);
+    assert_eq!(status, 200);
+    let mut heard = read_for(&mut operator, 0.5);
+    let info = json!({"user": "alice", "name": "alice-fw", "roles": ["r1"],
+                      "capabilities": [{"type": "MULTI_ROLE"}]});
+    let body = json!({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}).to_string();
+    let (status, _, _framework) = serve.open_stream("/api/v1/scheduler", &[JSON], &body);
+    assert_eq!(status, 200);
+    heard.push_str(&read_for(&mut operator, 1.5));
+    assert!(heard.contains("HEARTBEAT"), "the stream is alive: {heard}");
+    heard
+}
+
+#[test]
+fn an_operator_subscriber_hears_of_every_framework_without_acls() {
+    let heard = operator_stream_while_alice_subscribes("stream-open", &[]);
+    assert!(heard.contains("hidden-fw"), "SUBSCRIBED shows the played framework: {heard}");
+    assert!(heard.contains("FRAMEWORK_ADDED") && heard.contains("alice-fw"), "{heard}");
+}
+
+#[test]
+fn an_operator_subscriber_hears_nothing_of_frameworks_its_acls_hide() {
+    let heard = operator_stream_while_alice_subscribes("stream-deny", &["--acls", DENY_FRAMEWORKS]);
+    assert!(heard.contains("SUBSCRIBED"), "{heard}");
+    assert!(!heard.contains("hidden-fw"), "SUBSCRIBED shows a hidden framework: {heard}");
+    assert!(!heard.contains("alice-fw"), "an event shows a hidden framework: {heard}");
+    assert!(!heard.contains("FRAMEWORK_ADDED"), "{heard}");
+}

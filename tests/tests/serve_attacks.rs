@@ -265,9 +265,10 @@ fn a_scheduler_stream_flows_while_idle_connections_fill_every_request_place() {
     let held: Vec<TcpStream> = (0..300)
         .map(|i| idle_connection(&live, lo(1 + (i % 3) as u8)).expect("room for 300"))
         .collect();
-    // Every request place is taken: a new client is refused at once.
-    let refused = live.request_from(lo(4), "GET", "/state", "");
-    assert!(matches!(&refused, Ok((503, _))) || refused.is_err(), "{refused:?}");
+    // Every request place is taken, by idle connections: a new client from another address is
+    // served at once, the longest idle one closed to make room (issue 43: it was refused `503`,
+    // which let idle sockets shut everybody out).
+    served(&live, lo(4), "/state", Duration::from_secs(2));
     // The stream goes on: heartbeats every 0.2 s.
     let now = heartbeats.load(Ordering::SeqCst);
     wait_for(now + 5);
@@ -282,6 +283,38 @@ fn a_scheduler_stream_flows_while_idle_connections_fill_every_request_place() {
     wait_for(now + 1);
     let _ = sub.shutdown(Shutdown::Both);
     reader.join().unwrap();
+}
+
+/// Issue 43's sixth attack: idle keep-alive connections (128) and stalled heads (128) spread
+/// over eight addresses, under the per-address limit, fill every request place (256 here).
+/// Clients from other addresses are served at once, each closing the connection idle or
+/// stalled the longest (before: refused `503` until the attacker let go).
+#[test]
+fn idle_and_stalled_connections_on_many_addresses_make_room_for_new_clients() {
+    let live = start("pressure", &["--http_max_connections", "256"]);
+    let mut held: Vec<TcpStream> =
+        (0..128).map(|i| idle_connection(&live, lo(1 + (i % 8) as u8)).expect("a place")).collect();
+    for i in 0..128 {
+        let mut s = connect_from(lo(1 + (i % 8) as u8), &live.addr).expect("connect");
+        s.write_all(b"GET /state HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").unwrap();
+        held.push(s);
+    }
+    // The heads stall (the header timeout is 10 s); past a second they may be closed.
+    std::thread::sleep(Duration::from_millis(1500));
+    let newcomers: Vec<TcpStream> = (0..40)
+        .map(|i| idle_connection(&live, lo(20 + (i % 4) as u8)).expect("served, not refused"))
+        .collect();
+    served(&live, lo(30), "/metrics/snapshot", Duration::from_secs(2));
+    let closed = held
+        .iter_mut()
+        .map(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            matches!(s.read(&mut [0u8; 64]), Ok(0) | Err(_))
+        })
+        .filter(|closed| *closed)
+        .count();
+    assert!(closed >= 40, "only {closed} attacker connections made room for 40 newcomers");
+    drop(newcomers);
 }
 
 /// The benchmark of BENCHMARKS.md ("Issue 31"): the periodic allocation's lateness

@@ -301,6 +301,46 @@ fn a_body_over_one_mebibyte_is_answered_413() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
 
+/// Issue 43: a client that sends its 2 MiB body whole before reading (as curl does) reads its
+/// `413`, not `Broken pipe` or a reset: the master drains what it refused before closing.
+#[test]
+fn a_body_over_one_mebibyte_sent_whole_still_gets_its_413() {
+    let live = start("too-large-whole", &[]);
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(&live.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let body = vec![b'{'; 2 << 20];
+        write!(
+            s,
+            "POST /weights HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        s.write_all(&body).expect("the body is drained, not refused with a reset");
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).expect("the answer, not a reset");
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
+}
+
+/// Issue 43: a request followed, in the same write, by the start of a next head that never
+/// ends is closed at the header timeout (1 s here) after the answer, not held for the idle
+/// timeout (30 s here) as before.
+#[test]
+fn a_pipelined_partial_head_is_closed_at_the_header_timeout() {
+    let live = start("pipelined", &["--http_header_timeout", "1", "--http_idle_timeout", "30"]);
+    let mut s = TcpStream::connect(&live.addr).expect("connect");
+    s.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\nGET /version HTTP/1.1\r\nHo")
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let start = std::time::Instant::now();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let held = start.elapsed();
+    assert!(held < Duration::from_secs(5), "held for {held:?}, not the 1 s header timeout");
+}
+
 /// Issue 31: with `--ssl_cert_file` and `--ssl_key_file` the master serves HTTPS (a
 /// self-signed certificate made here, trusted by a rustls client); plain HTTP gets no answer.
 #[test]

@@ -5,6 +5,7 @@ use super::{DEFAULT_CALL_BUDGET_MS, DEFAULT_CALL_TIMEOUT_MS, HttpFlags, bench, e
 use std::path::PathBuf;
 
 use clap::Parser;
+use clap::builder::TypedValueParser as _;
 
 /// The allocation side of a Mesos-style master: loads allocator and sorter modules, runs
 /// scenarios and workloads.
@@ -337,6 +338,15 @@ pub enum Command {
 }
 
 impl ServeArgs {
+    /// The limits on what frameworks may hold (`--max_frameworks`,
+    /// `--max_framework_info_bytes`).
+    pub fn framework_limits(&self) -> crate::clients::mesos::FrameworkLimits {
+        crate::clients::mesos::FrameworkLimits {
+            max_frameworks: self.max_frameworks,
+            max_info_bytes: self.max_framework_info_bytes,
+        }
+    }
+
     /// The directory the registry is kept in, or `None` for `--registry in_memory`.
     pub fn registry_dir(&self) -> Result<Option<std::path::PathBuf>, String> {
         match (self.registry.as_deref(), &self.work_dir) {
@@ -440,6 +450,26 @@ pub struct ServeArgs {
         value_parser = crate::duration::seconds
     )]
     pub heartbeat_interval: f64,
+    /// Frameworks the master keeps at once over the scheduler API (connected, or waiting
+    /// within their failover timeout); a new one beyond is refused (503).
+    #[arg(
+        long = "max_frameworks",
+        alias = "max-frameworks",
+        default_value_t = crate::clients::mesos::FrameworkLimits::default().max_frameworks,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize)
+    )]
+    pub max_frameworks: usize,
+    /// Largest FrameworkInfo a framework may subscribe with, in bytes of JSON; a larger one is
+    /// refused (400).
+    #[arg(
+        long = "max_framework_info_bytes",
+        alias = "max-framework-info-bytes",
+        default_value_t = crate::clients::mesos::FrameworkLimits::default().max_info_bytes,
+        value_name = "BYTES",
+        value_parser = clap::value_parser!(u32).range(256..).map(|n| n as usize)
+    )]
+    pub max_framework_info_bytes: usize,
     /// Authentication and authorization.
     #[command(flatten)]
     pub auth: AuthFlags,

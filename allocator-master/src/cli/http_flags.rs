@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use allocator_http::{Limits, TlsFiles};
+use clap::builder::TypedValueParser as _;
 
 /// The HTTP server's flags (flattened into `serve`'s).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -62,6 +63,24 @@ pub struct HttpFlags {
     /// Scheduler API streams open at once (default 1024).
     #[arg(long = "http_max_streams", alias = "http-max-streams", hide = true, value_name = "N")]
     pub max_streams: Option<usize>,
+    /// Operator API event streams open at once, a share of --http_max_streams (default a
+    /// quarter of it, rounded down), so that anonymous subscribers cannot take the frameworks' places.
+    #[arg(
+        long = "http_max_operator_streams",
+        alias = "http-max-operator-streams",
+        hide = true,
+        value_name = "N"
+    )]
+    pub max_operator_streams: Option<usize>,
+    /// Bytes an event stream may hold for a client that does not read them; past this it is
+    /// cut off (a warning says so) [default: 16777216].
+    #[arg(
+        long = "http_stream_queue_bytes",
+        alias = "http-stream-queue-bytes",
+        value_name = "BYTES",
+        value_parser = clap::value_parser!(u64).range(1024..).map(|n| n as usize)
+    )]
+    pub stream_queue_bytes: Option<usize>,
 }
 
 impl HttpFlags {
@@ -73,6 +92,7 @@ impl HttpFlags {
             Some(s) => Err(format!("--{flag} must be a positive number of seconds, not {s}")),
         };
         let d = Limits::default();
+        let max_streams = self.max_streams.unwrap_or(d.max_streams);
         Ok(Limits {
             header_timeout: secs("http_header_timeout", self.header_timeout, d.header_timeout)?,
             body_timeout: secs("http_body_timeout", self.body_timeout, d.body_timeout)?,
@@ -81,7 +101,9 @@ impl HttpFlags {
             max_connections_per_address: self
                 .max_connections_per_address
                 .unwrap_or(d.max_connections_per_address),
-            max_streams: self.max_streams.unwrap_or(d.max_streams),
+            max_streams,
+            max_observer_streams: self.max_operator_streams.unwrap_or(max_streams / 4),
+            stream_queue_bytes: self.stream_queue_bytes.unwrap_or(d.stream_queue_bytes),
             ..d
         })
     }
@@ -130,5 +152,19 @@ mod tests {
         );
         f.idle_timeout = Some(-1.0);
         assert!(f.limits().unwrap_err().contains("--http_idle_timeout"));
+    }
+
+    #[test]
+    fn operator_streams_get_a_quarter_of_the_stream_places_and_queues_a_byte_bound() {
+        let mut f = HttpFlags::default();
+        let l = f.limits().unwrap();
+        assert_eq!((l.max_streams, l.max_observer_streams), (1024, 256));
+        assert_eq!(l.stream_queue_bytes, 16 << 20);
+        f.max_streams = Some(8);
+        f.stream_queue_bytes = Some(4096);
+        let l = f.limits().unwrap();
+        assert_eq!((l.max_observer_streams, l.stream_queue_bytes), (2, 4096));
+        f.max_operator_streams = Some(5);
+        assert_eq!(f.limits().unwrap().max_observer_streams, 5);
     }
 }

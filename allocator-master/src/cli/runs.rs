@@ -170,6 +170,7 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             heartbeat_interval: serve.heartbeat_interval,
             auth: serve.auth.resolve()?,
             http_limits: serve.http.limits()?,
+            framework_limits: serve.framework_limits(),
             tls: serve.http.tls()?,
             work_dir: serve.registry_dir()?,
             hostname: serve.hostname.clone(),

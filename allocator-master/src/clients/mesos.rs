@@ -29,6 +29,10 @@
 //!   `LAUNCH_GROUP` place tasks. `offer_constraints` are accepted and ignored (SPEC 6.1).
 //! * Every change is a [`Command`] through [`Master::apply`], which journals it (`serve
 //!   --record`, plans): an answer to an offer as the `recover_resources` of what was declined.
+//! * What frameworks may hold in the master is bounded ([`FrameworkLimits`]): a `FrameworkInfo`
+//!   (in `SUBSCRIBE` or `UPDATE_FRAMEWORK`) larger than `--max_framework_info_bytes` as JSON
+//!   is refused `400`, and a new framework beyond `--max_frameworks` known ones (connected or
+//!   waiting within their failover timeout) `503`; a known framework may always fail over.
 
 mod accept;
 
@@ -81,6 +85,38 @@ struct TaskRecord {
 /// How many removed frameworks `completed_frameworks` keeps (Mesos's
 /// `--max_completed_frameworks` default).
 pub const MAX_COMPLETED: usize = 50;
+
+/// What frameworks may hold in the master (`serve`'s `--max_frameworks` and
+/// `--max_framework_info_bytes`): every framework's `FrameworkInfo` is kept, sent in operator
+/// events and written to the registry, so both bound the master's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameworkLimits {
+    /// Frameworks known at once (connected, or disconnected within their failover timeout);
+    /// a new one beyond is refused `503`.
+    pub max_frameworks: usize,
+    /// Largest `FrameworkInfo`, in bytes of compact JSON; a larger one is refused `400`.
+    pub max_info_bytes: usize,
+}
+
+impl Default for FrameworkLimits {
+    fn default() -> FrameworkLimits {
+        FrameworkLimits { max_frameworks: 2000, max_info_bytes: 32 << 10 }
+    }
+}
+
+impl FrameworkLimits {
+    /// `Err`: why `info` is too large (Mesos's style: a one-line reason for a `400`).
+    fn check_info(&self, info: &s::FrameworkInfo) -> Result<(), String> {
+        let bytes = serde_json::to_string(info).map_or(usize::MAX, |json| json.len());
+        if bytes > self.max_info_bytes {
+            return Err(format!(
+                "FrameworkInfo is {bytes} bytes, more than the master's limit of {} (--max_framework_info_bytes)",
+                self.max_info_bytes
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// A framework that subscribed over HTTP.
 struct Connected {
@@ -139,6 +175,7 @@ pub struct MesosFrameworks {
     /// them (v0 JSON, as they were when removed).
     completed: Vec<serde_json::Value>,
     next: u64,
+    limits: FrameworkLimits,
 }
 
 impl MesosFrameworks {
@@ -158,7 +195,14 @@ impl MesosFrameworks {
             generation: 0,
             completed: Vec::new(),
             next: 0,
+            limits: FrameworkLimits::default(),
         }
+    }
+
+    /// `self` with `limits` on what frameworks may hold (default [`FrameworkLimits::default`]).
+    pub fn with_limits(mut self, limits: FrameworkLimits) -> MesosFrameworks {
+        self.limits = limits;
+        self
     }
 
     fn fresh(&mut self) -> u64 {
@@ -313,6 +357,7 @@ impl MesosFrameworks {
             if new_roles.is_empty() {
                 return Err("A framework needs at least one role".into());
             }
+            self.limits.check_info(&u.framework_info)?;
         }
         if let Some(r) = &call.request {
             for req in &r.requests {
@@ -418,6 +463,10 @@ impl MesosFrameworks {
         master: &mut Master<'_>,
     ) -> Result<(), String> {
         let sub = call.subscribe.expect("validated");
+        if let Err(reason) = self.limits.check_info(&sub.framework_info) {
+            request.respond_with(Response::text(400, &reason));
+            return Ok(());
+        }
         let principal = match self.admit(&sub.framework_info, caller) {
             Ok(principal) => principal,
             Err(refusal) => {
@@ -447,6 +496,18 @@ impl MesosFrameworks {
         };
         let known =
             info.id.as_ref().map(|i| i.value.clone()).filter(|i| self.frameworks.contains_key(i));
+        if known.is_none() && self.frameworks.len() >= self.limits.max_frameworks {
+            log::info!(
+                "a new framework is refused: {} frameworks are known, the --max_frameworks limit",
+                self.frameworks.len()
+            );
+            let reason = format!(
+                "Too many frameworks: the master keeps at most {} (--max_frameworks); try again once one is removed",
+                self.limits.max_frameworks
+            );
+            request.respond_with(Response::text(503, &reason));
+            return Ok(());
+        }
         let suppressed = sub.suppressed_roles;
         let added = match known {
             Some(name) => self.fail_over(name, info, principal, suppressed, master)?,

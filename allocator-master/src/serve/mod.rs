@@ -68,6 +68,8 @@ pub struct ServeOptions {
     pub auth: Auth,
     /// The HTTP server's limits and timeouts.
     pub http_limits: allocator_http::Limits,
+    /// What frameworks may hold (`--max_frameworks`, `--max_framework_info_bytes`).
+    pub framework_limits: crate::clients::mesos::FrameworkLimits,
     /// Serve HTTPS with these PEM files (`None`: plain HTTP).
     pub tls: Option<allocator_http::TlsFiles>,
     /// Keep the master's registry in this directory (`--work_dir`), restoring it at start
@@ -101,7 +103,8 @@ pub fn serve(
             options.heartbeat_interval
         ));
     }
-    driver.attach_client(MesosFrameworks::new(Duration::from_secs_f64(options.heartbeat_interval)));
+    let heartbeat = Duration::from_secs_f64(options.heartbeat_interval);
+    driver.attach_client(MesosFrameworks::new(heartbeat).with_limits(options.framework_limits));
     crate::descriptors::survive_file_size_limit();
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
@@ -561,7 +564,7 @@ impl Wiring for ServeLoop<'_, '_, '_> {
         }
         self.out.flush();
         live.keep_registry();
-        live.streams.tick(&live.driver.applying(self.out));
+        live.streams.tick(&live.driver.applying(self.out), live.auth);
         Ok(())
     }
 

@@ -258,7 +258,7 @@ fn operator_api(
     out: &mut EventStream,
 ) -> Result<(), String> {
     if is_subscribe(&request.body) {
-        live.streams.subscribe(request, &live.driver.applying(out));
+        live.streams.subscribe(request, &live.driver.applying(out), caller);
         return Ok(());
     }
     let metrics = live.metrics();
