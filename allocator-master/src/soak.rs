@@ -13,9 +13,9 @@ use allocator_host::master::Command;
 use allocator_host::master::{FailurePolicy, Setup};
 use allocator_host::registry::ModuleRegistry;
 use allocator_sim::allocator_scenario::Op;
-use allocator_sim::clients::simulated::TaskSpec;
 use allocator_sim::driver::Driver;
 use allocator_sim::output::EventStream;
+use allocator_sim::tasks::TaskSpec;
 
 /// Soak parameters.
 #[derive(Clone, Debug)]

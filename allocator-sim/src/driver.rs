@@ -25,10 +25,11 @@ use serde_json::Value;
 
 use crate::allocator_scenario::{AllocatorScenario, Op};
 use crate::clients::scenario::Expectations;
-use crate::clients::simulated::{SimulatedFrameworks, Submission, TaskSpec};
+use crate::clients::simulated::SimulatedFrameworks;
 use crate::observers::stats::{ExpectationCount, Stats};
 use crate::output::EventStream;
 use crate::recording::Recorder;
+use crate::tasks::{Submission, TaskSpec};
 use allocator_host::master::{Applied, Apply, ApplyError, Command, Event, Master, Note, Setup};
 
 /// A run that could not go on: bad input the parser could not see (an unknown name), a call the

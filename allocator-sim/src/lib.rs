@@ -12,7 +12,8 @@
 //! * [`output`]: the event stream (SPEC section 5); [`recording`]: what a master applied, as a
 //!   replayable scenario (SPEC section 6.3); [`plan`]: what a change would do to the next
 //!   allocation run (what-if); [`explain`]: why a role or framework got what it got.
-//! * [`progress`]: what a long run has done so far (counters a display reads).
+//! * [`progress`]: what a long run has done so far (counters a display reads); [`tasks`]:
+//!   the simulated workload's types.
 //!
 //! What this crate must never know: HTTP, tokio or sockets; Mesos's JSON; authentication; the
 //! command line. A live client (the Mesos scheduler API of `allocator-master serve`, a
@@ -31,4 +32,5 @@ pub mod progress;
 pub mod recording;
 pub mod scenario;
 pub mod sorter_scenario;
+pub mod tasks;
 pub mod workload;

@@ -13,9 +13,9 @@ use allocator_host::ModuleRegistry;
 use allocator_host::master::Command;
 use allocator_host::master::Setup;
 use allocator_sim::allocator_scenario::Op;
-use allocator_sim::clients::simulated::TaskSpec;
 use allocator_sim::driver::Driver;
 use allocator_sim::output::EventStream;
+use allocator_sim::tasks::TaskSpec;
 use proptest::prelude::*;
 
 const ROLES: [&str; 5] = ["r1", "r2", "a/b", "a", "r1/x"];

@@ -19,7 +19,7 @@ use allocator_api::{
 
 use super::agents::NewAgent;
 use super::frameworks::NewFramework;
-use super::journal::Note;
+use super::note::Note;
 use super::{ApplyError, Master};
 
 /// Resources frameworks already use on an agent when it is added: (framework name, role —

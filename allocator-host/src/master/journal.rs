@@ -16,10 +16,8 @@
 //! finishes at the instant of a periodic run — which the master applies before the run — is
 //! journaled [`BEFORE_RUN`] seconds earlier.
 
-use std::any::Any;
-use std::sync::Arc;
-
 use super::command::Command;
+pub use super::note::Note;
 
 /// One entry of the journal.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,36 +28,6 @@ pub enum Entry {
     Command(Box<Command>),
     /// A client's own record of what it did at this point, in its own type.
     Note(Note),
-}
-
-/// A client's record in the journal: a value of the client's own type, shared, that the
-/// master keeps in order among the commands and never reads. Two notes are equal when they
-/// are the same value (the same allocation).
-#[derive(Clone)]
-pub struct Note(Arc<dyn Any + Send + Sync>);
-
-impl Note {
-    /// A note holding `value`.
-    pub fn new<T: Any + Send + Sync>(value: T) -> Note {
-        Note(Arc::new(value))
-    }
-
-    /// The value, when it is a `T`.
-    pub fn get<T: Any>(&self) -> Option<&T> {
-        self.0.downcast_ref()
-    }
-}
-
-impl std::fmt::Debug for Note {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Note(..)")
-    }
-}
-
-impl PartialEq for Note {
-    fn eq(&self, other: &Note) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
 }
 
 /// Where a journal writes its entries as they happen (`serve --record`).

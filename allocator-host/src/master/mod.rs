@@ -39,6 +39,7 @@ pub mod frameworks;
 pub mod journal;
 pub mod ledger;
 pub mod metrics;
+pub mod note;
 pub mod operator;
 pub mod queries;
 pub mod records;

@@ -9,8 +9,8 @@ use allocator_api::{
 };
 use serde_json::{Map, Value};
 
-use crate::clients::simulated::{Submission, TaskSpec};
 use crate::scenario::{Document, Fields, ScenarioError};
+use crate::tasks::{Submission, TaskSpec};
 use allocator_host::hierarchical::{QuotaError, check_quota};
 use allocator_host::master::command::{AgentUsed, Command};
 use allocator_host::master::journal::Entry;

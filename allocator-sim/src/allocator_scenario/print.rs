@@ -2,7 +2,7 @@
 //! the parser beside it ([`super::AllocatorScenario::parse`]): parsing what [`op_to_json`]
 //! writes gives back the same [`Op`].
 
-use crate::clients::simulated::{Submission, TaskSpec};
+use crate::tasks::{Submission, TaskSpec};
 use allocator_api::{InverseOfferStatus, OperationKind, Quantities, Quota, Resources};
 use allocator_host::master::Command;
 use serde_json::{Map, Value, json};

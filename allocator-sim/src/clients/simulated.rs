@@ -18,39 +18,8 @@ use allocator_api::resources::{Demand, GPUS, MODEL_ATTRIBUTE, take_gpus};
 use allocator_api::{Allocation, FrameworkId, Resources};
 
 use crate::observers::stats::{Queues, TraceStats};
+use crate::tasks::{Submission, TaskSpec};
 use allocator_host::master::{Command, Event, Master, Origin};
-
-/// What a simulated framework's tasks look like (`add_framework`'s `tasks`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskSpec {
-    /// Resources of one task (`None` for trace-driven frameworks, whose tasks come from
-    /// `submit_task`).
-    pub resources: Option<Resources>,
-    /// How many tasks to launch (`None`: unbounded).
-    pub count: Option<u64>,
-    /// Seconds each task runs (`None`: forever).
-    pub duration: Option<f64>,
-    /// At most this many tasks per offer (`None`: unbounded).
-    pub per_offer: Option<u64>,
-    /// Seconds of the refuse filter when declining what was not used.
-    pub refuse_seconds: f64,
-    /// How many of its next tasks the framework states to the allocator (Mesos's
-    /// `requestResources`), whenever they change: 0 none, 1 its next task, N its next N (queue
-    /// order), so that an allocator module that honours requests can offer exactly where it
-    /// places each. The built-in allocator ignores requests, as Mesos's does.
-    pub request: u32,
-}
-
-/// A task submitted to a simulated framework's queue (`submit_task`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Submission {
-    /// What the task needs.
-    pub resources: Resources,
-    /// Seconds it runs (`None`: forever).
-    pub duration: Option<f64>,
-    /// Attribute constraints: (attribute name, the values it may have).
-    pub constraints: Vec<(String, Vec<String>)>,
-}
 
 #[derive(Debug, Clone)]
 struct QueuedTask {
