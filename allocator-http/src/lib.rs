@@ -1486,9 +1486,42 @@ fn streamed(start: StreamStart) -> hyper::Response<AnswerBody> {
     response
 }
 
+/// A query string's, a form body's or a path segment's text decoded: `%2F` and the like, and `+`
+/// for a space; an escape that is not two hex digits is kept as it is, and bytes that are not
+/// UTF-8 become U+FFFD.
+pub fn percent_decode(text: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
+            .then(|| Some(hex(bytes[i + 1])? * 16 + hex(bytes[i + 2])?))
+            .flatten();
+        match (escaped, bytes[i]) {
+            (Some(b), _) => {
+                out.push(b as u8);
+                i += 3;
+                continue;
+            }
+            (None, b'+') => out.push(b' '),
+            (None, b) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_escapes_and_plus_decode_and_a_broken_escape_stays() {
+        assert_eq!(super::percent_decode("team%2Fml+a"), "team/ml a");
+        assert_eq!(super::percent_decode("100%"), "100%");
+        assert_eq!(super::percent_decode("%zz"), "%zz");
+    }
     use std::io::{Read, Write};
     use std::net::TcpStream;
 

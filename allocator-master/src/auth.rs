@@ -21,7 +21,9 @@
 //! (`framework_principals`), `update_weights` and `update_quotas` (`roles`),
 //! `start_maintenances`, `stop_maintenances`, `update_maintenance_schedules`,
 //! `get_maintenance_schedules` and `get_maintenance_statuses` (`machines`),
-//! `mark_agents_gone` (`agents`), `view_frameworks` and `view_tasks` (`users`), `view_roles`
+//! `mark_agents_gone` (`agents`), `reserve_resources` (`roles`), `unreserve_resources`
+//! (`reserver_principals`), `set_log_level` (`level`: `ANY`), `view_frameworks` and
+//! `view_tasks` (`users`), `view_roles`
 //! and `get_quotas` (`roles`), `view_flags` (`flags`: `ANY`), `get_endpoints` (`paths`:
 //! `/metrics/snapshot`), and ours: `update_sorters`
 //! (`sorters`: the sorter names) and `plan` (`roles`: `ANY`).
@@ -196,6 +198,12 @@ pub enum Action {
     ViewFlags,
     /// An endpoint is read (object: its path).
     GetEndpoints,
+    /// Resources are reserved (object: each reservation's role).
+    ReserveResources,
+    /// Resources are unreserved (object: each reservation's principal, `ANY` without one).
+    UnreserveResources,
+    /// The logging level changes (object: `ANY`).
+    SetLogLevel,
     /// The sorters are swapped (ours).
     UpdateSorters,
     /// A what-if plan is made (ours).
@@ -203,7 +211,7 @@ pub enum Action {
 }
 
 impl Action {
-    const ALL: [Action; 18] = [
+    const ALL: [Action; 21] = [
         Action::RegisterFrameworks,
         Action::TeardownFrameworks,
         Action::UpdateWeights,
@@ -220,6 +228,9 @@ impl Action {
         Action::GetQuotas,
         Action::ViewFlags,
         Action::GetEndpoints,
+        Action::ReserveResources,
+        Action::UnreserveResources,
+        Action::SetLogLevel,
         Action::UpdateSorters,
         Action::Plan,
     ];
@@ -243,6 +254,9 @@ impl Action {
             Action::GetQuotas => ("get_quotas", "roles"),
             Action::ViewFlags => ("view_flags", "flags"),
             Action::GetEndpoints => ("get_endpoints", "paths"),
+            Action::ReserveResources => ("reserve_resources", "roles"),
+            Action::UnreserveResources => ("unreserve_resources", "reserver_principals"),
+            Action::SetLogLevel => ("set_log_level", "level"),
             Action::UpdateSorters => ("update_sorters", "sorters"),
             Action::Plan => ("plan", "roles"),
         }

@@ -20,7 +20,8 @@
 //!   the churn soak; `conformance` runs the [`allocator_conformance`] suite.
 //! * [`descriptors`]: the open-file limit and the connection places that fit in it.
 //! * [`interrupt`], [`progress`]: SIGINT/SIGTERM and signs of life for long runs;
-//!   [`duration`]: Mesos's duration format.
+//!   [`duration`]: Mesos's duration format; [`logging`]: the log, `--log_dir` and the
+//!   operator API's logging level.
 #![deny(missing_docs)]
 
 pub mod auth;
@@ -30,6 +31,7 @@ pub mod clients;
 pub mod descriptors;
 pub mod duration;
 pub mod interrupt;
+pub mod logging;
 pub mod master_registry;
 pub mod planner;
 pub mod progress;

@@ -159,6 +159,26 @@ pub struct MarkAgentGone {
     pub agent_id: AgentId,
 }
 
+/// `Call.ReserveResources` and `Call.UnreserveResources`: resources on an agent, reserved
+/// (their last reservation is the one made) or to unreserve.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Reservation {
+    /// The agent.
+    pub agent_id: AgentId,
+    /// The resources, with their reservations.
+    #[serde(default)]
+    pub resources: Vec<Resource>,
+}
+
+/// `Call.SetLoggingLevel`: glog's verbosity for a while.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct SetLoggingLevel {
+    /// The verbosity (0 is the default; higher logs more).
+    pub level: u32,
+    /// How long it holds before it goes back.
+    pub duration: DurationInfo,
+}
+
 /// A call to `POST /api/v1`. Calls outside SPEC 6.2 keep their details in `rest`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Call {
@@ -189,6 +209,15 @@ pub struct Call {
     /// `MARK_AGENT_GONE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark_agent_gone: Option<MarkAgentGone>,
+    /// `RESERVE_RESOURCES`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_resources: Option<Reservation>,
+    /// `UNRESERVE_RESOURCES`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreserve_resources: Option<Reservation>,
+    /// `SET_LOGGING_LEVEL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_logging_level: Option<SetLoggingLevel>,
     /// Other calls' fields, as sent.
     #[serde(flatten)]
     pub rest: BTreeMap<String, Json>,
@@ -218,6 +247,11 @@ impl Call {
             CallType::UpdateQuota => (self.update_quota.is_some(), "update_quota"),
             CallType::Teardown => (self.teardown.is_some(), "teardown"),
             CallType::MarkAgentGone => (self.mark_agent_gone.is_some(), "mark_agent_gone"),
+            CallType::ReserveResources => (self.reserve_resources.is_some(), "reserve_resources"),
+            CallType::UnreserveResources => {
+                (self.unreserve_resources.is_some(), "unreserve_resources")
+            }
+            CallType::SetLoggingLevel => (self.set_logging_level.is_some(), "set_logging_level"),
             _ => (true, ""),
         };
         if present { Ok(()) } else { Err(format!("Expecting '{field}' to be present")) }

@@ -153,3 +153,13 @@ mod toml_like {
         )
     }
 }
+
+#[test]
+fn explaining_a_role_the_master_never_knew_warns_of_a_typo() {
+    let out = workspace_tests::run_master(&["--explain", "analytcs", "--output", "/dev/null"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: --explain 'analytcs'"), "{stderr}");
+    let known = workspace_tests::run_master(&["--explain", "analytics", "--output", "/dev/null"]);
+    assert!(!String::from_utf8_lossy(&known.stderr).contains("warning"), "a role it knows");
+}

@@ -255,3 +255,23 @@ fn a_failed_registry_write_answers_503_and_the_master_goes_on() {
     let a = roles.as_array().unwrap().iter().find(|r| r["role"] == "a").unwrap().clone();
     assert_eq!(a["weight"], 4.0, "{roles}");
 }
+
+/// A new work_dir says nothing was restored (not "0 frameworks"); a kept one says what was.
+#[test]
+fn the_start_says_what_the_registry_restored() {
+    let dir = work_dir("restored-line");
+    let d = dir.to_str().unwrap();
+    let args = ["--work_dir", d, "--scenario", CLUSTER, "--duration", "60"];
+    let patience = std::time::Duration::from_secs(30);
+    let (serve, lines) = Serve::start_with_stderr(&args);
+    let seen = workspace_tests::wait_for_line(&lines, "registry", patience);
+    let line = seen.last().unwrap();
+    assert!(line.contains("is empty: nothing restored"), "{seen:?}");
+    post(&serve, "/weights", json!({"weights": {"r1": 3, "r2": 2}}));
+    assert!(serve.stop().success());
+    let (_again, lines) = Serve::start_with_stderr(&args);
+    let seen = workspace_tests::wait_for_line(&lines, "registry", patience);
+    let line = seen.last().unwrap();
+    assert!(line.contains("restored the registry: 2 weights"), "{seen:?}");
+    assert!(!line.contains("framework"), "no framework was kept: {line}");
+}

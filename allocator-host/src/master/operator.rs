@@ -10,7 +10,12 @@ impl Master<'_> {
     /// Sets a role's quota.
     pub(super) fn update_quota(&mut self, role: &str, quota: &Quota) -> Result<(), String> {
         self.call("update_quota", |a| a.update_quota(role, quota))?;
-        self.quotas.insert(role.to_owned(), quota.clone());
+        // No guarantee and no limit is the default: the role has no quota any more (Mesos).
+        if quota.guarantees.is_empty() && quota.limits.is_empty() {
+            self.quotas.remove(role);
+        } else {
+            self.quotas.insert(role.to_owned(), quota.clone());
+        }
         Ok(())
     }
 

@@ -340,11 +340,62 @@ pub enum Command {
 impl ServeArgs {
     /// The limits on what frameworks may hold (`--max_frameworks`,
     /// `--max_framework_info_bytes`).
-    pub fn framework_limits(&self) -> crate::clients::mesos::FrameworkLimits {
-        crate::clients::mesos::FrameworkLimits {
+    pub fn framework_limits(&self) -> Result<crate::clients::mesos::FrameworkLimits, String> {
+        let roles = match &self.roles {
+            None => None,
+            Some(list) => {
+                let roles: std::collections::BTreeSet<String> = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                for role in &roles {
+                    allocator_api::roles::validate(role).map_err(|e| format!("--roles: {e}"))?;
+                }
+                Some(roles)
+            }
+        };
+        let offer_timeout = match self.offer_timeout {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(format!("--offer_timeout must be a positive duration, not {t}"));
+            }
+            t => t.map(std::time::Duration::from_secs_f64),
+        };
+        Ok(crate::clients::mesos::FrameworkLimits {
             max_frameworks: self.max_frameworks,
             max_info_bytes: self.max_framework_info_bytes,
+            roles,
+            offer_timeout,
+        })
+    }
+
+    /// `--weights role=weight,…` as (role, weight) pairs, each role by Mesos's rules and each
+    /// weight positive.
+    pub fn initial_weights(&self) -> Result<Vec<(String, f64)>, String> {
+        let Some(list) = &self.weights else { return Ok(Vec::new()) };
+        let mut weights = Vec::new();
+        for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (role, weight) = item
+                .split_once('=')
+                .ok_or_else(|| format!("--weights: '{item}' is not role=weight"))?;
+            allocator_api::roles::validate(role).map_err(|e| format!("--weights: {e}"))?;
+            let weight: f64 = weight
+                .parse()
+                .ok()
+                .filter(|w: &f64| w.is_finite() && *w > 0.0)
+                .ok_or_else(|| format!("--weights: the weight of '{role}' must be a positive number, not '{weight}'"))?;
+            weights.push((role.to_owned(), weight));
         }
+        Ok(weights)
+    }
+
+    /// `Err` for Mesos's flags this master does not take, saying why.
+    pub fn refuse_unsupported(&self) -> Result<(), String> {
+        if self.zk.is_some() {
+            return Err("--zk: this master has no ZooKeeper leader election; run one master with --work_dir, whose registry survives restarts (README, \"A registry that survives restarts\", says how high availability would work)".into());
+        }
+        Ok(())
     }
 
     /// The directory the registry is kept in, or `None` for `--registry in_memory`.
@@ -421,6 +472,35 @@ pub struct ServeArgs {
     /// rebinding); the endpoints advertise it as the master's hostname.
     #[arg(long, value_name = "NAME")]
     pub hostname: Option<String>,
+    /// The cluster's name, as Mesos's `--cluster`: shown in `/master/state` and
+    /// `/master/state-summary`.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// Write the log to DIR/allocator-master.log instead of stderr (Mesos's `--log_dir`).
+    #[arg(long = "log_dir", alias = "log-dir", value_name = "DIR")]
+    pub log_dir: Option<std::path::PathBuf>,
+    /// Role weights at start, `role=weight,…` (Mesos's deprecated `--weights`); weights in
+    /// the registry (`--work_dir`), set through the APIs, win over these after a restart.
+    #[arg(long, value_name = "ROLE=WEIGHT,…")]
+    pub weights: Option<String>,
+    /// The only roles frameworks may subscribe in, `role,…` (Mesos's deprecated `--roles`);
+    /// default: any role.
+    #[arg(long, value_name = "ROLE,…")]
+    pub roles: Option<String>,
+    /// Rescind an offer a framework over the scheduler API has not answered after this long,
+    /// and give its resources back to the allocator (Mesos's `--offer_timeout`; default:
+    /// offers do not time out).
+    #[arg(
+        long = "offer_timeout",
+        alias = "offer-timeout",
+        value_name = "DURATION",
+        value_parser = crate::duration::seconds
+    )]
+    pub offer_timeout: Option<f64>,
+    /// Mesos's ZooKeeper URL for leader election: refused (this master runs alone; see the
+    /// README on its registry and on high availability).
+    #[arg(long, value_name = "URL", hide = true)]
+    pub zk: Option<String>,
     /// Virtual seconds per wall-clock second.
     #[arg(long, default_value_t = 1.0, value_name = "K")]
     pub speed: f64,

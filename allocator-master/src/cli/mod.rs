@@ -32,9 +32,16 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// Parses the process's arguments and runs; returns the exit code.
 pub fn main() -> ExitCode {
-    init_logging();
-    allocator_host::watchdog::report_modules_that_end_the_process();
     let args = Args::parse();
+    let log_dir = match &args.command {
+        Some(Command::Serve(serve)) => serve.log_dir.as_deref(),
+        _ => None,
+    };
+    if let Err(message) = crate::logging::init(log_dir) {
+        eprintln!("allocator-master: {message}");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    allocator_host::watchdog::report_modules_that_end_the_process();
     match run(&args) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
@@ -88,11 +95,6 @@ fn given_flags() -> Vec<(String, String)> {
         collect(cmd, sub);
     }
     flags.into_iter().collect()
-}
-
-fn init_logging() {
-    let env = env_logger::Env::default().default_filter_or("warn");
-    let _ = env_logger::Builder::from_env(env).format_timestamp_millis().try_init();
 }
 
 /// Everything one allocator run (a scenario, the default workload, or `serve`) is given.
@@ -165,6 +167,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
         }
         Command::Serve(serve) => {
             refuse_outer_flags(args, "serve", Applies::RUN)?;
+            serve.refuse_unsupported()?;
             let registry = load_modules(
                 &serve.modules.clone().or(&args.modules),
                 &serve.allocator.limits.clone().or(&args.allocator.limits),

@@ -170,7 +170,7 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             heartbeat_interval: serve.heartbeat_interval,
             auth: serve.auth.resolve()?,
             http_limits: serve.http.limits()?,
-            framework_limits: serve.framework_limits(),
+            framework_limits: serve.framework_limits()?,
             tls: serve.http.tls()?,
             work_dir: serve.registry_dir()?,
             hostname: serve.hostname.clone(),
@@ -192,6 +192,13 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             let recorder = allocator_sim::recording::Recorder::create(path, &config)
                 .map_err(|e| format!("cannot record to '{}': {e}", path.display()))?;
             driver.record_to(recorder);
+        }
+        // `--weights` first: the registry's weights, restored at start, win over them.
+        let weights = serve.initial_weights()?;
+        if !weights.is_empty() {
+            driver
+                .command(&allocator_host::master::Command::UpdateWeights(weights), &mut out)
+                .map_err(|e| format!("--weights: {e}"))?;
         }
         let served = crate::serve::serve(&mut driver, &scenario, &mut out, &options);
         let recorded = driver.finish_recording();
@@ -221,6 +228,14 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
     let outcome = driver.run(&scenario, &mut out).map_err(|e| e.to_string());
     progress.finish();
     let outcome = outcome?;
+    if let Some(subject) = &s.run.explain {
+        let master = driver.master();
+        if !master.role_names().contains(subject) && master.framework_id(subject).is_err() {
+            eprintln!(
+                "allocator-master: warning: --explain '{subject}': the master knows no role or framework of that name (its explanations only say it has no frameworks; a typo?)"
+            );
+        }
+    }
     if let Some(path) = s.report {
         let svg = driver.report_svg(&report_title(&scenario, &doc)).map_err(|e| e.to_string())?;
         std::fs::write(path, svg)

@@ -31,6 +31,21 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("GET /master/health, /health", "200 while the master serves"),
     ("GET /master/quota", "quotas (Mesos's QuotaStatus)"),
     ("GET /master/weights, PUT /master/weights", "role weights: [{\"role\", \"weight\"}]"),
+    (
+        "GET /master/state-summary",
+        "the cluster's name, agents and frameworks with their task counts",
+    ),
+    (
+        "POST /master/quota, DELETE /master/quota/ROLE",
+        "set (a QuotaRequest) or remove a role's quota",
+    ),
+    (
+        "GET, POST /master/maintenance/schedule; GET /master/maintenance/status",
+        "the maintenance schedule and the machines draining or down",
+    ),
+    ("POST /master/machine/down, /master/machine/up", "start or stop maintenance on machines"),
+    ("POST /master/teardown", "remove a framework (frameworkId=ID)"),
+    ("POST /master/reserve, /master/unreserve", "reserve or unreserve an agent's resources"),
     ("GET /version", "the Mesos version this master speaks"),
     ("GET /metrics/snapshot", "metrics, Mesos's names"),
     ("GET /state", "this master's own state: allocator, sorters, shares, allocations"),
@@ -60,7 +75,8 @@ pub fn mesos_endpoint<'p>(method: &str, path: &'p str) -> Option<&'p str> {
         None if method == "POST" && (path == "/quota" || path == "/weights") => return None,
         None => path.strip_suffix(".json").unwrap_or(path),
     };
-    MESOS_ROUTES.iter().any(|(_, n)| *n == name).then_some(name)
+    let known = MESOS_ROUTES.iter().any(|(_, n)| *n == name) || super::v0_calls::is_route(name);
+    known.then_some(name)
 }
 
 /// Mesos's endpoints served here: (method, name); [`answer`] answers each.
@@ -75,6 +91,7 @@ pub const MESOS_ROUTES: &[(&str, &str)] = &[
     ("GET", "/quota"),
     ("GET", "/weights"),
     ("PUT", "/weights"),
+    ("GET", "/state-summary"),
 ];
 
 /// Answers `method` on Mesos endpoint `name` ([`mesos_endpoint`]): status and JSON (`Null`:
@@ -103,6 +120,7 @@ pub fn answer(
     let flags = flags.as_slice();
     match (method, name) {
         ("GET", "/state") => (200, state(&shown, flags, completed)),
+        ("GET", "/state-summary") => (200, state_summary(&shown, flags)),
         ("GET", "/frameworks") => (
             200,
             json!({"frameworks": frameworks(&shown), "completed_frameworks": completed,
@@ -372,6 +390,7 @@ fn state(shown: &Shown<'_, '_>, flags: &[(String, String)], completed: &[Value])
     let pid = format!("master@{ip}:{port}");
     json!({
         "version": allocator_mesos::MESOS_VERSION,
+        "cluster": flag("cluster").unwrap_or(""),
         "id": view.map_or("", |v| v.master_id()),
         "pid": pid,
         "hostname": hostname,
@@ -389,6 +408,76 @@ fn state(shown: &Shown<'_, '_>, flags: &[(String, String)], completed: &[Value])
         "unregistered_frameworks": [],
         "orphan_tasks": [],
     })
+}
+
+/// Mesos's task states a summary counts.
+const TASK_STATES: &[&str] = &[
+    "TASK_STAGING",
+    "TASK_STARTING",
+    "TASK_RUNNING",
+    "TASK_KILLING",
+    "TASK_FINISHED",
+    "TASK_KILLED",
+    "TASK_FAILED",
+    "TASK_LOST",
+    "TASK_ERROR",
+    "TASK_UNREACHABLE",
+];
+
+/// Task counts by state (every task here is running), as a summary gives them.
+fn task_counts(running: usize) -> serde_json::Map<String, Value> {
+    let count = |state: &str| if state == "TASK_RUNNING" { running } else { 0 };
+    TASK_STATES.iter().map(|s| ((*s).to_owned(), json!(count(s)))).collect()
+}
+
+/// `GET /master/state-summary`: the cluster's name, and each agent and each framework the
+/// caller may see, with what they hold and their tasks counted by state.
+fn state_summary(shown: &Shown<'_, '_>, flags: &[(String, String)]) -> Value {
+    let Shown { master, view, caller } = *shown;
+    let flag = |name: &str| flags.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let visible: Vec<FrameworkId> = shown.frameworks().collect();
+    let slaves: Vec<Value> = master
+        .all_agents()
+        .into_iter()
+        .filter_map(|id| {
+            let mut v = agent_json(master, id)?;
+            let on_agent: Vec<(FrameworkId, usize)> = visible
+                .iter()
+                .map(|fw| (*fw, master.tasks_of(*fw).filter(|(_, t)| t.agent == id).count()))
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            let running = on_agent.iter().map(|(_, n)| n).sum();
+            let ids: Vec<&str> =
+                on_agent.iter().map(|(fw, _)| master.framework_name(*fw)).collect();
+            let fields = v.as_object_mut()?;
+            fields.extend(task_counts(running));
+            fields.insert("framework_ids".into(), json!(ids));
+            Some(v)
+        })
+        .collect();
+    let frameworks: Vec<Value> = visible
+        .iter()
+        .filter_map(|fw| {
+            let full = framework_json(master, view, *fw, false)?;
+            let tasks: Vec<_> = if caller.sees_task(framework_user(view, *fw)) {
+                master.tasks_of(*fw).collect()
+            } else {
+                Vec::new()
+            };
+            let mut agents: Vec<&str> = tasks.iter().map(|(_, t)| master.agent_name(t.agent)).collect();
+            agents.sort_unstable();
+            agents.dedup();
+            let mut v = json!({"id": full["id"], "name": full["name"], "pid": "",
+                "used_resources": full["used_resources"], "offered_resources": full["offered_resources"],
+                "capabilities": full["capabilities"], "hostname": full["hostname"],
+                "webui_url": full["webui_url"], "active": full["active"], "connected": full["connected"],
+                "recovered": false, "slave_ids": agents});
+            v.as_object_mut()?.extend(task_counts(tasks.len()));
+            Some(v)
+        })
+        .collect();
+    json!({"hostname": flag("hostname").or(flag("ip")).unwrap_or("127.0.0.1"),
+           "cluster": flag("cluster").unwrap_or(""), "slaves": slaves, "frameworks": frameworks})
 }
 
 #[cfg(test)]

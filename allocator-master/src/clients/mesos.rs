@@ -86,27 +86,44 @@ struct TaskRecord {
 /// `--max_completed_frameworks` default).
 pub const MAX_COMPLETED: usize = 50;
 
-/// What frameworks may hold in the master (`serve`'s `--max_frameworks` and
-/// `--max_framework_info_bytes`): every framework's `FrameworkInfo` is kept, sent in operator
-/// events and written to the registry, so both bound the master's memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What frameworks may hold in the master (`serve`'s `--max_frameworks`,
+/// `--max_framework_info_bytes`, `--roles` and `--offer_timeout`): every framework's
+/// `FrameworkInfo` is kept, sent in operator events and written to the registry, so the first
+/// two bound the master's memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameworkLimits {
     /// Frameworks known at once (connected, or disconnected within their failover timeout);
     /// a new one beyond is refused `503`.
     pub max_frameworks: usize,
     /// Largest `FrameworkInfo`, in bytes of compact JSON; a larger one is refused `400`.
     pub max_info_bytes: usize,
+    /// The only roles frameworks may subscribe in (Mesos's `--roles`); `None`: any.
+    pub roles: Option<std::collections::BTreeSet<String>>,
+    /// How long an offer waits for its answer before the master rescinds it and gives its
+    /// resources back to the allocator (Mesos's `--offer_timeout`); `None`: for ever.
+    pub offer_timeout: Option<Duration>,
 }
 
 impl Default for FrameworkLimits {
     fn default() -> FrameworkLimits {
-        FrameworkLimits { max_frameworks: 2000, max_info_bytes: 32 << 10 }
+        FrameworkLimits {
+            max_frameworks: 2000,
+            max_info_bytes: 32 << 10,
+            roles: None,
+            offer_timeout: None,
+        }
     }
 }
 
 impl FrameworkLimits {
-    /// `Err`: why `info` is too large (Mesos's style: a one-line reason for a `400`).
+    /// `Err`: why `info` is too large, or names a role outside `--roles` (Mesos's style: a
+    /// one-line reason for a `400`).
     fn check_info(&self, info: &s::FrameworkInfo) -> Result<(), String> {
+        if let Some(allowed) = &self.roles
+            && let Some(role) = info.effective_roles().into_iter().find(|r| !allowed.contains(r))
+        {
+            return Err(format!("Role '{role}' is not present in the master's --roles"));
+        }
         let bytes = serde_json::to_string(info).map_or(usize::MAX, |json| json.len());
         if bytes > self.max_info_bytes {
             return Err(format!(
@@ -164,6 +181,8 @@ pub struct MesosFrameworks {
     by_master: BTreeMap<ApiFrameworkId, String>,
     /// Outstanding offers: offer id → (framework id, the master's offer).
     offers: BTreeMap<String, (String, Arc<Allocation>)>,
+    /// When each outstanding offer was made (with `--offer_timeout` only).
+    offered_at: BTreeMap<String, Instant>,
     /// Outstanding inverse offers: id → (framework id, agent).
     inverse: BTreeMap<String, (String, ApiAgentId)>,
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
@@ -190,6 +209,7 @@ impl MesosFrameworks {
             frameworks: BTreeMap::new(),
             by_master: BTreeMap::new(),
             offers: BTreeMap::new(),
+            offered_at: BTreeMap::new(),
             inverse: BTreeMap::new(),
             removed: Default::default(),
             generation: 0,
@@ -999,6 +1019,9 @@ impl MesosFrameworks {
                         .entry(fw.clone())
                         .or_default()
                         .push(self.mesos_offer(&fw, &id, a, master));
+                    if self.limits.offer_timeout.is_some() {
+                        self.offered_at.insert(id.clone(), Instant::now());
+                    }
                     self.offers.insert(id, (fw, a.clone()));
                 }
                 Event::InverseOffer { framework, agent, unavailability } => {
@@ -1145,6 +1168,26 @@ impl MesosFrameworks {
             for e in &resend {
                 f.send(e);
             }
+        }
+        self.expire_offers(now, master)
+    }
+
+    /// Rescinds the offers older than `--offer_timeout` (their resources go back to the
+    /// allocator, as `recover_resources`), as Mesos's offer timeout does.
+    fn expire_offers(&mut self, now: Instant, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(timeout) = self.limits.offer_timeout else { return Ok(()) };
+        let offers = &self.offers;
+        self.offered_at.retain(|id, _| offers.contains_key(id));
+        let expired: Vec<String> = self
+            .offered_at
+            .iter()
+            .filter(|(_, at)| now.duration_since(**at) >= timeout)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.offered_at.remove(&id);
+            log::info!("offer {id} rescinded: not answered within --offer_timeout");
+            self.rescind(&id, master)?;
         }
         Ok(())
     }

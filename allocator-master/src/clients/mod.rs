@@ -16,4 +16,5 @@ pub mod endpoints;
 pub mod mesos;
 pub mod operator;
 pub mod operator_events;
+pub mod v0_calls;
 pub mod wiring;

@@ -22,7 +22,9 @@
 
 use std::collections::BTreeMap;
 
-use allocator_api::{AgentCapabilities, Attribute as ApiAttribute, Quota, Resources};
+use allocator_api::{
+    AgentCapabilities, Attribute as ApiAttribute, Operation, OperationKind, Quota, Resources,
+};
 use serde_json::{Map, Value};
 
 use crate::auth::{Action, Caller, Denied};
@@ -71,6 +73,11 @@ pub const ANSWERED: &[CallType] = &[
     CallType::StopMaintenance,
     CallType::Teardown,
     CallType::MarkAgentGone,
+    CallType::ReserveResources,
+    CallType::UnreserveResources,
+    CallType::GetOperations,
+    CallType::GetLoggingLevel,
+    CallType::SetLoggingLevel,
 ];
 
 /// `501`: a call Mesos defines that this master does not answer.
@@ -294,6 +301,18 @@ fn authorize(
             (Action::StopMaintenances, machines(m))
         }
         CallType::MarkAgentGone => (Action::MarkAgentsGone, vec![]),
+        CallType::ReserveResources => {
+            let r = call.reserve_resources.as_ref().map(|r| r.resources.as_slice());
+            let roles = r.unwrap_or_default().iter().filter_map(|r| r.reservations.last());
+            (Action::ReserveResources, roles.filter_map(|i| i.role.clone()).collect())
+        }
+        CallType::UnreserveResources => {
+            // The principal who made each reservation (`ANY` when none says).
+            let r = call.unreserve_resources.as_ref().map(|r| r.resources.as_slice());
+            let made = r.unwrap_or_default().iter().filter_map(|r| r.reservations.last());
+            (Action::UnreserveResources, made.filter_map(|i| i.principal.clone()).collect())
+        }
+        CallType::SetLoggingLevel => (Action::SetLogLevel, vec![]),
         CallType::Teardown => {
             // The object is the framework's principal (`ANY` when it has none), as in Mesos.
             let id = call.teardown.as_ref().map(|t| t.framework_id.value.as_str()).unwrap_or("");
@@ -412,6 +431,35 @@ impl Operator {
                         .map_err(String::from),
                     Err(e) => return Response::text(404, &e),
                 }
+            }
+            CallType::ReserveResources | CallType::UnreserveResources => {
+                let (kind, r) = match call.kind {
+                    CallType::ReserveResources => {
+                        (OperationKind::RESERVE, call.reserve_resources.expect("validated"))
+                    }
+                    _ => (OperationKind::UNRESERVE, call.unreserve_resources.expect("validated")),
+                };
+                return match reserve(cluster, kind, r) {
+                    // Mesos answers a reservation `202 Accepted` (it is carried out on the agent).
+                    Ok(()) => Response::empty(202),
+                    Err(reason) => Response::text(400, &reason),
+                };
+            }
+            CallType::GetOperations => {
+                // Operations are carried out as they are asked for: none is ever pending.
+                return json_answer(serde_json::json!({"type": "GET_OPERATIONS",
+                    "get_operations": {"operations": []}}));
+            }
+            CallType::GetLoggingLevel => {
+                return json_answer(serde_json::json!({"type": "GET_LOGGING_LEVEL",
+                    "get_logging_level": {"level": crate::logging::level()}}));
+            }
+            CallType::SetLoggingLevel => {
+                let set = call.set_logging_level.expect("validated");
+                let seconds = set.duration.as_secs().clamp(0.0, 1e9);
+                let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+                crate::logging::set_level(set.level, until);
+                Ok(None)
             }
             other => return not_supported(other),
         };
@@ -746,6 +794,24 @@ fn quota(master: &Master<'_>, caller: Caller<'_>) -> m::GetQuota {
                 .collect(),
         },
     }
+}
+
+/// `RESERVE_RESOURCES` or `UNRESERVE_RESOURCES`: one `update_available` operation on the
+/// agent's unused resources.
+fn reserve(
+    cluster: &mut dyn Cluster<'_>,
+    kind: OperationKind,
+    reservation: m::Reservation,
+) -> Result<(), String> {
+    let agent = reservation.agent_id.value;
+    cluster.master().agent_id(&agent)?;
+    let resources = allocator_mesos::from_mesos(&reservation.resources)
+        .map_err(|e| format!("Invalid resources: {e}"))?;
+    if resources.is_empty() {
+        return Err("Invalid resources: none given".into());
+    }
+    let operations = vec![Operation { kind, resources }];
+    cluster.apply(&Command::UpdateAvailable { agent, operations }).map(drop).map_err(String::from)
 }
 
 fn update_weights(cluster: &mut dyn Cluster<'_>, update: m::UpdateWeights) -> Result<(), String> {

@@ -104,7 +104,9 @@ pub fn serve(
         ));
     }
     let heartbeat = Duration::from_secs_f64(options.heartbeat_interval);
-    driver.attach_client(MesosFrameworks::new(heartbeat).with_limits(options.framework_limits));
+    driver.attach_client(
+        MesosFrameworks::new(heartbeat).with_limits(options.framework_limits.clone()),
+    );
     crate::descriptors::survive_file_size_limit();
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
@@ -411,6 +413,16 @@ impl<'s, 'r> Live<'s, 'r> {
         state: crate::master_registry::State,
         out: &mut EventStream,
     ) -> Result<(), String> {
+        if state == (crate::master_registry::State { version: state.version, ..Default::default() })
+        {
+            // A new work_dir (or one whose registry holds nothing): nothing to restore.
+            log::info!("the registry is empty: nothing to restore");
+            eprintln!(
+                "the registry in --work_dir is empty: nothing restored (changes are kept there from now on)"
+            );
+            return Ok(());
+        }
+        let restored = restored_parts(&state);
         let setup = self.driver.master().setup().clone();
         let sorters = Command::SetSorters {
             role_sorter: state.role_sorter.filter(|s| *s != setup.role_sorter),
@@ -461,7 +473,7 @@ impl<'s, 'r> Live<'s, 'r> {
             m.restore(frameworks, removed, master)
         })?;
         log::info!("registry restored ({count} framework(s) waiting to subscribe)");
-        eprintln!("restored the registry: {count} framework(s) may subscribe again with their ids");
+        eprintln!("restored the registry: {restored}");
         self.persist()
     }
 
@@ -563,6 +575,7 @@ impl Wiring for ServeLoop<'_, '_, '_> {
             log::error!("scheduler API: {e}");
         }
         self.out.flush();
+        crate::logging::expire();
         live.keep_registry();
         live.streams.tick(&live.driver.applying(self.out), live.auth);
         Ok(())
@@ -596,6 +609,38 @@ impl Wiring for ServeLoop<'_, '_, '_> {
         }
         let wake = clock.wall_at(next);
         live.deadline.map_or(wake, |d| wake.min(d))
+    }
+}
+
+/// What a registry holds, for the line that says it was restored (`2 weights, 1 quota, 3
+/// frameworks that may subscribe again with their ids`); the sorters always are.
+fn restored_parts(state: &crate::master_registry::State) -> String {
+    let count = |n: usize, one: &str, many: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        n => Some(format!("{n} {many}")),
+    };
+    let parts: Vec<String> = [
+        count(state.weights.len(), "weight", "weights"),
+        count(state.quotas.len(), "quota", "quotas"),
+        state.maintenance_schedule.as_ref().map(|_| "the maintenance schedule".to_owned()),
+        count(state.down_machines.len(), "machine down", "machines down"),
+        count(state.gone_agents.len(), "agent marked gone", "agents marked gone"),
+        count(state.frameworks.len(), "framework", "frameworks"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match parts.is_empty() {
+        true => "the sorters in use (nothing else was kept)".to_owned(),
+        false => {
+            let frameworks = if state.frameworks.is_empty() {
+                ""
+            } else {
+                " (frameworks may subscribe again with their ids)"
+            };
+            format!("{}{frameworks}", parts.join(", "))
+        }
     }
 }
 
@@ -655,7 +700,7 @@ fn authorize_endpoint(
         ("GET", "/explain") => {
             // Every role and framework the query names, whichever the explanation reads.
             for (key, value) in request.query.split('&').filter_map(|p| p.split_once('=')) {
-                let value = percent_decode(value);
+                let value = allocator_http::percent_decode(value);
                 match key {
                     "role" => caller.may(Action::ViewRoles, &[&value])?,
                     "framework" => caller
@@ -814,36 +859,14 @@ fn check_media_types(request: &Incoming) -> Result<(), allocator_http::Response>
 fn explain(driver: &Driver<'_>, query: &str) -> (u16, Value) {
     let mut pairs = query.split('&').filter_map(|p| p.split_once('='));
     match pairs.next() {
-        Some(("role", r)) if !r.is_empty() => (200, driver.explain_role(&percent_decode(r))),
+        Some(("role", r)) if !r.is_empty() => {
+            (200, driver.explain_role(&allocator_http::percent_decode(r)))
+        }
         Some(("framework", f)) if !f.is_empty() => {
-            (200, driver.explain_framework(&percent_decode(f)))
+            (200, driver.explain_framework(&allocator_http::percent_decode(f)))
         }
         _ => (400, json!({"error": "give ?role=ROLE or ?framework=FRAMEWORK"})),
     }
-}
-
-/// `%2F` and the like, and `+` for a space, as a query string encodes them.
-fn percent_decode(text: &str) -> String {
-    let hex = |b: u8| (b as char).to_digit(16);
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
-            .then(|| Some(hex(bytes[i + 1])? * 16 + hex(bytes[i + 2])?))
-            .flatten();
-        match (escaped, bytes[i]) {
-            (Some(b), _) => {
-                out.push(b as u8);
-                i += 3;
-                continue;
-            }
-            (None, b'+') => out.push(b' '),
-            (None, b) => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn respond(request: Incoming, status: u16, body: &Value) {

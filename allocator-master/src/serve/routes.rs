@@ -61,7 +61,7 @@ const ROUTES: &[Route] = &[
         path: "/api/v1",
         realm: Some(Realm::ReadWrite),
         methods: &[("POST", operator_api)],
-        otherwise: Otherwise::NotFound404,
+        otherwise: Otherwise::PlainText405("Expecting 'POST', received another method"),
     },
     Route {
         path: "/quota",
@@ -161,10 +161,10 @@ pub(super) enum Target<'p> {
 pub(super) fn route<'p>(method: &str, path: &'p str) -> (Option<Realm>, Target<'p>) {
     let own = ROUTES.iter().find(|r| r.path == path);
     let mesos = mesos_endpoint(method, path);
-    // Mesos's endpoints: a PUT changes the weights, the rest read; health is open.
+    // Mesos's endpoints: a GET reads, any other method changes; health is open.
     let mesos_realm = match mesos {
         Some("/health") | None => None,
-        Some(_) if method == "PUT" => Some(Realm::ReadWrite),
+        Some(_) if method != "GET" => Some(Realm::ReadWrite),
         Some(_) => Some(Realm::ReadOnly),
     };
     let realm = own.map_or(mesos_realm, |r| r.realm);
@@ -282,12 +282,15 @@ fn mesos(
     caller: Caller<'_>,
     out: &mut EventStream,
 ) -> Result<(), String> {
+    let method = request.method.clone();
+    if let Some(call) = crate::clients::v0_calls::as_call(&method, name, &request.body) {
+        return v0_call(live, request, name, call, caller, out);
+    }
     let completed: Vec<Value> = live
         .driver
         .client::<MesosFrameworks>()
         .map(|m| m.completed_frameworks().to_vec())
         .unwrap_or_default();
-    let method = request.method.clone();
     let (status, answer) = crate::clients::endpoints::answer(
         &mut live.driver.applying(out),
         caller,
@@ -305,6 +308,60 @@ fn mesos(
         request.respond_with(allocator_http::Response::empty(status));
     } else {
         respond(request, status, &answer);
+    }
+    live.fatal()
+}
+
+/// A Mesos v0 endpoint with a v1 twin ([`crate::clients::v0_calls`]): answered by the operator
+/// API as `call`, in the endpoint's shape; a change is in the registry before it is
+/// acknowledged.
+fn v0_call(
+    live: &mut Live<'_, '_>,
+    request: Incoming,
+    name: &str,
+    call: Result<Value, String>,
+    caller: Caller<'_>,
+    out: &mut EventStream,
+) -> Result<(), String> {
+    let call = match call {
+        Ok(call) => call,
+        Err(message) => {
+            request.respond_with(allocator_http::Response::text(400, &message));
+            return Ok(());
+        }
+    };
+    // `DELETE /quota/ROLE` removes a quota that is there, as Mesos's (v1 just sets none).
+    if request.method == "DELETE" {
+        let role = call["update_quota"]["quota_configs"][0]["role"].as_str().unwrap_or("");
+        if !live.driver.master().quotas().contains_key(role) {
+            let message = format!("Failed to remove quota: Role '{role}' has no quota set");
+            request.respond_with(allocator_http::Response::text(400, &message));
+            return Ok(());
+        }
+    }
+    let metrics = live.metrics();
+    let body = call.to_string();
+    let answer = live.operator.answer(&mut live.driver.applying(out), metrics, &body, caller);
+    let (status, v0) =
+        crate::clients::v0_calls::v0_answer(&request.method, name, answer.status, &answer.body);
+    if status >= 400 {
+        log::warn!(
+            "{} {}: {status} {}",
+            request.method,
+            request.path,
+            v0.clone().unwrap_or_default()
+        );
+    }
+    let request =
+        if request.method == "GET" { Some(request) } else { written_first(live, request) };
+    if let Some(request) = request {
+        match v0 {
+            Some(Value::String(text)) => {
+                request.respond_with(allocator_http::Response::text(status, &text))
+            }
+            Some(json) => respond(request, status, &json),
+            None => request.respond_with(allocator_http::Response::empty(status)),
+        }
     }
     live.fatal()
 }
@@ -437,7 +494,11 @@ mod tests {
         let documented = documented_routes();
         let own =
             ROUTES.iter().flat_map(|r| r.methods.iter().map(|(m, _)| format!("{m} {}", r.path)));
-        let mesos = MESOS_ROUTES.iter().map(|(m, name)| format!("{m} /master{name}"));
+        let v0 = crate::clients::v0_calls::ROUTES.iter();
+        let mesos = MESOS_ROUTES.iter().chain(v0).map(|(m, name)| {
+            let name = name.strip_suffix('/').map_or(name.to_string(), |n| format!("{n}/ROLE"));
+            format!("{m} /master{name}")
+        });
         let missing: Vec<String> = own.chain(mesos).filter(|r| !documented.contains(r)).collect();
         assert!(missing.is_empty(), "routes missing from README's ACL table: {missing:?}");
     }
