@@ -23,7 +23,8 @@
 //! * A framework whose stream ends is deactivated and its offers go back; re-subscribing with
 //!   its `framework_id` within `failover_timeout` (wall-clock seconds) keeps its tasks; after
 //!   it, the framework is removed. `TEARDOWN` removes it at once. A removed framework that
-//!   subscribes again with its id gets an `ERROR` event and the stream ends, as in Mesos.
+//!   subscribes again with its id gets an `ERROR` event and the stream ends, as in Mesos (the
+//!   last [`MAX_REMOVED`] removed are remembered).
 //! * `ACCEPT`'s operations are carried out in order (`mesos/accept.rs`): `RESERVE`,
 //!   `UNRESERVE`, `CREATE` and `DESTROY` convert what is left of an offer; `LAUNCH` and
 //!   `LAUNCH_GROUP` place tasks. `offer_constraints` are accepted and ignored (SPEC 6.1).
@@ -81,6 +82,12 @@ struct TaskRecord {
     /// Updates not yet acknowledged, oldest first (the head is the one sent).
     pending: VecDeque<Pending>,
 }
+
+/// How many removed frameworks' ids the master remembers, to refuse their re-subscription: the
+/// oldest is forgotten past this (it could then subscribe again, as a new framework), so that
+/// frameworks created and torn down in a loop cannot grow the master or its registry without
+/// bound.
+pub const MAX_REMOVED: usize = 10_000;
 
 /// How many removed frameworks `completed_frameworks` keeps (Mesos's
 /// `--max_completed_frameworks` default).
@@ -186,7 +193,9 @@ pub struct MesosFrameworks {
     /// Outstanding inverse offers: id → (framework id, agent).
     inverse: BTreeMap<String, (String, ApiAgentId)>,
     /// Frameworks removed (torn down, or past their failover timeout): they cannot come back.
+    /// The last [`MAX_REMOVED`], oldest first in `removed_order`.
     removed: std::collections::BTreeSet<String>,
+    removed_order: std::collections::VecDeque<String>,
     /// Counts the changes to what [`records`](Self::records) gives: the registry writes its
     /// frameworks again only when it moved.
     generation: u64,
@@ -212,6 +221,7 @@ impl MesosFrameworks {
             offered_at: BTreeMap::new(),
             inverse: BTreeMap::new(),
             removed: Default::default(),
+            removed_order: Default::default(),
             generation: 0,
             completed: Vec::new(),
             next: 0,
@@ -855,6 +865,18 @@ impl MesosFrameworks {
         }
     }
 
+    /// Remembers that framework `id` was removed, forgetting the oldest past [`MAX_REMOVED`].
+    fn remember_removed(&mut self, id: String) {
+        if self.removed.insert(id.clone()) {
+            self.removed_order.push_back(id);
+        }
+        while self.removed_order.len() > MAX_REMOVED {
+            if let Some(oldest) = self.removed_order.pop_front() {
+                self.removed.remove(&oldest);
+            }
+        }
+    }
+
     /// A number that changes whenever [`records`](Self::records) would give something else.
     pub fn records_generation(&self) -> u64 {
         self.generation
@@ -886,7 +908,9 @@ impl MesosFrameworks {
         removed: Vec<String>,
         master: &mut Master<'_>,
     ) -> Result<(), String> {
-        self.removed.extend(removed);
+        for id in removed {
+            self.remember_removed(id);
+        }
         self.generation += 1;
         for entry in entries {
             let info: s::FrameworkInfo = match serde_json::from_value(entry.info) {
@@ -991,7 +1015,7 @@ impl MesosFrameworks {
         self.offers.retain(|_, (owner, _)| owner != fw);
         self.inverse.retain(|_, (owner, _)| owner != fw);
         self.by_master.remove(&f.id);
-        self.removed.insert(fw.to_owned());
+        self.remember_removed(fw.to_owned());
         self.generation += 1;
         if let Some(stream) = &f.stream {
             stream.close();
@@ -1286,4 +1310,22 @@ fn recover(fw: &str, master: &mut Master<'_>, offer: &Allocation) -> Result<(), 
         })
         .map(drop)
         .map_err(String::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_REMOVED, MesosFrameworks};
+
+    #[test]
+    fn only_the_last_removed_frameworks_are_remembered() {
+        let mut frameworks = MesosFrameworks::new(std::time::Duration::from_secs(15));
+        for i in 0..MAX_REMOVED + 5 {
+            frameworks.remember_removed(format!("fw-{i}"));
+        }
+        assert_eq!(frameworks.removed.len(), MAX_REMOVED);
+        assert!(!frameworks.removed.contains("fw-4"), "the oldest are forgotten");
+        assert!(frameworks.removed.contains("fw-5") && frameworks.removed.contains("fw-10004"));
+        frameworks.remember_removed("fw-10004".into());
+        assert_eq!(frameworks.removed_order.len(), MAX_REMOVED, "a repeat is not counted twice");
+    }
 }
