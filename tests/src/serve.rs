@@ -254,3 +254,20 @@ pub fn pymesos_python() -> Option<PathBuf> {
         ),
     }
 }
+
+/// What an open stream (an event stream's chunks) brings within `seconds`, as text.
+pub fn read_for(stream: &mut BufReader<TcpStream>, seconds: f64) -> String {
+    let until = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+    let mut text = Vec::new();
+    let mut buf = [0u8; 65536];
+    while std::time::Instant::now() < until {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        stream.get_ref().set_read_timeout(Some(left.max(Duration::from_millis(10)))).ok();
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}

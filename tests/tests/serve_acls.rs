@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use allocator_mesos::base64_encode;
 use serde_json::{Value, json};
-use workspace_tests::serve::Serve;
+use workspace_tests::serve::{Serve, read_for};
 
 const JSON: &str = "Content-Type: application/json";
 
@@ -238,25 +238,6 @@ fn a_principal_sees_the_maintenance_schedule_only_for_its_machines() {
     assert!(seen.contains("\"a1\"") && !seen.contains("\"a2\""), "{seen}");
     let (_, all) = operator(&serve, "GET_MAINTENANCE_SCHEDULE", Some(&ops));
     assert!(all.contains("\"a1\"") && all.contains("\"a2\""), "{all}");
-}
-
-/// The records an open stream (RecordIO in HTTP chunks) brings within `seconds`, as text.
-fn read_for(stream: &mut std::io::BufReader<std::net::TcpStream>, seconds: f64) -> String {
-    use std::io::Read;
-    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
-    let mut text = Vec::new();
-    let mut buf = [0u8; 65536];
-    while std::time::Instant::now() < until {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        let wait = left.max(std::time::Duration::from_millis(10));
-        stream.get_ref().set_read_timeout(Some(wait)).unwrap();
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => text.extend_from_slice(&buf[..n]),
-            Err(_) => {}
-        }
-    }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 /// What an operator subscriber hears while a framework of user `alice` subscribes.

@@ -2,12 +2,11 @@
 //! `--log_dir`, `--offer_timeout`, each listed in `/master/flags`; `--zk` refused with how high
 //! availability works here; and the operator API's logging level.
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use workspace_tests::serve::Serve;
+use workspace_tests::serve::{Serve, read_for};
 
 const CLUSTER: &str = "tests/python/cluster.json";
 const JSON: &str = "Content-Type: application/json";
@@ -39,23 +38,6 @@ fn subscribe_body(role: &str) -> String {
     let info = json!({"user": "alice", "name": "alice-fw", "roles": [role],
                       "capabilities": [{"type": "MULTI_ROLE"}]});
     json!({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}).to_string()
-}
-
-/// What a scheduler stream brings within `seconds`, as text.
-fn read_for(stream: &mut std::io::BufReader<std::net::TcpStream>, seconds: f64) -> String {
-    let until = Instant::now() + Duration::from_secs_f64(seconds);
-    let mut text = Vec::new();
-    let mut buf = [0u8; 65536];
-    while Instant::now() < until {
-        let left = until.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
-        stream.get_ref().set_read_timeout(Some(left)).unwrap();
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => text.extend_from_slice(&buf[..n]),
-            Err(_) => {}
-        }
-    }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 #[test]
