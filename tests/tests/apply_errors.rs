@@ -36,14 +36,14 @@ fn a_command_naming_what_the_master_does_not_know_is_invalid() {
 }
 
 #[test]
-fn a_call_the_allocator_refuses_is_refused() {
-    // The fixture keeps the trait's default, which refuses a non-empty quota.
+fn a_call_the_module_does_not_implement_is_unsupported() {
+    // The fixture keeps the trait's default, which refuses a non-empty quota as unsupported.
     let registry = faulty(&[]);
     let mut m = Master::new(&registry, setup(FailurePolicy::Stop)).unwrap();
     let quota = Quota { guarantees: Quantities::parse("cpus:1").unwrap(), ..Quota::default() };
     let err = m.apply(&Command::UpdateQuota("r".into(), quota)).unwrap_err();
     assert!(
-        matches!(&err, ApplyError::Refused(msg) if msg.contains("refused update_quota")),
+        matches!(&err, ApplyError::Unsupported(msg) if msg.contains("refused update_quota")),
         "{err:?}"
     );
     assert!(m.stopped().is_none());

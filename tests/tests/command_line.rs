@@ -163,3 +163,27 @@ fn explaining_a_role_the_master_never_knew_warns_of_a_typo() {
     let known = workspace_tests::run_master(&["--explain", "analytics", "--output", "/dev/null"]);
     assert!(!String::from_utf8_lossy(&known.stderr).contains("warning"), "a role it knows");
 }
+
+/// A module that takes no quota (the trait's default) runs the embedded default workload, whose
+/// `update_quota` it does not implement: a warning naming the call and the module, and the run
+/// goes on, as `serve` does (issue 45, item 5).
+#[test]
+fn a_module_that_takes_no_quota_runs_the_default_workload_with_a_warning() {
+    let m = workspace_tests::manifest_for("faulty_modules", &["faulty_allocator"]);
+    let out = workspace_tests::run_master(&[
+        "--modules",
+        &m,
+        "--allocator",
+        "faulty_allocator",
+        "--output",
+        "/dev/null",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("allocator 'faulty_allocator' does not implement")
+            && stderr.contains("update_quota")
+            && stderr.contains("the run goes on"),
+        "{stderr}"
+    );
+}

@@ -13,9 +13,14 @@ pub enum ApplyError {
     #[error("{0}")]
     Invalid(String),
     /// The allocator (built-in or module) refused or failed a call the command needed, and
-    /// the failure policy did not replace it (a module that refuses quotas, say).
+    /// the failure policy did not replace it.
     #[error("{0}")]
     Refused(String),
+    /// The allocator module does not implement a call the command needed
+    /// (`ErrorKind::UNSUPPORTED`: a module that takes no quota, say). Not a fault and not the
+    /// command's: every master mode warns, naming the call and the module, and goes on.
+    #[error("{0}")]
+    Unsupported(String),
     /// The master has stopped after a module fault under the `stop` failure policy; it
     /// applies nothing any more. The message is the fault.
     #[error("{0}")]
@@ -34,6 +39,7 @@ impl ApplyError {
         match self {
             ApplyError::Invalid(m)
             | ApplyError::Refused(m)
+            | ApplyError::Unsupported(m)
             | ApplyError::Stopped(m)
             | ApplyError::Answer(m) => m,
         }

@@ -503,6 +503,7 @@ impl Master<'_> {
         };
         check_roles(command).map_err(ApplyError::Invalid)?;
         self.allocator_failed = false;
+        self.allocator_unsupported = false;
         let applied = self.execute(origin, command).map_err(|message| self.apply_error(message))?;
         if let (true, Some(note)) = (journal, note) {
             self.journal.noted(self.now, note);
@@ -531,6 +532,8 @@ impl Master<'_> {
     fn apply_error(&self, message: String) -> ApplyError {
         if self.stopped.is_some() {
             ApplyError::Stopped(message)
+        } else if self.allocator_unsupported {
+            ApplyError::Unsupported(message)
         } else if self.allocator_failed {
             ApplyError::Refused(message)
         } else {

@@ -98,7 +98,10 @@ impl Master<'_> {
             });
             let e = match result {
                 Ok(()) => return Ok(()),
-                Err(e) if !e.is_fault() => return check_call(&self.setup.allocator, what, Err(e)),
+                Err(e) if !e.is_fault() => {
+                    self.allocator_unsupported |= e.kind == allocator_api::ErrorKind::UNSUPPORTED;
+                    return check_call(&self.setup.allocator, what, Err(e));
+                }
                 Err(e) => e,
             };
             match self.setup.on_module_failure {

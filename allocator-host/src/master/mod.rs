@@ -174,6 +174,9 @@ pub struct Master<'r> {
     /// Whether an allocator call failed while the current command was carried out (tells
     /// [`ApplyError::Refused`] from [`ApplyError::Invalid`]).
     allocator_failed: bool,
+    /// Whether a call failed because the module does not implement it (tells
+    /// [`ApplyError::Unsupported`] apart).
+    allocator_unsupported: bool,
     /// Set (to a signal number) when the clock should stop at its next step.
     interrupt: Option<Arc<AtomicUsize>>,
     outbox: Vec<Event>,
@@ -222,6 +225,7 @@ impl<'r> Master<'r> {
             over_budget_base: registry.watchdog().over_budget(),
             stopped: None,
             allocator_failed: false,
+            allocator_unsupported: false,
             interrupt: None,
             outbox: Vec::new(),
             journal: Journal::default(),
