@@ -375,9 +375,9 @@ def check_follows():
     d.get(f"http://{MASTER}/")
     wait_for(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#frameworks tbody tr")) > 0)
     wait_for(d, lambda d: "following" in text(d, "feed"))
-    time.sleep(1)
+    time.sleep(2)  # the read SUBSCRIBED causes (at most one a second), then quiet
     requests_sent(d)
-    time.sleep(6)
+    time.sleep(6)  # the slow poll comes 10 s after the last read
     sent = requests_sent(d)
     seen["quiet_reads"] = len([r for r in sent if r["path"] == "/state"])
     seen["subscribed"] = any(r["path"] == "/api/v1" and (r["body"] or {}).get("type") == "SUBSCRIBE"
