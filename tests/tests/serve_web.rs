@@ -200,11 +200,20 @@ fn a_refused_action_or_read_reads_as_not_allowed_with_the_login_in_view() {
 /// A scalar in the page's human units, as the test expects it.
 fn human(name: &str, v: f64) -> String {
     let num = |v: f64| {
-        let r = (v * 100.0).round() / 100.0;
+        let places = if v.abs() >= 100.0 {
+            0
+        } else if v.abs() >= 10.0 {
+            1
+        } else {
+            2
+        };
+        let scale = 10f64.powi(places);
+        let r = (v * scale).round() / scale;
         if r.fract() == 0.0 { format!("{}", r as i64) } else { format!("{r}") }
     };
     match name {
         "cpus" => format!("{} {}", num(v), if v == 1.0 { "core" } else { "cores" }),
+        "mem" | "disk" if v.abs() >= 1024.0 * 1024.0 => format!("{} TiB", num(v / 1048576.0)),
         "mem" | "disk" if v.abs() >= 1024.0 => format!("{} GiB", num(v / 1024.0)),
         "mem" | "disk" => format!("{} MiB", num(v)),
         "gpus" => format!("{} {}", num(v), if v == 1.0 { "GPU" } else { "GPUs" }),
