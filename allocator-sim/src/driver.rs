@@ -443,6 +443,11 @@ impl<'r> Driver<'r> {
         self.stats.metrics(&self.master)
     }
 
+    /// The last `max` samples of each role's dominant share; see [`Stats::share_history`].
+    pub fn share_history(&self, max: usize) -> Value {
+        self.stats.share_history(max)
+    }
+
     /// The human summary of the run so far.
     pub fn summary_text(&self) -> String {
         self.summary().0

@@ -190,6 +190,34 @@ fn a_principal_sees_only_the_roles_weights_and_quotas_its_acls_list() {
 }
 
 #[test]
+fn the_share_history_in_state_holds_only_the_roles_the_caller_may_see() {
+    let creds = credentials("share-history");
+    let acls = r#"{"permissive": false,
+        "view_frameworks": [{"principals": {"type": "ANY"}, "users": {"type": "ANY"}}],
+        "view_roles": [{"principals": {"values": ["dev"]}, "roles": {"values": ["dev"]}},
+                       {"principals": {"values": ["ops"]}, "roles": {"type": "ANY"}}]}"#;
+    let serve = start(
+        "share-history",
+        &["--credentials", &creds, "--authenticate_http_readonly", "--acls", acls],
+    );
+    let history = |principal: &str, secret: &str| {
+        let (status, answer) = get(&serve, "/state", Some(&basic(principal, secret)));
+        assert_eq!(status, 200, "{answer}");
+        let state: Value = serde_json::from_str(&answer).unwrap();
+        state["share_history"].clone()
+    };
+    // The control: ops may see every role, and secret-role's shares are in its history.
+    let ops = history("ops", "ops-secret");
+    assert!(!ops["times"].as_array().unwrap().is_empty(), "{ops}");
+    let shares = ops["shares"]["secret-role"].as_array().expect("secret-role's history");
+    assert_eq!(shares.len(), ops["times"].as_array().unwrap().len(), "{ops}");
+    assert!(shares.iter().any(|s| s.as_f64().unwrap() > 0.0), "{ops}");
+    let dev = history("dev", "dev-secret");
+    assert!(!dev["times"].as_array().unwrap().is_empty(), "{dev}");
+    assert!(dev["shares"].get("secret-role").is_none(), "dev may not see secret-role: {dev}");
+}
+
+#[test]
 fn a_maintenance_acl_covers_every_agent_the_call_touches() {
     let creds = credentials("maintenance");
     let acls = r#"{"permissive": false,

@@ -722,11 +722,21 @@ fn framework_user_named<'d>(driver: &'d Driver<'_>, name: &str) -> &'d str {
     id.map_or("", |id| crate::clients::operator::framework_user(scheduler, id))
 }
 
+/// How many samples of the dominant shares `GET /state` answers in `share_history` (one per
+/// allocation run: 10 minutes at Mesos's default 1 s interval).
+const SHARE_HISTORY: usize = 600;
+
 /// `GET /state` ([`Driver::state`]) as `caller` may see it: the frameworks it may see, the
 /// roles it may see (each with its quota only if it may see that), and the allocations of
-/// those frameworks in those roles.
+/// those frameworks in those roles; with `share_history`, the last [`SHARE_HISTORY`] samples
+/// of the dominant shares of the roles it may see ([`Driver::share_history`]).
 pub(super) fn visible_state(driver: &Driver<'_>, caller: Caller<'_>) -> Value {
     let mut state = driver.state();
+    let mut history = driver.share_history(SHARE_HISTORY);
+    if let Some(Value::Object(shares)) = history.get_mut("shares") {
+        shares.retain(|role, _| caller.sees_role(role));
+    }
+    state["share_history"] = history;
     let sees_framework = |f: &Value| {
         caller.sees_framework(framework_user_named(driver, f["framework"].as_str().unwrap_or("")))
     };

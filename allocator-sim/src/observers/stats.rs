@@ -174,6 +174,21 @@ impl Stats {
         self.series.push_with_waiting(now, &shares, &util, &waiting);
     }
 
+    /// The last `max` samples of each role's dominant share (taken after every allocation
+    /// run, one per instant), as `{"times": [s, …], "shares": {role: [share, …]}}`: what
+    /// `serve`'s `GET /state` answers as `share_history`, so that a chart can start from the
+    /// master's past. A role that appeared within the window has 0 before it appeared.
+    pub fn share_history(&self, max: usize) -> Value {
+        let series = &self.series;
+        let from = series.times.len().saturating_sub(max);
+        let shares: serde_json::Map<String, Value> = series
+            .shares
+            .iter()
+            .map(|(role, values)| (role.clone(), json!(values[from.min(values.len())..])))
+            .collect();
+        json!({"times": series.times[from..], "shares": shares})
+    }
+
     /// Renders the report of the run so far as SVG.
     pub fn report_svg(
         &self,
@@ -381,4 +396,26 @@ fn wait_stats(waits: &[f64]) -> (f64, f64) {
     let mean = w.iter().sum::<f64>() / w.len() as f64;
     let p99 = w[((w.len() as f64 - 1.0) * 0.99).round() as usize];
     (mean, p99)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_share_history_is_the_last_samples_of_each_role() {
+        let mut stats = Stats::default();
+        for t in 0..10 {
+            let mut shares = BTreeMap::from([("a".to_owned(), f64::from(t) / 10.0)]);
+            if t >= 8 {
+                shares.insert("b".into(), 0.5);
+            }
+            stats.series.push(f64::from(t), &shares, &BTreeMap::new());
+        }
+        let history = stats.share_history(3);
+        assert_eq!(history["times"], json!([7.0, 8.0, 9.0]));
+        assert_eq!(history["shares"]["a"], json!([0.7, 0.8, 0.9]));
+        assert_eq!(history["shares"]["b"], json!([0.0, 0.5, 0.5]), "0 before it appeared");
+        assert_eq!(stats.share_history(100)["times"].as_array().unwrap().len(), 10);
+    }
 }
