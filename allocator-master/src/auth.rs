@@ -137,11 +137,13 @@ impl Entity {
         Ok(Entity::Some(values))
     }
 
-    /// Whether an ACL entity `self` matches a request entity (Mesos's local authorizer).
+    /// Whether an ACL entity `self` matches a request entity (Mesos's local authorizer): a
+    /// request `ANY` (no principal, or no object) matches an ACL `ANY` or `NONE` — which then
+    /// refuses it, so that a `NONE` rule denies the requests that name nothing too.
     fn matches(&self, request: &Entity) -> bool {
         match request {
             Entity::None => *self == Entity::None,
-            Entity::Any => *self == Entity::Any,
+            Entity::Any => matches!(self, Entity::Any | Entity::None),
             Entity::Some(values) => match self {
                 Entity::Any | Entity::None => true,
                 Entity::Some(acl) => values.iter().all(|v| acl.contains(v)),
@@ -312,6 +314,15 @@ impl Acls {
             let mut parsed = Vec::new();
             for (i, acl) in list.iter().enumerate() {
                 let what = format!("{key}[{i}]");
+                // A misspelt field would read as "no values" and match nothing: refused, as an
+                // unknown action is.
+                if let Some(fields) = acl.as_object()
+                    && let Some(other) = fields.keys().find(|k| *k != "principals" && *k != field)
+                {
+                    return Err(format!(
+                        "{what}: unknown field \"{other}\" (an ACL of {key} has \"principals\" and \"{field}\")"
+                    ));
+                }
                 let entity = |name: &str| match acl.get(name) {
                     Some(e) => Entity::parse(e, &format!("{what}.{name}")),
                     // A missing entity is Mesos's default: SOME with no values (matches no
@@ -334,7 +345,7 @@ impl Acls {
     /// on `object` (`None`: the object `ANY`). The first ACL of the action whose subject and
     /// object both match decides, by whether both allow; none matching: `permissive`.
     ///
-    /// Matching, as Mesos's local authorizer: a request `ANY` matches only an ACL `ANY`, a
+    /// Matching, as Mesos's local authorizer: a request `ANY` matches an ACL `ANY` or `NONE`, a
     /// request `NONE` only `NONE`; a request with values matches an ACL `ANY` or `NONE`, or an
     /// ACL listing every value. A matched ACL `ANY` allows, `NONE` refuses, a list allows.
     pub fn allows(&self, action: Action, principal: Option<&str>, object: Option<&str>) -> bool {
@@ -472,7 +483,8 @@ impl Auth {
             format!(" on '{}'", objects.join("', '"))
         };
         log::warn!("{who} is not authorized to {name}{what}");
-        Err(Box::new(Response::text(403, &format!("Not authorized to {name}{what}"))))
+        // The objects stay in the log: the answer does not confirm what exists, or its owner.
+        Err(Box::new(Response::text(403, &format!("Not authorized to {name}"))))
     }
 }
 
@@ -652,6 +664,27 @@ mod tests {
         };
         let ops = caller_of(&auth, Some("ops"));
         assert!(ops.sees_framework("alice") && !ops.sees_task("alice"));
+    }
+
+    #[test]
+    fn a_none_rule_denies_the_requests_that_name_nothing() {
+        let a = acls(
+            r#"{"view_flags": [{"principals": {"type": "ANY"}, "flags": {"type": "NONE"}}],
+                "update_weights": [{"principals": {"type": "NONE"}, "roles": {"values": ["prod"]}}]}"#,
+        );
+        assert!(!a.allows(Action::ViewFlags, None, None), "no object: refused by NONE");
+        assert!(!a.allows(Action::ViewFlags, Some("ops"), None));
+        assert!(!a.allows(Action::UpdateWeights, None, Some("prod")), "no principal: refused");
+        assert!(a.allows(Action::UpdateWeights, None, Some("dev")), "another role: permissive");
+    }
+
+    #[test]
+    fn a_misspelt_object_field_is_refused() {
+        let e = Acls::parse(
+            r#"{"view_frameworks": [{"principals": {"type": "ANY"}, "user": {"type": "NONE"}}]}"#,
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown field \"user\"") && e.contains("\"users\""), "{e}");
     }
 
     #[test]

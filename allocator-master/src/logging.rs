@@ -1,5 +1,6 @@
 //! The binary's log: `env_logger` (`RUST_LOG`, default `warn`) to stderr, or to
-//! `DIR/allocator-master.log` with `--log_dir DIR` (Mesos's flag), and a verbosity an operator
+//! `DIR/allocator-master.log` with `--log_dir DIR` (Mesos's flag; the file is never opened
+//! through a link), and a verbosity an operator
 //! raises for a while with the operator API's `SET_LOGGING_LEVEL`, as Mesos's glog `--v`.
 //!
 //! Mesos's logging level is glog's verbosity: 0 is the default, higher is chattier. Here level
@@ -74,9 +75,13 @@ pub fn init(log_dir: Option<&Path>) -> Result<(), String> {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("--log_dir {}: cannot create it: {e}", dir.display()))?;
             let path = dir.join(FILE);
+            // Never through a link planted in the directory (it would redirect the log).
+            use std::os::unix::fs::OpenOptionsExt;
             let file = OpenOptions::new()
                 .create(true)
                 .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o640)
                 .open(&path)
                 .map_err(|e| format!("--log_dir: cannot open {}: {e}", path.display()))?;
             b.target(env_logger::Target::Pipe(Box::new(file)));

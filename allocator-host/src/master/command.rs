@@ -437,7 +437,8 @@ impl<'r> Apply<'r> for Master<'r> {
 }
 
 /// Mesos's role rules ([`allocator_api::roles::validate`]) for the roles a command names, so
-/// that no client (the operator API, an embedder) gets a role in that a scenario could not.
+/// that no client (the operator API, an embedder) gets a role in that a scenario could not;
+/// and no quota on the default role `*`, as Mesos.
 fn check_roles(command: &Command) -> Result<(), String> {
     let roles: Vec<&str> = match command {
         Command::AddFramework { roles, .. } => roles.iter().map(String::as_str).collect(),
@@ -450,6 +451,11 @@ fn check_roles(command: &Command) -> Result<(), String> {
     };
     for role in roles {
         allocator_api::roles::validate(role).map_err(|e| e.to_string())?;
+    }
+    if let Command::UpdateQuota(role, _) = command
+        && role == "*"
+    {
+        return Err("quota is not allowed on the default role '*' (Mesos refuses it)".into());
     }
     Ok(())
 }

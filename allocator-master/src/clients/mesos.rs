@@ -246,6 +246,14 @@ impl MesosFrameworks {
         format!("{}-{kind}{n:04}", self.master_id)
     }
 
+    /// A new framework's id: the master's id and a random UUID, so that nobody can take the
+    /// ids the master will give next (a `SUBSCRIBE` may name an id of its own, as after a
+    /// Mesos master failover).
+    fn new_framework_id(&self) -> Result<String, String> {
+        let uuid = random_uuid().map_err(|e| format!("no random framework id: {e}"))?;
+        Ok(format!("{}-{uuid}", self.master_id))
+    }
+
     /// A uuid (16 bytes, version 4 layout) for a status update.
     fn uuid(&mut self) -> Bytes {
         let n = self.fresh();
@@ -542,8 +550,10 @@ impl MesosFrameworks {
         let added = match known {
             Some(name) => self.fail_over(name, info, principal, suppressed, master)?,
             None => {
-                let name =
-                    info.id.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| self.fresh_id(""));
+                let name = match info.id.as_ref() {
+                    Some(id) => id.value.clone(),
+                    None => self.new_framework_id()?,
+                };
                 self.add_disconnected(&name, info, principal, suppressed, master)?.map(|()| name)
             }
         };

@@ -134,6 +134,18 @@ pub struct Operator {
     flags: Vec<(String, String)>,
     /// When the master started, seconds since the epoch (`GET_MASTER`).
     started: f64,
+    /// Who made each reservation through this API, by (agent, role): the object of
+    /// `unreserve_resources` (the principal a request claims is not trusted).
+    reservers: BTreeMap<(String, String), String>,
+}
+
+/// The role a resource to reserve or unreserve is reserved for: its last reservation's, or
+/// the legacy `role` field's (`*` is none).
+fn reservation_role(r: &allocator_mesos::Resource) -> Option<String> {
+    r.reservations
+        .last()
+        .and_then(|i| i.role.clone())
+        .or_else(|| r.role.clone().filter(|role| role != "*"))
 }
 
 /// The operator's part of the master's registry ([`crate::master_registry`]).
@@ -285,10 +297,12 @@ fn authorize(
                 .as_ref()
                 .map(|u| u.schedule.windows.as_slice())
                 .unwrap_or_default();
-            (
-                Action::UpdateMaintenanceSchedules,
-                windows.iter().flat_map(|w| machines(&w.machine_ids)).collect(),
-            )
+            // The schedule replaces the whole one: every machine in it now, and every machine in
+            // the new one, is touched.
+            let old = operator.schedule.windows.iter();
+            let touched: std::collections::BTreeSet<String> =
+                windows.iter().chain(old).flat_map(|w| machines(&w.machine_ids)).collect();
+            (Action::UpdateMaintenanceSchedules, touched.into_iter().collect())
         }
         CallType::StartMaintenance => {
             let m =
@@ -302,15 +316,39 @@ fn authorize(
         }
         CallType::MarkAgentGone => (Action::MarkAgentsGone, vec![]),
         CallType::ReserveResources => {
-            let r = call.reserve_resources.as_ref().map(|r| r.resources.as_slice());
-            let roles = r.unwrap_or_default().iter().filter_map(|r| r.reservations.last());
-            (Action::ReserveResources, roles.filter_map(|i| i.role.clone()).collect())
+            let r = call.reserve_resources.as_ref();
+            let resources = r.map(|r| r.resources.as_slice()).unwrap_or_default();
+            let mut roles = Vec::new();
+            for resource in resources {
+                let Some(role) = reservation_role(resource) else {
+                    let reason = format!("'{}' names no role to reserve it for", resource.name);
+                    return Err(Box::new(Response::text(400, &reason)));
+                };
+                // Mesos: a reservation's principal, if it names one, is the caller's own.
+                let claimed = resource.reservations.last().and_then(|i| i.principal.as_deref());
+                if let (Some(claimed), Some(caller)) = (claimed, caller.principal)
+                    && claimed != caller
+                {
+                    let reason = format!(
+                        "a reservation's principal '{claimed}' is not the authenticated principal '{caller}'"
+                    );
+                    return Err(Box::new(Response::text(400, &reason)));
+                }
+                roles.push(role);
+            }
+            (Action::ReserveResources, roles)
         }
         CallType::UnreserveResources => {
-            // The principal who made each reservation (`ANY` when none says).
-            let r = call.unreserve_resources.as_ref().map(|r| r.resources.as_slice());
-            let made = r.unwrap_or_default().iter().filter_map(|r| r.reservations.last());
-            (Action::UnreserveResources, made.filter_map(|i| i.principal.clone()).collect())
+            // Who made each reservation, as recorded when it was made here (`ANY` when it was
+            // made otherwise: by a scenario, a framework, or before a restart).
+            let r = call.unreserve_resources.as_ref();
+            let agent = r.map_or("", |r| r.agent_id.value.as_str());
+            let resources = r.map(|r| r.resources.as_slice()).unwrap_or_default();
+            let made = resources
+                .iter()
+                .filter_map(reservation_role)
+                .filter_map(|role| operator.reservers.get(&(agent.to_owned(), role)).cloned());
+            (Action::UnreserveResources, made.collect())
         }
         CallType::SetLoggingLevel => (Action::SetLogLevel, vec![]),
         CallType::Teardown => {
@@ -439,9 +477,25 @@ impl Operator {
                     }
                     _ => (OperationKind::UNRESERVE, call.unreserve_resources.expect("validated")),
                 };
+                let made: Vec<(String, String)> = r
+                    .resources
+                    .iter()
+                    .filter_map(reservation_role)
+                    .map(|role| (r.agent_id.value.clone(), role))
+                    .collect();
+                let claimed =
+                    r.resources.iter().find_map(|x| x.reservations.last()?.principal.clone());
                 return match reserve(cluster, kind, r) {
                     // Mesos answers a reservation `202 Accepted` (it is carried out on the agent).
-                    Ok(()) => Response::empty(202),
+                    Ok(()) => {
+                        let principal = caller.principal.map(str::to_owned).or(claimed);
+                        if let (OperationKind::RESERVE, Some(p)) = (kind, principal) {
+                            for key in made {
+                                self.reservers.insert(key, p.clone());
+                            }
+                        }
+                        Response::empty(202)
+                    }
                     Err(reason) => Response::text(400, &reason),
                 };
             }

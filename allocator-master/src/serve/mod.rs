@@ -697,21 +697,36 @@ fn authorize_endpoint(
             caller.may(Action::UpdateWeights, &roles)
         }
         ("GET", "/metrics/snapshot") => caller.may(Action::GetEndpoints, &["/metrics/snapshot"]),
-        ("GET", "/explain") => {
-            // Every role and framework the query names, whichever the explanation reads.
-            for (key, value) in request.query.split('&').filter_map(|p| p.split_once('=')) {
-                let value = allocator_http::percent_decode(value);
-                match key {
-                    "role" => caller.may(Action::ViewRoles, &[&value])?,
-                    "framework" => caller
-                        .may(Action::ViewFrameworks, &[framework_user_named(driver, &value)])?,
-                    _ => {}
-                }
-            }
-            Ok(())
-        }
+        ("GET", "/explain") => may_explain(caller, driver),
         _ => Ok(()),
     }
+}
+
+/// An explanation names other roles (who is ahead, whose guarantees are held back, whose
+/// reservations), their frameworks and the machines in maintenance: only a caller who may see
+/// every role, quota, framework and scheduled machine of the master may have one, whatever it
+/// asks about (and the refusal names nothing, so it tells nothing of what exists).
+fn may_explain(caller: Caller<'_>, driver: &Driver<'_>) -> Result<(), crate::auth::Denied> {
+    let master = driver.master();
+    if let Some(role) = master.role_names().iter().find(|r| !caller.sees_role(r)) {
+        return caller.may(Action::ViewRoles, &[role]);
+    }
+    if let Some(role) = master.quotas().keys().find(|r| !caller.sees_quota(r)) {
+        return caller.may(Action::GetQuotas, &[role]);
+    }
+    for id in master.framework_ids() {
+        let user = framework_user_named(driver, master.framework_name(id));
+        if !caller.sees_framework(user) {
+            return caller.may(Action::ViewFrameworks, &[user]);
+        }
+    }
+    for agent in master.agent_records().filter(|a| a.unavailability.is_some()) {
+        let host = agent.info.hostname.as_str();
+        if !caller.sees_machine(host, false) {
+            return caller.may(Action::GetMaintenanceSchedules, &[host]);
+        }
+    }
+    Ok(())
 }
 
 /// The user of the framework named `name` ([`crate::clients::operator::framework_user`]); the
@@ -754,6 +769,15 @@ pub(super) fn visible_state(driver: &Driver<'_>, caller: Caller<'_>) -> Value {
     }
     if let Some(Value::Array(allocations)) = state.get_mut("allocations") {
         allocations.retain(|a| sees_framework(a) && sees_role(a));
+    }
+    // An agent's maintenance window only to a caller who may see it in the schedule.
+    if let Some(Value::Array(agents)) = state.get_mut("agents") {
+        for agent in agents.iter_mut() {
+            let host = agent["hostname"].as_str().unwrap_or("").to_owned();
+            if !caller.sees_machine(&host, false) {
+                agent["unavailability"] = Value::Null;
+            }
+        }
     }
     state
 }

@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use allocator_host::master::ApplyError;
+use allocator_host::master::{ApplyError, Command};
 use allocator_sim::output::EventStream;
 
 use super::{
@@ -333,6 +333,11 @@ fn v0_call(
     // `DELETE /quota/ROLE` removes a quota that is there, as Mesos's (v1 just sets none).
     if request.method == "DELETE" {
         let role = call["update_quota"]["quota_configs"][0]["role"].as_str().unwrap_or("");
+        // Authorized first: the answer tells whether the quota exists only to who may change it.
+        if let Err(denied) = caller.may(crate::auth::Action::UpdateQuotas, &[role]) {
+            request.respond_with(*denied);
+            return Ok(());
+        }
         if !live.driver.master().quotas().contains_key(role) {
             let message = format!("Failed to remove quota: Role '{role}' has no quota set");
             request.respond_with(allocator_http::Response::text(400, &message));
@@ -374,6 +379,15 @@ fn plan(
     _: &mut EventStream,
 ) -> Result<(), String> {
     let job = allocator_sim::plan::parse_change(&request.body)
+        .and_then(|change| {
+            // A framework the caller may not see is, to it, one the master does not have.
+            if let Command::SuppressOffers(name, _) | Command::ReviveOffers(name, _) = &change
+                && !caller.sees_framework(super::framework_user_named(live.driver, name))
+            {
+                return Err(format!("the change: unknown framework '{name}'"));
+            }
+            Ok(change)
+        })
         .and_then(|change| Ok((allocator_sim::plan::history(live.driver.master())?, change)));
     match job {
         Ok((history, change)) => {
