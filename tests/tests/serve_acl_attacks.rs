@@ -47,6 +47,18 @@ fn as_user(serve: &Serve, who: &str, method: &str, path: &str, body: &str) -> (u
     (status, answer)
 }
 
+/// Subscribes a framework over the scheduler API: the id the master gave it, and its stream.
+fn subscribe(serve: &Serve) -> (String, std::io::BufReader<std::net::TcpStream>) {
+    let info = json!({"user": "u", "name": "f", "roles": ["r1"],
+                      "capabilities": [{"type": "MULTI_ROLE"}]});
+    let body = json!({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}).to_string();
+    let (status, _, mut stream) = serve.open_stream("/api/v1/scheduler", &[JSON], &body);
+    assert_eq!(status, 200);
+    let heard = workspace_tests::serve::read_for(&mut stream, 1.0);
+    let start = heard.find("\"framework_id\":{\"value\":\"").expect("SUBSCRIBED") + 26;
+    (heard[start..].split('"').next().unwrap().to_owned(), stream)
+}
+
 fn form_resources(agent: &str, resources: &Value) -> String {
     let encoded: String = resources
         .to_string()
@@ -165,16 +177,7 @@ fn an_explanation_is_only_for_a_caller_who_may_see_everything_it_names() {
 #[test]
 fn framework_ids_cannot_be_taken_in_advance() {
     let serve = Serve::start(&["--duration", "60", "--scenario", CLUSTER]);
-    let info = json!({"user": "u", "name": "f", "roles": ["r1"], "capabilities": [{"type": "MULTI_ROLE"}]});
-    let body = json!({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}).to_string();
-    let mut ids = Vec::new();
-    for _ in 0..2 {
-        let (status, _, mut stream) = serve.open_stream("/api/v1/scheduler", &[JSON], &body);
-        assert_eq!(status, 200);
-        let heard = workspace_tests::serve::read_for(&mut stream, 1.0);
-        let start = heard.find("\"framework_id\":{\"value\":\"").unwrap() + 26;
-        ids.push(heard[start..].split('"').next().unwrap().to_owned());
-    }
+    let ids = [subscribe(&serve).0, subscribe(&serve).0];
     for id in &ids {
         let suffix = id.rsplit('-').take(5).collect::<Vec<_>>();
         assert_eq!(suffix.len(), 5, "a UUID ends the id: {id}");
@@ -198,12 +201,7 @@ fn an_unauthorized_caller_learns_nothing_of_what_exists_from_a_refusal() {
         assert!(!answer.contains(role), "{answer}");
     }
     // A hidden framework is, to the plan, an unknown one.
-    let info = json!({"user": "u", "name": "f", "roles": ["r1"], "capabilities": [{"type": "MULTI_ROLE"}]});
-    let body = json!({"type": "SUBSCRIBE", "subscribe": {"framework_info": info}}).to_string();
-    let (_, _, mut stream) = serve.open_stream("/api/v1/scheduler", &[JSON], &body);
-    let heard = workspace_tests::serve::read_for(&mut stream, 1.0);
-    let start = heard.find("\"framework_id\":{\"value\":\"").unwrap() + 26;
-    let id = heard[start..].split('"').next().unwrap().to_owned();
+    let (id, _stream) = subscribe(&serve);
     let plan = |framework: &str| {
         let change = json!({"op": "suppress_offers", "framework": framework}).to_string();
         as_user(&serve, "ops", "POST", "/plan", &change)
