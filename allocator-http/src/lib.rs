@@ -27,8 +27,9 @@
 //!   [`Limits::max_head`] `431` (by hyper). At most [`Limits::max_connections`] *request*
 //!   connections are open at once, and at most [`Limits::max_connections_per_address`] from
 //!   one client address. When every place is taken, the connection idle (kept alive with
-//!   nothing in progress) or stalled in its head (no byte for a second) the longest is closed
-//!   to make room, as nginx does; a connection over the per-address limit, or over the global
+//!   nothing in progress) or in its head for more than a second since the head began
+//!   (trickling or silent: a real client sends its head at once) the longest is closed to make
+//!   room, as nginx does; a connection over the per-address limit, or over the global
 //!   one with none to close, is answered `503` at once (closed without an answer under TLS)
 //!   and nobody else is affected. A connection's place is held by
 //!   a guard and is given back however the connection ends (a panic in its task included).
@@ -817,16 +818,18 @@ impl NoPlace {
     }
 }
 
-/// A head that has had no byte for this long is stalled: under connection pressure it is
-/// closed for a new connection, as an idle one is.
+/// A head still arriving this long after its first byte (a real client sends its head at
+/// once) is stalled, whether it trickles or not: under connection pressure it is closed for a
+/// new connection, as an idle one is.
 const STALLED: Duration = Duration::from_secs(1);
 
 /// Under connection pressure (every request place taken), closes the connection that has
-/// been idle (kept alive with nothing in progress) or stalled in its head (no byte for
-/// [`STALLED`]) the longest and gives its place back, as nginx closes its idle keep-alive
-/// connections when it runs out: a client from elsewhere is served while an attacker holds
-/// idle sockets on many addresses. A connection reading a body, being answered or streaming
-/// is never closed for another. `false` when there was none to close.
+/// been idle (kept alive with nothing in progress) or in its head (for more than [`STALLED`]
+/// since the head began, trickling or silent) the longest and gives its place back, as nginx
+/// closes its idle keep-alive connections when it runs out: a client from elsewhere is served
+/// while an attacker holds idle or trickling sockets on many addresses. A connection reading
+/// a body, being answered or streaming is never closed for another. `false` when there was
+/// none to close.
 fn evict(shared: &Shared) -> bool {
     let now = shared.epoch.elapsed().as_millis() as u64;
     let open: Vec<Arc<Conn>> = shared
@@ -839,8 +842,9 @@ fn evict(shared: &Shared) -> bool {
     let mut quiet: Vec<(u64, Arc<Conn>)> = open
         .into_iter()
         .filter_map(|c| {
-            let last = c.since_ms.load(Ordering::SeqCst).max(c.last_read_ms.load(Ordering::SeqCst));
-            let quiet = now.saturating_sub(last);
+            // Idle since the answer ended; in its head since the head began (its first byte,
+            // the connection's start, or the end of the answer it was pipelined behind).
+            let quiet = now.saturating_sub(c.since_ms.load(Ordering::SeqCst));
             match c.phase.load(Ordering::SeqCst) {
                 IDLE => Some((quiet, c)),
                 HEAD if quiet >= STALLED.as_millis() as u64 => Some((quiet, c)),
@@ -1030,8 +1034,6 @@ struct Conn {
     peer: SocketAddr,
     /// Its request was refused with its body unread (`413`): the connection closes lingering.
     linger: AtomicBool,
-    /// When bytes last arrived (milliseconds after [`Shared::epoch`]).
-    last_read_ms: AtomicU64,
     /// Where its bytes are: whether a pipelined head has begun when an answer ends.
     framing: Mutex<Framing>,
 }
@@ -1050,11 +1052,9 @@ impl Conn {
             ip,
             peer,
             linger: AtomicBool::new(false),
-            last_read_ms: AtomicU64::new(0),
             framing: Mutex::new(Framing::default()),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
-        conn.last_read_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
     }
 
@@ -1070,7 +1070,6 @@ impl Conn {
 
     /// `bytes` arrived: they are framed, and an idle connection starts reading a head.
     fn saw_bytes(&self, bytes: &[u8]) {
-        self.last_read_ms.store(self.now_ms(), Ordering::SeqCst);
         self.framing.lock().unwrap_or_else(|e| e.into_inner()).read(bytes);
         if self.phase.load(Ordering::SeqCst) == IDLE {
             self.since_ms.store(self.now_ms(), Ordering::SeqCst);
@@ -1796,6 +1795,35 @@ mod tests {
         let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
         assert!(a.starts_with("HTTP/1.1 200"), "a stalled head made room: {a}");
         drop(stalled);
+    }
+
+    /// A slowloris that sends one byte of its head every 200 ms is never quiet for a second,
+    /// but a head still arriving a second after it began is stalled all the same: under
+    /// pressure the longest in its head makes room (before, it was never closed).
+    #[test]
+    fn under_pressure_a_trickling_head_makes_room_after_a_second() {
+        let server = three_place_server();
+        let mut trickling: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = connect(&server);
+                s.write_all(b"G").unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                s
+            })
+            .collect();
+        let started = Instant::now();
+        while started.elapsed() < STALLED + Duration::from_millis(400) {
+            for s in &mut trickling {
+                let _ = s.write_all(b"E");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 200"), "a trickling head made room: {a}");
+        assert!(is_closed(&mut trickling[0]), "the longest in its head made room");
+        // The others still wait for their heads.
+        trickling[2].set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        assert!(trickling[2].read(&mut [0u8; 16]).is_err(), "the younger ones stay open");
     }
 
     #[test]
