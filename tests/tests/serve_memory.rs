@@ -236,6 +236,53 @@ fn non_reading_operator_subscribers_together_hold_at_most_their_budget() {
     assert_eq!(serve.request("GET", "/master/health", "").0, 200);
 }
 
+/// The red team's repro of B7 as it was (the state unchanged while the subscribers come):
+/// every subscriber of an unchanged state shares one `SUBSCRIBED`, across the loop's passes,
+/// so 20 subscribers that never read cost one copy of the state (36 MB) and nobody is cut
+/// off (before: one copy per pass, and past the operator streams' budget the streams holding
+/// the most were cut off). The master grows by what encoding one `SUBSCRIBED` takes at its
+/// peak (the state as a `Value`, its text as it grows, the framed copy: measured 126 MiB),
+/// not by a copy per subscriber.
+#[test]
+fn subscribers_of_an_unchanged_state_share_one_subscribed() {
+    let serve = Serve::start(&[
+        "--scenario",
+        CLUSTER,
+        "--duration",
+        "120",
+        "--max_framework_info_bytes",
+        "1048576",
+    ]);
+    for i in 0..40 {
+        let (status, _) = subscribe_framework(&serve, &big_info(&format!("big-{i}"), 900_000, 0));
+        assert_eq!(status, 200, "framework {i}");
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = rss_mib(serve.pid());
+    let mut peak = before;
+    let mut subscribers = Vec::new();
+    for i in 0..20 {
+        let (status, s) = operator_subscriber(&serve, lo(2 + (i % 4) as u8));
+        assert_eq!(status, 200, "operator subscriber {i}");
+        subscribers.push(s);
+        std::thread::sleep(Duration::from_millis(300));
+        peak = peak.max(rss_mib(serve.pid()));
+    }
+    let bound = 4.0 * 36.0 + 32.0;
+    eprintln!("master RSS: {before:.1} MiB before, {peak:.1} MiB at the peak (bound +{bound} MiB)");
+    assert!(
+        peak - before < bound,
+        "the master grew by {:.1} MiB (from {before:.1} to {peak:.1}), over {bound} MiB",
+        peak - before
+    );
+    let cut_off = subscribers
+        .iter_mut()
+        .map(|s| ends_within(s, Duration::from_millis(100)))
+        .filter(|ended| *ended)
+        .count();
+    assert_eq!(cut_off, 0, "subscribers of one state were cut off");
+}
+
 /// A `FrameworkInfo` over `--max_framework_info_bytes` (32 KiB by default) is refused `400`
 /// with the reason; one within it is served; both limits are in `/flags` with their defaults.
 #[test]
