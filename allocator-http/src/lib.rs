@@ -27,8 +27,9 @@
 //!   [`Limits::max_head`] `431` (by hyper). At most [`Limits::max_connections`] *request*
 //!   connections are open at once, and at most [`Limits::max_connections_per_address`] from
 //!   one client address. When every place is taken, the connection idle (kept alive with
-//!   nothing in progress) or stalled in its head (no byte for a second) the longest is closed
-//!   to make room, as nginx does; a connection over the per-address limit, or over the global
+//!   nothing in progress) or in its head for more than a second since the head began
+//!   (trickling or silent: a real client sends its head at once) the longest is closed to make
+//!   room, as nginx does; a connection over the per-address limit, or over the global
 //!   one with none to close, is answered `503` at once (closed without an answer under TLS)
 //!   and nobody else is affected. A connection's place is held by
 //!   a guard and is given back however the connection ends (a panic in its task included).
@@ -43,8 +44,11 @@
 //!   ([`Request::observer_stream`]: one that only watches, as the operator API's event stream)
 //!   also takes one of [`Limits::max_observer_streams`] places, a share of
 //!   [`Limits::max_streams`], so that observers can never take the places the other streams
-//!   need. `send` never blocks, and a chunk sent to many streams is one copy in memory
-//!   ([`Chunk`]: reference-counted, shared by every queue it waits in); a client that stops
+//!   need; and what the observer streams together hold unread (each chunk once, being
+//!   written included) is bounded by [`Limits::observer_queue_bytes`]: a chunk that would pass
+//!   it cuts off the observer streams holding the most until it fits. `send` never blocks,
+//!   and a chunk sent to many streams is one copy in memory ([`Chunk`]: reference-counted,
+//!   shared by every queue it waits in); a client that stops
 //!   reading fills its stream's queue, which is bounded in bytes
 //!   ([`Limits::stream_queue_bytes`]; one chunk larger than that is still taken into an empty
 //!   queue) and in chunks ([`Limits::stream_queue`]), and the stream is then cut off
@@ -113,6 +117,11 @@ pub struct Limits {
     /// Observer streams ([`Request::observer_stream`]) open at once, a share of
     /// [`Limits::max_streams`]; more are answered `503`.
     pub max_observer_streams: usize,
+    /// Bytes every observer stream together holds for clients that have not read them (each
+    /// chunk counted once, however many hold it; being written included). A chunk that would
+    /// pass this cuts off the observer streams holding the most until it fits (one chunk
+    /// larger than this is still taken when none is held).
+    pub observer_queue_bytes: usize,
 }
 
 impl Default for Limits {
@@ -130,6 +139,7 @@ impl Default for Limits {
             stream_queue: 4096,
             stream_queue_bytes: 16 << 20,
             max_observer_streams: 256,
+            observer_queue_bytes: 128 << 20,
         }
     }
 }
@@ -229,41 +239,204 @@ impl Response {
 /// Bytes to send on streams ([`Stream::send_chunk`]), reference-counted: cloning a chunk
 /// or sending it on a thousand streams copies nothing, so an event encoded once for every
 /// subscriber is one copy in memory for as long as any of their queues holds it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Chunk(Bytes);
+#[derive(Clone, Debug, Default)]
+pub struct Chunk {
+    bytes: Bytes,
+    /// How many observer streams hold it (queued or being written), shared by its clones: its
+    /// bytes count once against [`Limits::observer_queue_bytes`] while any does.
+    observers: Arc<AtomicUsize>,
+}
+
+impl PartialEq for Chunk {
+    fn eq(&self, other: &Chunk) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Chunk {}
 
 impl Chunk {
+    fn new(bytes: Bytes) -> Chunk {
+        Chunk { bytes, observers: Arc::new(AtomicUsize::new(0)) }
+    }
+
     /// Its length in bytes.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.bytes.len()
     }
 
     /// Whether it has no bytes.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.bytes.is_empty()
     }
 
     /// Its bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 }
 
 impl From<Vec<u8>> for Chunk {
     fn from(bytes: Vec<u8>) -> Chunk {
-        Chunk(Bytes::from(bytes))
+        Chunk::new(Bytes::from(bytes))
     }
 }
 
 impl From<&[u8]> for Chunk {
     fn from(bytes: &[u8]) -> Chunk {
-        Chunk(Bytes::copy_from_slice(bytes))
+        Chunk::new(Bytes::copy_from_slice(bytes))
     }
 }
 
 impl From<String> for Chunk {
     fn from(text: String) -> Chunk {
-        Chunk(Bytes::from(text))
+        Chunk::new(Bytes::from(text))
+    }
+}
+
+/// What every observer stream together holds for clients that have not read it: each chunk
+/// counted once however many of them hold it ([`Limits::observer_queue_bytes`]).
+struct ObserverBudget {
+    /// Bytes of the chunks some observer stream holds (queued, or being written).
+    held: AtomicUsize,
+    max: usize,
+    /// The observer streams open, to choose the one to cut off when the budget is full.
+    streams: Mutex<Vec<std::sync::Weak<StreamState>>>,
+}
+
+impl ObserverBudget {
+    fn register(&self, state: &Arc<StreamState>) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams.retain(|s| s.strong_count() > 0);
+        streams.push(Arc::downgrade(state));
+    }
+
+    /// Takes `chunk` into the budget for stream `me`. When it would pass the budget, the
+    /// observer streams holding the most unread bytes are cut off (each with a warning) until
+    /// what they alone hold makes room for it; `false` (the chunk not queued) when `me` is
+    /// among them. One chunk larger than the budget is still taken when nothing is held.
+    fn admit(&self, chunk: &Chunk, me: &Arc<StreamState>) -> bool {
+        let len = chunk.len();
+        if chunk.observers.fetch_add(1, Ordering::SeqCst) > 0 {
+            // Already held by another observer stream: no new memory.
+            return true;
+        }
+        let before = self.held.fetch_add(len, Ordering::SeqCst);
+        let max = self.max;
+        if before == 0 || before.saturating_add(len) <= max {
+            return true;
+        }
+        let streams: Vec<Arc<StreamState>> = self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        // Streams already ended give back what they hold as their connections close.
+        let (mut going, open): (Vec<_>, Vec<_>) =
+            streams.into_iter().partition(|s| s.closed.load(Ordering::SeqCst));
+        let mut open: Vec<(usize, Arc<StreamState>)> = open
+            .into_iter()
+            .map(|s| (s.unread.load(Ordering::SeqCst), s))
+            .filter(|(unread, _)| *unread > 0)
+            .collect();
+        open.sort_by_key(|(unread, _)| std::cmp::Reverse(*unread));
+        let mut open = open.into_iter();
+        while before.saturating_sub(freed_by(&going)).saturating_add(len) > max {
+            let Some((unread, victim)) = open.next() else { break };
+            let why = format_args!(
+                "the observer streams together hold {before} bytes unread, and {len} more would \
+                 pass their {max}-byte bound; this one holds the most, {unread} bytes"
+            );
+            if Arc::ptr_eq(&victim, me) {
+                self.release(chunk);
+                me.overflow(why);
+                return false;
+            }
+            victim.overflow(why);
+            going.push(victim);
+        }
+        true
+    }
+
+    /// One observer stream no longer holds `chunk`.
+    fn release(&self, chunk: &Chunk) {
+        if chunk.observers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.held.fetch_sub(chunk.len(), Ordering::SeqCst);
+        }
+    }
+}
+
+/// Bytes that only `streams` hold among the observer streams: what closing them gives back.
+fn freed_by(streams: &[Arc<StreamState>]) -> usize {
+    // Each stream's list is locked alone (never two at once), its chunks counted.
+    let mut holders: HashMap<*const AtomicUsize, (usize, Chunk)> = HashMap::new();
+    for stream in streams {
+        let list = stream.held.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for c in list {
+            holders.entry(Arc::as_ptr(&c.observers)).or_insert_with(|| (0, c.clone())).0 += 1;
+        }
+    }
+    holders
+        .values()
+        .filter(|(n, c)| *n >= c.observers.load(Ordering::SeqCst))
+        .map(|(_, c)| c.len())
+        .sum()
+}
+
+/// A chunk queued on a stream or being written to its client: for an observer stream, its
+/// bytes count against [`Limits::observer_queue_bytes`] until this is dropped (the chunk
+/// written in full, or the stream gone).
+struct Held {
+    chunk: Chunk,
+    state: Arc<StreamState>,
+}
+
+impl Held {
+    /// `chunk`, held from now on by `state`'s stream.
+    fn new(chunk: &Chunk, state: &Arc<StreamState>) -> Held {
+        if state.budget.is_some() {
+            state.unread.fetch_add(chunk.len(), Ordering::SeqCst);
+            state.held.lock().unwrap_or_else(|e| e.into_inner()).push_back(chunk.clone());
+        }
+        Held { chunk: chunk.clone(), state: state.clone() }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.state.budget {
+            let mut held = self.state.held.lock().unwrap_or_else(|e| e.into_inner());
+            let me = Arc::as_ptr(&self.chunk.observers);
+            if let Some(i) = held.iter().position(|c| Arc::as_ptr(&c.observers) == me) {
+                held.remove(i);
+            }
+            drop(held);
+            self.state.unread.fetch_sub(self.chunk.len(), Ordering::SeqCst);
+            budget.release(&self.chunk);
+        }
+    }
+}
+
+/// The data of an answer's body as hyper writes it: a stream's chunk keeps its place in the
+/// observer budget until hyper has written it and drops it.
+struct OutBuf {
+    bytes: Bytes,
+    _held: Option<Held>,
+}
+
+impl hyper::body::Buf for OutBuf {
+    fn remaining(&self) -> usize {
+        self.bytes.remaining()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.bytes.chunk()
+    }
+
+    fn advance(&mut self, cnt: usize) {
+        self.bytes.advance(cnt)
     }
 }
 
@@ -282,7 +455,7 @@ struct StreamStart {
 
 /// One item of a stream's queue.
 enum Frame {
-    Chunk(Bytes),
+    Chunk(Held),
     End,
 }
 
@@ -295,6 +468,7 @@ struct StreamRoom {
     max_per_address: usize,
     observers: Arc<AtomicUsize>,
     max_observers: usize,
+    observer_budget: Arc<ObserverBudget>,
     queue: usize,
     queue_bytes: usize,
 }
@@ -375,6 +549,9 @@ impl Request {
             queued_bytes: AtomicUsize::new(0),
             max_bytes: self.streams.queue_bytes,
             conn: self.conn,
+            budget: observer.then(|| self.streams.observer_budget.clone()),
+            unread: AtomicUsize::new(0),
+            held: Mutex::new(std::collections::VecDeque::new()),
         });
         let stream = Stream { tx, state: state.clone() };
         let Some(slot) = StreamSlot::take(&self.streams, state.conn.ip, observer) else {
@@ -388,6 +565,9 @@ impl Request {
         };
         // From now on the connection is a stream: it no longer holds a request place.
         drop(state.conn.take_request_slot());
+        if let Some(budget) = &state.budget {
+            budget.register(&state);
+        }
         let guard = StreamGuard { on_close: Some(on_close), state, _slot: slot };
         let body = StreamBody { rx, done: false, _guard: guard };
         // When the client is gone the start comes back and is dropped here: `on_close` runs.
@@ -415,6 +595,12 @@ struct StreamState {
     /// [`Limits::stream_queue_bytes`].
     max_bytes: usize,
     conn: Arc<Conn>,
+    /// For an observer stream, the budget of every observer stream.
+    budget: Option<Arc<ObserverBudget>>,
+    /// For an observer stream, bytes of the chunks it holds (queued, or being written).
+    unread: AtomicUsize,
+    /// For an observer stream, the chunks it holds, oldest first.
+    held: Mutex<std::collections::VecDeque<Chunk>>,
 }
 
 impl StreamState {
@@ -474,8 +660,16 @@ impl Stream {
             ));
             return Err(StreamError::Overflow);
         }
+        if let Some(budget) = &self.state.budget
+            && !budget.admit(chunk, &self.state)
+        {
+            self.state.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+            return Err(StreamError::Overflow);
+        }
+        // From here on the chunk's place in the observer budget goes with `held`.
+        let held = Held::new(chunk, &self.state);
         use tokio::sync::mpsc::error::TrySendError;
-        match self.tx.try_send(Frame::Chunk(chunk.0.clone())) {
+        match self.tx.try_send(Frame::Chunk(held)) {
             Ok(()) => {
                 self.state.conn.queued();
                 Ok(())
@@ -603,15 +797,17 @@ enum AnswerBody {
 }
 
 impl Body for AnswerBody {
-    type Data = Bytes;
+    type Data = OutBuf;
     type Error = Infallible;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<BodyFrame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<BodyFrame<OutBuf>, Infallible>>> {
         match self.get_mut() {
-            AnswerBody::Whole(data) => Poll::Ready(data.take().map(|d| Ok(BodyFrame::data(d)))),
+            AnswerBody::Whole(data) => Poll::Ready(
+                data.take().map(|bytes| Ok(BodyFrame::data(OutBuf { bytes, _held: None }))),
+            ),
             AnswerBody::Stream(s) => {
                 if s.done {
                     return Poll::Ready(None);
@@ -619,10 +815,11 @@ impl Body for AnswerBody {
                 let state = &s._guard.state;
                 let conn = &state.conn;
                 match s.rx.poll_recv(cx) {
-                    Poll::Ready(Some(Frame::Chunk(data))) => {
-                        state.queued_bytes.fetch_sub(data.len(), Ordering::SeqCst);
+                    Poll::Ready(Some(Frame::Chunk(held))) => {
+                        state.queued_bytes.fetch_sub(held.chunk.len(), Ordering::SeqCst);
                         conn.taken();
-                        Poll::Ready(Some(Ok(BodyFrame::data(data))))
+                        let bytes = held.chunk.bytes.clone();
+                        Poll::Ready(Some(Ok(BodyFrame::data(OutBuf { bytes, _held: Some(held) }))))
                     }
                     Poll::Ready(Some(Frame::End) | None) => {
                         conn.taken();
@@ -687,6 +884,11 @@ impl Server {
         };
         let addr = listener.local_addr()?;
         let (tx, rx) = mpsc::channel();
+        let observer_budget = Arc::new(ObserverBudget {
+            held: AtomicUsize::new(0),
+            max: limits.observer_queue_bytes,
+            streams: Mutex::new(Vec::new()),
+        });
         let shared = Arc::new(Shared {
             limits,
             requests: tx,
@@ -695,6 +897,7 @@ impl Server {
             streams: Arc::new(AtomicUsize::new(0)),
             streams_per_address: Arc::new(Mutex::new(HashMap::new())),
             observer_streams: Arc::new(AtomicUsize::new(0)),
+            observer_budget,
             conns: Mutex::new(HashMap::new()),
             next_conn: AtomicU64::new(0),
             lingering: AtomicUsize::new(0),
@@ -761,6 +964,8 @@ struct Shared {
     streams_per_address: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// Observer streams open (also counted in `streams`).
     observer_streams: Arc<AtomicUsize>,
+    /// What the observer streams hold together.
+    observer_budget: Arc<ObserverBudget>,
     /// Request connections open, by number (to close an idle one under pressure).
     conns: Mutex<HashMap<u64, std::sync::Weak<Conn>>>,
     /// The next connection's number.
@@ -817,16 +1022,18 @@ impl NoPlace {
     }
 }
 
-/// A head that has had no byte for this long is stalled: under connection pressure it is
-/// closed for a new connection, as an idle one is.
+/// A head still arriving this long after its first byte (a real client sends its head at
+/// once) is stalled, whether it trickles or not: under connection pressure it is closed for a
+/// new connection, as an idle one is.
 const STALLED: Duration = Duration::from_secs(1);
 
 /// Under connection pressure (every request place taken), closes the connection that has
-/// been idle (kept alive with nothing in progress) or stalled in its head (no byte for
-/// [`STALLED`]) the longest and gives its place back, as nginx closes its idle keep-alive
-/// connections when it runs out: a client from elsewhere is served while an attacker holds
-/// idle sockets on many addresses. A connection reading a body, being answered or streaming
-/// is never closed for another. `false` when there was none to close.
+/// been idle (kept alive with nothing in progress) or in its head (for more than [`STALLED`]
+/// since the head began, trickling or silent) the longest and gives its place back, as nginx
+/// closes its idle keep-alive connections when it runs out: a client from elsewhere is served
+/// while an attacker holds idle or trickling sockets on many addresses. A connection reading
+/// a body, being answered or streaming is never closed for another. `false` when there was
+/// none to close.
 fn evict(shared: &Shared) -> bool {
     let now = shared.epoch.elapsed().as_millis() as u64;
     let open: Vec<Arc<Conn>> = shared
@@ -839,8 +1046,9 @@ fn evict(shared: &Shared) -> bool {
     let mut quiet: Vec<(u64, Arc<Conn>)> = open
         .into_iter()
         .filter_map(|c| {
-            let last = c.since_ms.load(Ordering::SeqCst).max(c.last_read_ms.load(Ordering::SeqCst));
-            let quiet = now.saturating_sub(last);
+            // Idle since the answer ended; in its head since the head began (its first byte,
+            // the connection's start, or the end of the answer it was pipelined behind).
+            let quiet = now.saturating_sub(c.since_ms.load(Ordering::SeqCst));
             match c.phase.load(Ordering::SeqCst) {
                 IDLE => Some((quiet, c)),
                 HEAD if quiet >= STALLED.as_millis() as u64 => Some((quiet, c)),
@@ -1030,8 +1238,6 @@ struct Conn {
     peer: SocketAddr,
     /// Its request was refused with its body unread (`413`): the connection closes lingering.
     linger: AtomicBool,
-    /// When bytes last arrived (milliseconds after [`Shared::epoch`]).
-    last_read_ms: AtomicU64,
     /// Where its bytes are: whether a pipelined head has begun when an answer ends.
     framing: Mutex<Framing>,
 }
@@ -1050,11 +1256,9 @@ impl Conn {
             ip,
             peer,
             linger: AtomicBool::new(false),
-            last_read_ms: AtomicU64::new(0),
             framing: Mutex::new(Framing::default()),
         };
         conn.since_ms.store(conn.now_ms(), Ordering::SeqCst);
-        conn.last_read_ms.store(conn.now_ms(), Ordering::SeqCst);
         conn
     }
 
@@ -1070,7 +1274,6 @@ impl Conn {
 
     /// `bytes` arrived: they are framed, and an idle connection starts reading a head.
     fn saw_bytes(&self, bytes: &[u8]) {
-        self.last_read_ms.store(self.now_ms(), Ordering::SeqCst);
         self.framing.lock().unwrap_or_else(|e| e.into_inner()).read(bytes);
         if self.phase.load(Ordering::SeqCst) == IDLE {
             self.since_ms.store(self.now_ms(), Ordering::SeqCst);
@@ -1422,6 +1625,7 @@ async fn handle(
             max_per_address: limits.max_streams_per_address,
             observers: shared.observer_streams.clone(),
             max_observers: limits.max_observer_streams,
+            observer_budget: shared.observer_budget.clone(),
             queue: limits.stream_queue,
             queue_bytes: limits.stream_queue_bytes,
         },
@@ -1798,6 +2002,35 @@ mod tests {
         drop(stalled);
     }
 
+    /// A slowloris that sends one byte of its head every 200 ms is never quiet for a second,
+    /// but a head still arriving a second after it began is stalled all the same: under
+    /// pressure the longest in its head makes room (before, it was never closed).
+    #[test]
+    fn under_pressure_a_trickling_head_makes_room_after_a_second() {
+        let server = three_place_server();
+        let mut trickling: Vec<TcpStream> = (0..3)
+            .map(|_| {
+                let mut s = connect(&server);
+                s.write_all(b"G").unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                s
+            })
+            .collect();
+        let started = Instant::now();
+        while started.elapsed() < STALLED + Duration::from_millis(400) {
+            for s in &mut trickling {
+                let _ = s.write_all(b"E");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let a = exchange(&server, b"GET /new HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(a.starts_with("HTTP/1.1 200"), "a trickling head made room: {a}");
+        assert!(is_closed(&mut trickling[0]), "the longest in its head made room");
+        // The others still wait for their heads.
+        trickling[2].set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        assert!(trickling[2].read(&mut [0u8; 16]).is_err(), "the younger ones stay open");
+    }
+
     #[test]
     fn an_idle_kept_alive_connection_is_closed_after_the_idle_timeout() {
         let server = echo_server();
@@ -2111,6 +2344,63 @@ mod tests {
             let body = format!("3e8\r\n{}\r\n0\r\n", "\u{7}".repeat(1000));
             assert!(answer.to_ascii_lowercase().contains(&body), "{answer:?}");
         }
+    }
+
+    /// Observer streams whose clients do not read hold at most
+    /// [`Limits::observer_queue_bytes`] together (each chunk once): a chunk past it cuts off
+    /// the stream holding the most unread bytes, which may be the one sent to, and a chunk
+    /// shared with what is already held costs nothing.
+    #[test]
+    fn observer_streams_together_are_bounded_in_bytes() {
+        let (server, rx) = Server::bind(
+            "127.0.0.1:0",
+            Limits {
+                observer_queue_bytes: 24 << 20,
+                stream_queue_bytes: 64 << 20,
+                body_timeout: Duration::from_millis(200),
+                ..limits()
+            },
+        )
+        .unwrap();
+        let (tx, streams) = mpsc::channel();
+        std::thread::spawn(move || {
+            for r in rx {
+                let (closed_tx, closed_rx) = mpsc::channel();
+                let s = r.observer_stream(200, Vec::new(), move || {
+                    let _ = closed_tx.send(());
+                });
+                let _ = tx.send((s, closed_rx));
+            }
+        });
+        let open = || {
+            let mut s = connect(&server);
+            s.write_all(b"GET /observe HTTP/1.1\r\n\r\n").unwrap();
+            let (stream, closed) = streams.recv().unwrap();
+            (s, stream, closed)
+        };
+        let (a, b, c) = (open(), open(), open());
+        // Larger than the socket buffers: a client that never reads keeps most of each held.
+        let big = |fill: u8| Chunk::from(vec![fill; 16 << 20]);
+        let shared = big(b'a');
+        a.1.send_chunk(&shared).unwrap();
+        b.1.send_chunk(&shared).unwrap();
+        // 16 MiB held (once); 16 more would pass 24 MiB: the streams holding the most go, until
+        // what they alone held (the shared chunk, once both go) makes room.
+        c.1.send_chunk(&big(b'c')).unwrap();
+        assert!(a.1.is_closed() && b.1.is_closed(), "the streams holding the most were cut off");
+        a.2.recv_timeout(Duration::from_secs(10)).expect("a's on_close runs");
+        b.2.recv_timeout(Duration::from_secs(10)).expect("b's on_close runs");
+        assert!(!c.1.is_closed());
+        // Now c holds the most: one more distinct chunk cuts it off.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(c.1.send_chunk(&big(b'd')), Err(StreamError::Overflow));
+        c.2.recv_timeout(Duration::from_secs(10)).expect("c's on_close runs");
+        std::thread::sleep(Duration::from_millis(300));
+        // Everything held was given back: a new observer takes a chunk larger than the budget.
+        let d = open();
+        d.1.send_chunk(&Chunk::from(vec![b'e'; 40 << 20])).unwrap();
+        assert!(!d.1.is_closed());
+        drop((a.0, b.0, c.0, d.0));
     }
 
     #[test]

@@ -317,6 +317,64 @@ fn idle_and_stalled_connections_on_many_addresses_make_room_for_new_clients() {
     drop(newcomers);
 }
 
+/// Red team breach B8 (issue 43): a slowloris from a handful of addresses (`slowloris.py`:
+/// each connection sends one byte of its head every 0.3 s, so it is never silent for a second)
+/// holds every request place; before, a newcomer from another address was refused `503` until
+/// the header timeout. A head still arriving a second after it began is now stalled: each
+/// newcomer is served, closing the connection in its head the longest.
+#[test]
+fn trickling_heads_from_a_few_addresses_make_room_for_newcomers() {
+    let live = start("trickle", &["--http_max_connections", "64"]);
+    let trickling: Vec<TcpStream> = (0..64)
+        .map(|i| {
+            let mut s = connect_from(lo(2 + (i % 4) as u8), &live.addr).expect("connect");
+            s.write_all(b"G").unwrap();
+            s
+        })
+        .collect();
+    let trickler = std::thread::spawn(move || {
+        let mut trickling = trickling;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(4) {
+            for s in &mut trickling {
+                let _ = s.write_all(b"E");
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        trickling
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    // Five newcomers keep their connections (each needs a place of its own), then a sixth.
+    let newcomers: Vec<TcpStream> = (0..5)
+        .map(|i| {
+            let t = Instant::now();
+            let s = idle_connection(&live, lo(30 + i)).expect("served, not refused");
+            assert!(t.elapsed() < Duration::from_secs(2), "served after {:?}", t.elapsed());
+            s
+        })
+        .collect();
+    served(&live, lo(40), "/version", Duration::from_secs(2));
+    let mut trickling = trickler.join().unwrap();
+    drop(newcomers);
+    let closed = trickling
+        .iter_mut()
+        .map(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            // Closed: the end or a reset; still open: the read times out.
+            match s.read(&mut [0u8; 64]) {
+                Ok(0) => true,
+                Ok(_) => false,
+                Err(e) => !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+            }
+        })
+        .filter(|closed| *closed)
+        .count();
+    assert!(closed >= 5, "only {closed} trickling connections made room for 5 newcomers");
+}
+
 /// The benchmark of BENCHMARKS.md ("Issue 31"): the periodic allocation's lateness
 /// (`allocator/mesos/allocation_run_latency_ms`) on the default workload at `--speed 10` (ten
 /// allocation runs a second), over 30 s, without and with 1,000 idle keep-alive connections

@@ -169,6 +169,120 @@ fn subscribers_that_never_read_are_cut_off_and_large_events_are_not_copied_into_
     assert_eq!(serve.request("GET", "/master/health", "").0, 200);
 }
 
+/// What the operator streams together may hold by default (`--http_operator_streams_bytes`).
+const OPERATOR_STREAMS_BYTES: f64 = 128.0;
+
+/// Red team breach B7 (issue 43): the first event of an operator stream, `SUBSCRIBED`, is the
+/// whole state in one chunk, taken whole into an empty queue whatever the per-stream bound, so
+/// each subscriber that never reads cost the master a copy of the state: 2,000 frameworks of
+/// 30 KB and 20 such subscribers grew it from 80 MB to 1.4 GB. Here 40 frameworks of 0.9 MB
+/// (a 36 MB state), and one fails over before each of 20 subscribers (so no two `SUBSCRIBED`
+/// are alike): the master grows by at most what all operator streams together may hold
+/// (128 MiB), plus the `SUBSCRIBED` being encoded and the one of a stream being cut off, plus
+/// the allocator's slack; the streams holding the most are cut off with a warning, and the
+/// master serves on (before: 20 × 36 MB, about 700 MB).
+#[test]
+fn non_reading_operator_subscribers_together_hold_at_most_their_budget() {
+    let (serve, stderr) = Serve::start_with_stderr(&[
+        "--scenario",
+        CLUSTER,
+        "--duration",
+        "120",
+        "--max_framework_info_bytes",
+        "1048576",
+    ]);
+    for i in 0..40 {
+        let (status, _) = subscribe_framework(&serve, &big_info(&format!("big-{i}"), 900_000, 0));
+        assert_eq!(status, 200, "framework {i}");
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let before = rss_mib(serve.pid());
+    let mut peak = before;
+    let mut subscribers = Vec::new();
+    for i in 0..20 {
+        let (status, _) = subscribe_framework(&serve, &big_info(&format!("big-{i}"), 900_000, 1));
+        assert_eq!(status, 200, "failover {i}");
+        let (status, s) = operator_subscriber(&serve, lo(2 + (i % 4) as u8));
+        assert_eq!(status, 200, "operator subscriber {i}");
+        subscribers.push(s);
+        std::thread::sleep(Duration::from_millis(300));
+        peak = peak.max(rss_mib(serve.pid()));
+    }
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(200));
+        peak = peak.max(rss_mib(serve.pid()));
+    }
+    let bound = OPERATOR_STREAMS_BYTES + 3.0 * 36.0 + 32.0;
+    eprintln!("master RSS: {before:.1} MiB before, {peak:.1} MiB at the peak (bound +{bound} MiB)");
+    assert!(
+        peak - before < bound,
+        "the master grew by {:.1} MiB (from {before:.1} to {peak:.1}), over {bound} MiB",
+        peak - before
+    );
+    let lines = wait_for_line(&stderr, "observer streams together hold", Duration::from_secs(10));
+    let cut = lines.last().unwrap();
+    eprintln!("{cut}");
+    assert!(cut.contains("is cut off") && cut.contains("134217728-byte bound"), "{cut}");
+    let cut_off = subscribers
+        .iter_mut()
+        .map(|s| ends_within(s, Duration::from_millis(300)))
+        .filter(|ended| *ended)
+        .count();
+    assert!(cut_off >= 10, "only {cut_off} of 20 non-reading subscribers were cut off");
+    let (status, flags) = serve.request("GET", "/flags", "");
+    assert_eq!(status, 200);
+    let flags: Value = serde_json::from_str(&flags).unwrap();
+    assert_eq!(flags["flags"]["http_operator_streams_bytes"], "134217728", "{flags}");
+    assert_eq!(serve.request("GET", "/master/health", "").0, 200);
+}
+
+/// The red team's repro of B7 as it was (the state unchanged while the subscribers come):
+/// every subscriber of an unchanged state shares one `SUBSCRIBED`, across the loop's passes,
+/// so 20 subscribers that never read cost one copy of the state (36 MB) and nobody is cut
+/// off (before: one copy per pass, and past the operator streams' budget the streams holding
+/// the most were cut off). The master grows by what encoding one `SUBSCRIBED` takes at its
+/// peak (the state as a `Value`, its text as it grows, the framed copy: measured 126 MiB),
+/// not by a copy per subscriber.
+#[test]
+fn subscribers_of_an_unchanged_state_share_one_subscribed() {
+    let serve = Serve::start(&[
+        "--scenario",
+        CLUSTER,
+        "--duration",
+        "120",
+        "--max_framework_info_bytes",
+        "1048576",
+    ]);
+    for i in 0..40 {
+        let (status, _) = subscribe_framework(&serve, &big_info(&format!("big-{i}"), 900_000, 0));
+        assert_eq!(status, 200, "framework {i}");
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = rss_mib(serve.pid());
+    let mut peak = before;
+    let mut subscribers = Vec::new();
+    for i in 0..20 {
+        let (status, s) = operator_subscriber(&serve, lo(2 + (i % 4) as u8));
+        assert_eq!(status, 200, "operator subscriber {i}");
+        subscribers.push(s);
+        std::thread::sleep(Duration::from_millis(300));
+        peak = peak.max(rss_mib(serve.pid()));
+    }
+    let bound = 4.0 * 36.0 + 32.0;
+    eprintln!("master RSS: {before:.1} MiB before, {peak:.1} MiB at the peak (bound +{bound} MiB)");
+    assert!(
+        peak - before < bound,
+        "the master grew by {:.1} MiB (from {before:.1} to {peak:.1}), over {bound} MiB",
+        peak - before
+    );
+    let cut_off = subscribers
+        .iter_mut()
+        .map(|s| ends_within(s, Duration::from_millis(100)))
+        .filter(|ended| *ended)
+        .count();
+    assert_eq!(cut_off, 0, "subscribers of one state were cut off");
+}
+
 /// A `FrameworkInfo` over `--max_framework_info_bytes` (32 KiB by default) is refused `400`
 /// with the reason; one within it is served; both limits are in `/flags` with their defaults.
 #[test]

@@ -81,6 +81,16 @@ pub struct HttpFlags {
         value_parser = clap::value_parser!(u64).range(1024..).map(|n| n as usize)
     )]
     pub stream_queue_bytes: Option<usize>,
+    /// Bytes every operator event stream together may hold for clients that have not read
+    /// them (an event held by several counts once); past this the streams holding the most are
+    /// cut off (a warning says so) [default: 134217728].
+    #[arg(
+        long = "http_operator_streams_bytes",
+        alias = "http-operator-streams-bytes",
+        value_name = "BYTES",
+        value_parser = clap::value_parser!(u64).range(1024..).map(|n| n as usize)
+    )]
+    pub operator_streams_bytes: Option<usize>,
 }
 
 impl HttpFlags {
@@ -104,6 +114,7 @@ impl HttpFlags {
             max_streams,
             max_observer_streams: self.max_operator_streams.unwrap_or(max_streams / 4),
             stream_queue_bytes: self.stream_queue_bytes.unwrap_or(d.stream_queue_bytes),
+            observer_queue_bytes: self.operator_streams_bytes.unwrap_or(d.observer_queue_bytes),
             ..d
         })
     }
@@ -160,6 +171,9 @@ mod tests {
         let l = f.limits().unwrap();
         assert_eq!((l.max_streams, l.max_observer_streams), (1024, 256));
         assert_eq!(l.stream_queue_bytes, 16 << 20);
+        assert_eq!(l.observer_queue_bytes, 128 << 20);
+        f.operator_streams_bytes = Some(1 << 20);
+        assert_eq!(f.limits().unwrap().observer_queue_bytes, 1 << 20);
         f.max_streams = Some(8);
         f.stream_queue_bytes = Some(4096);
         let l = f.limits().unwrap();

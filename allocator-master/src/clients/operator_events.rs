@@ -9,9 +9,11 @@
 //! `TASK_FINISHED` (the master keeps no end reason for it).
 //!
 //! Memory: each event is encoded once and the same bytes ([`Chunk`], reference-counted) wait in
-//! every subscriber's queue, and so does `SUBSCRIBED`, encoded once per pass for every
-//! subscriber of that pass; a subscriber that does not read is cut off by the HTTP server once
-//! its queue holds more than its byte bound (`--http_stream_queue_bytes`). Subscribers take
+//! every subscriber's queue, and so does `SUBSCRIBED`, encoded once for every subscriber (of one
+//! principal) while the state is unchanged, across passes; a subscriber that does not read is
+//! cut off by the HTTP server once its queue holds more than its byte bound
+//! (`--http_stream_queue_bytes`), and the streams holding the most once all of them together
+//! hold more than theirs (`--http_operator_streams_bytes`). Subscribers take
 //! observer stream places ([`Request::observer_stream`]), a share of the stream places, so
 //! that they can never crowd frameworks out of theirs.
 //!
@@ -169,8 +171,8 @@ impl Subscriber {
 pub struct OperatorStreams {
     streams: Vec<Subscriber>,
     seen: Seen,
-    /// `SUBSCRIBED` as encoded for the first subscriber of each principal since the last
-    /// pass, for the others.
+    /// `SUBSCRIBED` as encoded for the first subscriber of each principal since the state last
+    /// changed, for the others.
     subscribed: BTreeMap<Option<String>, Chunk>,
     heartbeat: Duration,
     last_heartbeat: Instant,
@@ -189,8 +191,8 @@ impl OperatorStreams {
     }
 
     /// Answers `SUBSCRIBE` from `caller`: a stream that starts with `SUBSCRIBED` (the state
-    /// now as `caller` may see it, or as told to another subscriber of the same principal since
-    /// the last pass: the next pass's events cover what changed since). Over the observer
+    /// now as `caller` may see it, or as told to another subscriber of the same principal while
+    /// the state has not changed since: the next pass's events cover what changed since). Over the observer
     /// streams' share of places, `503`.
     pub fn subscribe(&mut self, request: Request, cluster: &dyn Cluster<'_>, caller: Caller<'_>) {
         let stream = request.observer_stream(
@@ -223,13 +225,18 @@ impl OperatorStreams {
     /// Sends what changed since the last pass, each event to the subscribers that may see it
     /// under `auth`'s rules, and heartbeats; forgets ended streams.
     pub fn tick(&mut self, cluster: &dyn Cluster<'_>, auth: &Auth) {
-        self.subscribed.clear();
         self.streams.retain(|s| !s.stream.is_closed());
         if self.streams.is_empty() {
+            self.subscribed.clear();
             return;
         }
         let all = v1_state(cluster, Caller::trusted());
         let now = Seen::of(&serde_json::to_value(all).unwrap_or_default());
+        // `SUBSCRIBED` is the state (`GetState`: agents, frameworks, tasks, as `Seen` holds
+        // them): while it is unchanged, the one encoded is shared by later subscribers too.
+        if now != self.seen {
+            self.subscribed.clear();
+        }
         let mut events = self.seen.diff(&now);
         let subjects: Vec<Subject> = events.iter().map(|e| subject(e, &self.seen, &now)).collect();
         self.seen = now;
