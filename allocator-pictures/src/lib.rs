@@ -76,6 +76,27 @@ impl Series {
         }
     }
 
+    /// Forgets all but the last `max` samples, and the marks before the first one kept (a
+    /// live master's series stays bounded however long it runs).
+    pub fn keep_last(&mut self, max: usize) {
+        let drop = self.times.len().saturating_sub(max);
+        if drop == 0 {
+            return;
+        }
+        self.times.drain(..drop);
+        let values = self
+            .shares
+            .values_mut()
+            .chain(self.utilisation.values_mut())
+            .chain(self.waiting.values_mut());
+        for v in values {
+            let extra = v.len().saturating_sub(max);
+            v.drain(..extra);
+        }
+        let first = self.times.first().copied().unwrap_or(f64::INFINITY);
+        self.marks.retain(|(t, _)| *t >= first);
+    }
+
     /// Keeps at most `max` samples (evenly spaced, always the last one).
     pub fn thinned(&self, max: usize) -> Series {
         let n = self.times.len();
@@ -751,6 +772,22 @@ pub fn svg_texts(svg: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keeping_the_last_samples_keeps_every_series_aligned_and_the_marks_among_them() {
+        let mut series = Series::default();
+        for t in 0..10 {
+            let shares = BTreeMap::from([("a".to_owned(), f64::from(t))]);
+            series.push(f64::from(t), &shares, &BTreeMap::new());
+            series.marks.push((f64::from(t), format!("mark {t}")));
+        }
+        series.keep_last(3);
+        assert_eq!(series.times, [7.0, 8.0, 9.0]);
+        assert_eq!(series.shares["a"], [7.0, 8.0, 9.0]);
+        assert_eq!(series.marks.len(), 3);
+        series.keep_last(5);
+        assert_eq!(series.times.len(), 3, "nothing more to forget");
+    }
 
     use super::svg_texts as texts;
 

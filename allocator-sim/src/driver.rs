@@ -443,6 +443,12 @@ impl<'r> Driver<'r> {
         self.stats.metrics(&self.master)
     }
 
+    /// Keeps only the last `max` samples of the run's time series from now on (a live
+    /// master's); see [`Stats::limit_history`].
+    pub fn limit_history(&mut self, max: usize) {
+        self.stats.limit_history(max);
+    }
+
     /// The last `max` samples of each role's dominant share; see [`Stats::share_history`].
     pub fn share_history(&self, max: usize) -> Value {
         self.stats.share_history(max)

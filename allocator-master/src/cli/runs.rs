@@ -183,6 +183,7 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
         );
         // POST /plan forks the master by replaying what it applied; GET /explain counts offers.
         driver.keep_history();
+        driver.limit_history(crate::serve::HISTORY_KEPT);
         driver.enable_explanations();
         if let Some(path) = &serve.record {
             let config = match doc.root.get("config") {

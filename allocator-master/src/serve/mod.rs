@@ -741,6 +741,10 @@ fn framework_user_named<'d>(driver: &'d Driver<'_>, name: &str) -> &'d str {
 /// allocation run: 10 minutes at Mesos's default 1 s interval).
 const SHARE_HISTORY: usize = 600;
 
+/// How many samples of its time series (shares, utilisation, marks) a live master keeps: its
+/// run has no end, so the oldest go (the web page's chart reads the last 600).
+pub const HISTORY_KEPT: usize = 10_000;
+
 /// `GET /state` ([`Driver::state`]) as `caller` may see it: the frameworks it may see, the
 /// roles it may see (each with its quota only if it may see that), and the allocations of
 /// those frameworks in those roles; with `share_history`, the last [`SHARE_HISTORY`] samples

@@ -26,6 +26,8 @@ pub struct Stats {
     util_time: BTreeMap<String, f64>,
     run_micros: Vec<u64>,
     series: allocator_pictures::Series,
+    /// At most this many samples kept ([`Stats::limit_history`]); `None`: all.
+    history_limit: Option<usize>,
     /// Seconds during which a GPU task was waiting, and the integral of the idle GPU fraction
     /// over those seconds (fragmentation).
     gpu_wait: (f64, f64),
@@ -172,6 +174,18 @@ impl Stats {
         }
         let waiting = sims.waiting_by_role(master);
         self.series.push_with_waiting(now, &shares, &util, &waiting);
+        // Bounded, with a margin so that the oldest are dropped in batches, not one by one.
+        if let Some(max) = self.history_limit
+            && self.series.times.len() > max + max / 8
+        {
+            self.series.keep_last(max);
+        }
+    }
+
+    /// Keeps only the last `max` samples of the series (and the marks among them) from now
+    /// on: for a live master, whose run has no end.
+    pub fn limit_history(&mut self, max: usize) {
+        self.history_limit = Some(max);
     }
 
     /// The last `max` samples of each role's dominant share (taken after every allocation
