@@ -105,6 +105,16 @@ pub fn framework_user(
     scheduler.and_then(|s| s.framework_info(fw)).map_or("", |i| i.user.as_str())
 }
 
+/// The user of the framework named `name` ([`framework_user`]); the empty user for a name the
+/// master does not know.
+pub fn framework_user_named<'a>(
+    master: &Master<'_>,
+    scheduler: Option<&'a dyn SchedulerView>,
+    name: &str,
+) -> &'a str {
+    master.framework_id(name).ok().map_or("", |id| framework_user(scheduler, id))
+}
+
 /// The master as the operator API sees it: commands to apply, and the frameworks connected
 /// over the scheduler API, if any.
 pub trait Cluster<'r>: Apply<'r> {
@@ -807,10 +817,8 @@ fn tasks(cluster: &dyn Cluster<'_>, caller: Caller<'_>) -> m::GetTasks {
 
 fn roles(cluster: &dyn Cluster<'_>, caller: Caller<'_>) -> m::GetRoles {
     let master = cluster.master();
-    let sees = |name: &str| {
-        let id = master.framework_id(name).ok();
-        caller.sees_framework(id.map_or("", |id| framework_user(cluster.scheduler(), id)))
-    };
+    let sees =
+        |name: &str| caller.sees_framework(framework_user_named(master, cluster.scheduler(), name));
     let roles = master
         .role_names()
         .into_iter()

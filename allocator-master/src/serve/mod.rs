@@ -729,12 +729,11 @@ fn may_explain(caller: Caller<'_>, driver: &Driver<'_>) -> Result<(), crate::aut
     Ok(())
 }
 
-/// The user of the framework named `name` ([`crate::clients::operator::framework_user`]); the
-/// empty user for a name the master does not know.
+/// The user of the framework named `name` in the live master
+/// ([`crate::clients::operator::framework_user_named`]).
 fn framework_user_named<'d>(driver: &'d Driver<'_>, name: &str) -> &'d str {
     let scheduler = driver.client::<MesosFrameworks>().map(|m| m as &dyn SchedulerView);
-    let id = driver.master().framework_id(name).ok();
-    id.map_or("", |id| crate::clients::operator::framework_user(scheduler, id))
+    crate::clients::operator::framework_user_named(driver.master(), scheduler, name)
 }
 
 /// How many samples of the dominant shares `GET /state` answers in `share_history` (one per
