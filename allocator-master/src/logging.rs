@@ -64,6 +64,7 @@ fn raised() -> LevelFilter {
 /// Installs the log: to `DIR/allocator-master.log` (appended) when `log_dir` is given, else to
 /// stderr. `Err` when the file cannot be opened.
 pub fn init(log_dir: Option<&Path>) -> Result<(), String> {
+    let file = log_dir.map(open_log).transpose()?;
     let builder = |filter: Option<LevelFilter>| -> Result<env_logger::Builder, String> {
         let env = env_logger::Env::default().default_filter_or("warn");
         let mut b = env_logger::Builder::from_env(env);
@@ -71,19 +72,9 @@ pub fn init(log_dir: Option<&Path>) -> Result<(), String> {
         if let Some(f) = filter {
             b.filter_level(f);
         }
-        if let Some(dir) = log_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("--log_dir {}: cannot create it: {e}", dir.display()))?;
-            let path = dir.join(FILE);
-            // Never through a link planted in the directory (it would redirect the log).
-            use std::os::unix::fs::OpenOptionsExt;
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .mode(0o640)
-                .open(&path)
-                .map_err(|e| format!("--log_dir: cannot open {}: {e}", path.display()))?;
+        if let Some(file) = &file {
+            // Both loggers append to the one file opened.
+            let file = file.try_clone().map_err(|e| format!("--log_dir: {e}"))?;
             b.target(env_logger::Target::Pipe(Box::new(file)));
         }
         Ok(b)
@@ -96,6 +87,22 @@ pub fn init(log_dir: Option<&Path>) -> Result<(), String> {
         log::set_max_level(max);
     }
     Ok(())
+}
+
+/// Opens `DIR/allocator-master.log` for appending, creating `dir` if needed; never through a
+/// link planted in the directory (it would redirect the log).
+fn open_log(dir: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--log_dir {}: cannot create it: {e}", dir.display()))?;
+    let path = dir.join(FILE);
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o640)
+        .open(&path)
+        .map_err(|e| format!("--log_dir: cannot open {}: {e}", path.display()))
 }
 
 /// Mesos's logging level now (`GET_LOGGING_LEVEL`).
