@@ -108,6 +108,32 @@ fn ends_within(s: &mut TcpStream, patience: Duration) -> bool {
     false
 }
 
+/// `serve` on the small cluster for `duration` seconds, with `FrameworkInfo`s up to 1 MiB
+/// allowed (the attacks' large ones), and `extra` flags; its stderr lines.
+fn start_allowing_large_infos(
+    duration: &str,
+    extra: &[&str],
+) -> (Serve, std::sync::mpsc::Receiver<String>) {
+    let mut args = vec![
+        "--scenario",
+        CLUSTER,
+        "--duration",
+        duration,
+        "--max_framework_info_bytes",
+        "1048576",
+    ];
+    args.extend_from_slice(extra);
+    Serve::start_with_stderr(&args)
+}
+
+/// Subscribes `n` frameworks whose `FrameworkInfo`s are 0.9 MB (`big-0`, `big-1`, …).
+fn subscribe_big_frameworks(serve: &Serve, n: usize) {
+    for i in 0..n {
+        let (status, _) = subscribe_framework(serve, &big_info(&format!("big-{i}"), 900_000, 0));
+        assert_eq!(status, 200, "framework {i}");
+    }
+}
+
 /// The bound this test states on the master's growth: the 16 MiB a stream may hold unread
 /// (shared by every stream: the same events), the large chunk the HTTP server is writing on
 /// each, the states the master compares each pass and the requests it parses, with room for
@@ -122,14 +148,7 @@ const GROWTH_BOUND_MIB: f64 = 64.0;
 /// it holds more than its 16 MiB, and the master says so in its log.
 #[test]
 fn subscribers_that_never_read_are_cut_off_and_large_events_are_not_copied_into_each() {
-    let (serve, stderr) = Serve::start_with_stderr(&[
-        "--scenario",
-        CLUSTER,
-        "--duration",
-        "120",
-        "--max_framework_info_bytes",
-        "1048576",
-    ]);
+    let (serve, stderr) = start_allowing_large_infos("120", &[]);
     let mut subscribers: Vec<TcpStream> = (0..8)
         .map(|i| {
             let (status, s) = operator_subscriber(&serve, lo(2 + i));
@@ -183,18 +202,8 @@ const OPERATOR_STREAMS_BYTES: f64 = 128.0;
 /// master serves on (before: 20 × 36 MB, about 700 MB).
 #[test]
 fn non_reading_operator_subscribers_together_hold_at_most_their_budget() {
-    let (serve, stderr) = Serve::start_with_stderr(&[
-        "--scenario",
-        CLUSTER,
-        "--duration",
-        "120",
-        "--max_framework_info_bytes",
-        "1048576",
-    ]);
-    for i in 0..40 {
-        let (status, _) = subscribe_framework(&serve, &big_info(&format!("big-{i}"), 900_000, 0));
-        assert_eq!(status, 200, "framework {i}");
-    }
+    let (serve, stderr) = start_allowing_large_infos("120", &[]);
+    subscribe_big_frameworks(&serve, 40);
     std::thread::sleep(Duration::from_millis(1000));
     let before = rss_mib(serve.pid());
     let mut peak = before;
@@ -245,18 +254,8 @@ fn non_reading_operator_subscribers_together_hold_at_most_their_budget() {
 /// not by a copy per subscriber.
 #[test]
 fn subscribers_of_an_unchanged_state_share_one_subscribed() {
-    let serve = Serve::start(&[
-        "--scenario",
-        CLUSTER,
-        "--duration",
-        "120",
-        "--max_framework_info_bytes",
-        "1048576",
-    ]);
-    for i in 0..40 {
-        let (status, _) = subscribe_framework(&serve, &big_info(&format!("big-{i}"), 900_000, 0));
-        assert_eq!(status, 200, "framework {i}");
-    }
+    let serve = start_allowing_large_infos("120", &[]).0;
+    subscribe_big_frameworks(&serve, 40);
     std::thread::sleep(Duration::from_millis(1500));
     let before = rss_mib(serve.pid());
     let mut peak = before;
@@ -351,18 +350,10 @@ fn anonymous_operator_streams_cannot_take_the_frameworks_stream_places() {
 #[test]
 #[ignore = "a benchmark (about 70 s); run by hand"]
 fn bench_rss_with_1000_non_reading_operator_subscribers_and_1_mb_events() {
-    let (serve, stderr) = Serve::start_with_stderr(&[
-        "--scenario",
-        CLUSTER,
-        "--duration",
+    let (serve, stderr) = start_allowing_large_infos(
         "300",
-        "--max_framework_info_bytes",
-        "1048576",
-        "--http_max_streams",
-        "2048",
-        "--http_max_operator_streams",
-        "1000",
-    ]);
+        &["--http_max_streams", "2048", "--http_max_operator_streams", "1000"],
+    );
     let pid = serve.pid();
     std::thread::sleep(Duration::from_millis(500));
     let idle = rss_mib(pid);
