@@ -3,7 +3,7 @@
 
 use allocator_api::{
     AgentId, Allocation, FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions,
-    InverseOfferStatus, RString, Resources, RoleMinAllocatable,
+    InverseOfferStatus, RString, Request, Resources, RoleMinAllocatable,
 };
 
 use super::{FrameworkRecord, Master, TaskEnd};
@@ -250,13 +250,36 @@ impl Master<'_> {
         }
     }
 
-    /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator.
-    pub(super) fn request_resources(
-        &mut self,
-        fw: FrameworkId,
-        requests: &[Resources],
-    ) -> Result<(), String> {
-        self.call("request_resources", |a| a.request_resources(fw, requests))
+    /// A framework states its demand (Mesos's `REQUEST`, ABI 3's [`Request`]s), replacing
+    /// what it stated before; passed to the allocator after the host's checks
+    /// ([`Allocator::request`](allocator_api::Allocator::request)): a request without a role
+    /// gets the framework's first role; a role the framework is not subscribed to, or a
+    /// request that [`Request::invalid`] refuses, refuses the whole call.
+    pub(super) fn request(&mut self, fw: FrameworkId, requests: &[Request]) -> Result<(), String> {
+        let info = self.framework_info(fw).ok_or_else(|| format!("unknown framework {fw}"))?;
+        let name = info.name.to_string();
+        let roles: Vec<String> = info.roles.iter().map(|r| r.to_string()).collect();
+        let mut checked = Vec::with_capacity(requests.len());
+        for (i, r) in requests.iter().enumerate() {
+            let mut r = r.clone();
+            if r.role.is_empty() {
+                let first = roles.first().ok_or_else(|| {
+                    format!("request {i} of framework '{name}': the framework has no role")
+                })?;
+                r.role = first.as_str().into();
+            }
+            if !roles.iter().any(|x| x.as_str() == r.role.as_str()) {
+                return Err(format!(
+                    "request {i} of framework '{name}': role '{}' is not one of its roles",
+                    r.role
+                ));
+            }
+            if let Some(why) = r.invalid() {
+                return Err(format!("request {i} of framework '{name}': {why}"));
+            }
+            checked.push(r);
+        }
+        self.call("request", |a| a.request(fw, &checked))
     }
 
     /// A framework's answer to an inverse offer.

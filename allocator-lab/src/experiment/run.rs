@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use allocator_api::abi::Parameter;
 use allocator_api::resources::GPUS;
-use allocator_api::{Allocation, Attribute, FrameworkCapabilities};
+use allocator_api::{Allocation, Attribute, FrameworkCapabilities, Request};
 use allocator_host::ModuleRegistry;
 use allocator_host::master::{Command, Event, Master, Setup};
 use placement_core::Node;
@@ -139,7 +139,7 @@ pub fn run_one(
         arrived += pod.gpu_milli();
         let request = Command::RequestResources {
             framework: FRAMEWORK.into(),
-            requests: vec![pod.request.clone()],
+            requests: vec![Request::task("", pod.request.clone())],
         };
         master.apply(&request)?;
         if k == 0 {

@@ -451,13 +451,8 @@ impl MesosFrameworks {
                 self.update_framework(fw, call.update_framework.expect("validated"), master)
             }
             CallType::Request => {
-                let requests: Vec<Resources> = call
-                    .request
-                    .expect("validated")
-                    .requests
-                    .iter()
-                    .map(|r| from_mesos(&r.resources).expect("checked"))
-                    .collect();
+                let stated = &call.request.expect("validated").requests;
+                let requests = stated.iter().map(request_of).collect::<Result<Vec<_>, _>>()?;
                 let request = Command::RequestResources { framework: fw.to_owned(), requests };
                 master.apply(&request).map(drop).map_err(String::from)
             }
@@ -1338,4 +1333,35 @@ mod tests {
         frameworks.remember_removed("fw-10004".into());
         assert_eq!(frameworks.removed_order.len(), MAX_REMOVED, "a repeat is not counted twice");
     }
+}
+
+/// A Mesos `Request` (with this master's extensions: role, count, min_count, group,
+/// constraints; see docs/spec.md) as an allocator [`Request`](allocator_api::Request). `agent_id` becomes a constraint
+/// on the `agent_id` pseudo-attribute.
+fn request_of(r: &s::ResourceRequest) -> Result<allocator_api::Request, String> {
+    use allocator_api::{Constraint, ConstraintOp, GroupId, Request};
+    let resources = from_mesos(&r.resources).map_err(|e| format!("request: {e}"))?;
+    let count = r.count.unwrap_or(1);
+    let mut request = Request {
+        min_count: r.min_count.unwrap_or(1.min(count)),
+        ..Request::tasks(r.role.as_deref().unwrap_or(""), count, resources)
+    };
+    if let Some(g) = r.group {
+        request = request.in_group(GroupId(g));
+    }
+    if let Some(agent) = &r.agent_id {
+        request = request.with_constraint(Constraint::is_in("agent_id", &[agent.value.as_str()]));
+    }
+    for c in &r.constraints {
+        let op = ConstraintOp::from_name(&c.op.to_ascii_lowercase()).ok_or_else(|| {
+            format!("request: constraint op '{}' is not EXISTS, NOT_EXISTS, IN or NOT_IN", c.op)
+        })?;
+        let values = c.values.iter().map(|v| v.as_str().into()).collect();
+        request = request.with_constraint(Constraint {
+            attribute: c.attribute.as_str().into(),
+            op,
+            values,
+        });
+    }
+    Ok(request)
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use allocator_api::resources::{Demand, GPUS, MODEL_ATTRIBUTE, take_gpus};
-use allocator_api::{Allocation, FrameworkId, Resources};
+use allocator_api::{Allocation, FrameworkId, Request, Resources};
 
 use crate::observers::stats::{Queues, TraceStats};
 use crate::tasks::{Submission, TaskSpec};
@@ -174,9 +174,9 @@ impl SimulatedFrameworks {
                 continue;
             }
             sim.requested = keys;
-            let requests: Vec<Resources> = match (&sim.spec.resources, fixed) {
-                (Some(r), 1..) => std::iter::repeat_n(r, fixed as usize).cloned().collect(),
-                _ => sim.queue.iter().take(n).map(demand_of).collect(),
+            let requests: Vec<Request> = match (&sim.spec.resources, fixed) {
+                (Some(r), 1..) => vec![Request::tasks("", fixed as u32, r.clone())],
+                _ => sim.queue.iter().take(n).map(|t| Request::task("", demand_of(t))).collect(),
             };
             let request = Command::RequestResources {
                 framework: master.framework_name(*fw).to_owned(),
