@@ -42,3 +42,16 @@ fn under_the_built_in_allocator_a_gang_framework_launches_all_of_its_gang_or_non
 fn a_trace_gang_is_stated_and_placed_only_once_all_its_tasks_are_submitted() {
     passes("tests/fixtures/gangs/trace_gang.json", &[], 5);
 }
+
+#[test]
+fn the_worked_gang_policy_keeps_a_gang_on_the_agent_with_room_for_all_of_it() {
+    let out = run_master(&[
+        "--modules",
+        "examples/gang-policy/modules.json",
+        "--scenario",
+        "tests/fixtures/gangs/trace_gang_together.json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("expectations: 5 passed, 0 failed"), "{stdout}");
+}

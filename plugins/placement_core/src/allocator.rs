@@ -37,15 +37,26 @@ pub trait Placement: Send {
     }
 
     /// The score of `node` for one member of a group being placed all or nothing (a gang: a
-    /// request whose `min_count` is above 1, or requests sharing a group), where `placed` are
-    /// the agents the group's members placed so far in this attempt (one entry per member, in
-    /// placement order). Called instead of [`score`](Self::score) for every member. The
-    /// default scores the member as a lone task; a policy that keeps gangs together raises the
-    /// score of agents in `placed`.
-    fn score_member(&mut self, node: &Node, ask: &Ask, placed: &[AgentId]) -> i64 {
-        let _ = placed;
+    /// request whose `min_count` is above 1, or requests sharing a group), given where the
+    /// group's earlier members went and how many are left ([`Members`]). Called instead of
+    /// [`score`](Self::score) for every member. The default scores the member as a lone task;
+    /// a policy that keeps gangs together raises the score of agents in `group.placed`, or of
+    /// agents with room for the rest ([`Node::copies`]).
+    fn score_member(&mut self, node: &Node, ask: &Ask, group: &Members<'_>) -> i64 {
+        let _ = group;
         self.score(node, ask)
     }
+}
+
+/// A group being placed, as a policy sees it when scoring one of its members
+/// ([`Placement::score_member`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Members<'a> {
+    /// The agents the group's members took so far in this attempt, one entry per member, in
+    /// placement order.
+    pub placed: &'a [AgentId],
+    /// The group's tasks still to place, this one included.
+    pub left: u32,
 }
 
 /// One outstanding request of a framework, as placement works through it.
@@ -276,15 +287,14 @@ impl<P: Placement> PlacementAllocator<P> {
     }
 
     /// The best agent for the task `t` (of framework `fw`) among the agents at `slots`, in a
-    /// periodic run or not; `placed`, for a group member, the agents its group's members took
-    /// so far.
+    /// periodic run or not; `group`, for a group member, the group as the policy sees it.
     fn choose(
         &mut self,
         fw: FrameworkId,
         t: &Outstanding,
         slots: &[usize],
         periodic: bool,
-        placed: Option<&[AgentId]>,
+        group: Option<&Members<'_>>,
     ) -> Option<AgentId> {
         let (role, ask) = (t.role.as_str(), &t.ask);
         let f = &self.frameworks[&fw];
@@ -307,7 +317,7 @@ impl<P: Placement> PlacementAllocator<P> {
             {
                 continue;
             }
-            let score = match placed {
+            let score = match group {
                 None => self.policy.score(&a.node, ask),
                 Some(members) => self.policy.score_member(&a.node, ask, members),
             };
@@ -407,7 +417,7 @@ impl<P: Placement> PlacementAllocator<P> {
         self.count_task(fw, agent, shape, false);
     }
 
-    /// Places one task of `t` for `fw` (a group member when `placed` is given): offers the
+    /// Places one task of `t` for `fw` (a group member when `group` is given): offers the
     /// slice and returns where, or `None` when no agent can take it now.
     fn place_one(
         &mut self,
@@ -416,9 +426,9 @@ impl<P: Placement> PlacementAllocator<P> {
         t: &Outstanding,
         slots: &[usize],
         periodic: bool,
-        placed: Option<&[AgentId]>,
+        group: Option<&Members<'_>>,
     ) -> Option<(AgentId, Resources)> {
-        let agent = self.choose(fw, t, slots, periodic, placed)?;
+        let agent = self.choose(fw, t, slots, periodic, group)?;
         let slice = self.slice(agent, &t.ask)?;
         self.offer(out, fw, agent, &t.role, slice.clone());
         self.count_task(fw, agent, t.ask.gpu, true);
@@ -438,9 +448,12 @@ impl<P: Placement> PlacementAllocator<P> {
     ) -> bool {
         let mut agents: Vec<AgentId> = Vec::new();
         let mut slices: Vec<(usize, Resources)> = Vec::new();
+        let mut left: u32 = members.iter().map(|m| m.1).sum();
         for &(i, n) in members {
             for _ in 0..n {
-                match self.place_one(out, fw, &requests[i], slots, periodic, Some(&agents)) {
+                let group = Members { placed: &agents, left };
+                left -= 1;
+                match self.place_one(out, fw, &requests[i], slots, periodic, Some(&group)) {
                     Some((agent, slice)) => {
                         agents.push(agent);
                         slices.push((i, slice));
@@ -1377,8 +1390,8 @@ mod tests {
         fn score(&mut self, _node: &Node, _ask: &Ask) -> i64 {
             0
         }
-        fn score_member(&mut self, node: &Node, _ask: &Ask, placed: &[AgentId]) -> i64 {
-            placed.iter().filter(|a| **a == node.agent).count() as i64
+        fn score_member(&mut self, node: &Node, _ask: &Ask, group: &Members<'_>) -> i64 {
+            group.placed.iter().filter(|a| **a == node.agent).count() as i64
         }
     }
 

@@ -43,6 +43,12 @@ impl Node {
         self.gpu_tasks.iter().find(|(s, _)| *s == shape).map_or(0, |(_, n)| *n)
     }
 
+    /// How many tasks of `ask` fit here together, up to `most` (CPU, memory, the GPU model
+    /// and the sharing rule: each share on its tightest device, whole GPUs on idle devices).
+    pub fn copies(&self, ask: &Ask, most: u32) -> u32 {
+        copies_that_fit(self, ask, most)
+    }
+
     /// Whether the node can take `ask`: CPU, memory, the GPU model and the sharing rule
     /// (other resources are checked by the allocator).
     pub fn fits(&self, ask: &Ask) -> bool {
