@@ -300,7 +300,7 @@ fn the_worked_example_in_the_guide_is_the_crate_the_workspace_tests() {
     let root = workspace_root();
     let guide = std::fs::read_to_string(root.join("docs/authoring.md")).unwrap();
     let start = guide.find("## 5. A worked example").expect("step 5");
-    let section = &guide[start..start + guide[start..].find("## The contract").unwrap()];
+    let section = &guide[start..start + guide[start..].find("## 6. A worked example").unwrap()];
     let blocks = code_blocks(section);
     let of = |lang: &str| -> Vec<&String> {
         blocks.iter().filter(|(info, _)| info == lang).map(|(_, body)| body).collect()
@@ -308,6 +308,25 @@ fn the_worked_example_in_the_guide_is_the_crate_the_workspace_tests() {
     let file = |path: &str| {
         std::fs::read_to_string(root.join("examples/placement-policy").join(path)).unwrap()
     };
+    let cargo = file("Cargo.toml").replace("../../", "/path/to/allocator/");
+    assert_eq!(of("toml"), [&cargo], "Cargo.toml");
+    assert_eq!(of("rust"), [&file("src/lib.rs"), &file("tests/conformance.rs")]);
+}
+
+/// Step 6 of `docs/authoring.md` shows the files of `examples/gang-policy`, which the
+/// workspace builds and tests: the guide's copies are the crate's files.
+#[test]
+fn the_worked_gang_example_in_the_guide_is_the_crate_the_workspace_tests() {
+    let root = workspace_root();
+    let guide = std::fs::read_to_string(root.join("docs/authoring.md")).unwrap();
+    let start = guide.find("## 6. A worked example").expect("step 6");
+    let section = &guide[start..start + guide[start..].find("## The contract").unwrap()];
+    let blocks = code_blocks(section);
+    let of = |lang: &str| -> Vec<&String> {
+        blocks.iter().filter(|(info, _)| info == lang).map(|(_, body)| body).collect()
+    };
+    let file =
+        |path: &str| std::fs::read_to_string(root.join("examples/gang-policy").join(path)).unwrap();
     let cargo = file("Cargo.toml").replace("../../", "/path/to/allocator/");
     assert_eq!(of("toml"), [&cargo], "Cargo.toml");
     assert_eq!(of("rust"), [&file("src/lib.rs"), &file("tests/conformance.rs")]);
