@@ -55,3 +55,34 @@ fn the_worked_gang_policy_keeps_a_gang_on_the_agent_with_room_for_all_of_it() {
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("expectations: 5 passed, 0 failed"), "{stdout}");
 }
+
+#[test]
+fn explain_says_how_many_members_of_a_waiting_gang_are_missing_where() {
+    let dir = std::env::temp_dir().join(format!("gangs-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stream = dir.join("explain.jsonl");
+    let out = run_master(&[
+        "--modules",
+        MODULES,
+        "--scenario",
+        "tests/fixtures/gangs/gang_waits_for_room.json",
+        "--explain",
+        "gang",
+        "--output",
+        stream.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&stream).unwrap();
+    let waiting = text
+        .lines()
+        .filter(|l| l.contains(r#""event":"explanation""#))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .flat_map(|e| e["reasons"].as_array().cloned().unwrap_or_default())
+        .find(|r| r["reason"] == "gang_waiting")
+        .expect("the allocator's reason is in the explanation");
+    assert_eq!(waiting["source"], "allocator");
+    assert_eq!(waiting["wanted_at_once"], 4.0);
+    assert_eq!(waiting["fit_now"], 2.0);
+    let text = waiting["text"].as_str().unwrap();
+    assert!(text.contains("2 fit now on 1 agent(s), 2 missing"), "{text}");
+}

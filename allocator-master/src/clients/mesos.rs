@@ -1317,27 +1317,9 @@ fn recover(fw: &str, master: &mut Master<'_>, offer: &Allocation) -> Result<(), 
         .map_err(String::from)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{MAX_REMOVED, MesosFrameworks};
-
-    #[test]
-    fn only_the_last_removed_frameworks_are_remembered() {
-        let mut frameworks = MesosFrameworks::new(std::time::Duration::from_secs(15));
-        for i in 0..MAX_REMOVED + 5 {
-            frameworks.remember_removed(format!("fw-{i}"));
-        }
-        assert_eq!(frameworks.removed.len(), MAX_REMOVED);
-        assert!(!frameworks.removed.contains("fw-4"), "the oldest are forgotten");
-        assert!(frameworks.removed.contains("fw-5") && frameworks.removed.contains("fw-10004"));
-        frameworks.remember_removed("fw-10004".into());
-        assert_eq!(frameworks.removed_order.len(), MAX_REMOVED, "a repeat is not counted twice");
-    }
-}
-
 /// A Mesos `Request` (with this master's extensions: role, count, min_count, group,
-/// constraints; see docs/spec.md) as an allocator [`Request`](allocator_api::Request). `agent_id` becomes a constraint
-/// on the `agent_id` pseudo-attribute.
+/// constraints; see docs/requests.md) as an allocator [`Request`](allocator_api::Request).
+/// `agent_id` becomes a constraint on the `agent_id` pseudo-attribute.
 fn request_of(r: &s::ResourceRequest) -> Result<allocator_api::Request, String> {
     use allocator_api::{Constraint, ConstraintOp, GroupId, Request};
     let resources = from_mesos(&r.resources).map_err(|e| format!("request: {e}"))?;
@@ -1364,4 +1346,67 @@ fn request_of(r: &s::ResourceRequest) -> Result<allocator_api::Request, String> 
         });
     }
     Ok(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_REMOVED, MesosFrameworks, request_of};
+    use allocator_api::{Constraint, ConstraintOp, GroupId};
+    use allocator_mesos::scheduler::ResourceRequest;
+
+    fn mesos_request(json: serde_json::Value) -> ResourceRequest {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_mesos_request_is_one_task_of_its_resources_under_the_first_role() {
+        let r = request_of(&mesos_request(serde_json::json!({"resources": [
+            {"name": "cpus", "type": "SCALAR", "scalar": {"value": 2}}]})))
+        .unwrap();
+        assert_eq!((r.count, r.min_count, r.role.as_str()), (1, 1, ""), "the host fills the role");
+        assert_eq!(r.resources.to_string(), "cpus:2");
+        assert!(r.group.is_none() && r.constraints.is_empty());
+    }
+
+    #[test]
+    fn the_extensions_give_role_size_group_and_constraints_and_agent_id_is_a_constraint() {
+        let r = request_of(&mesos_request(serde_json::json!({
+            "agent_id": {"value": "S1"},
+            "resources": [{"name": "gpus", "type": "SCALAR", "scalar": {"value": 1}}],
+            "role": "ml", "count": 4, "min_count": 4, "group": 7,
+            "constraints": [{"attribute": "gpu_model", "op": "IN", "values": ["V100M16"]}]})))
+        .unwrap();
+        assert_eq!((r.count, r.min_count, r.role.as_str()), (4, 4, "ml"));
+        assert!(r.is_gang());
+        assert_eq!(r.group.into_option(), Some(GroupId(7)));
+        assert_eq!(
+            r.constraints.to_vec(),
+            [
+                Constraint::is_in("agent_id", &["S1"]),
+                Constraint { op: ConstraintOp::IN, ..Constraint::is_in("gpu_model", &["V100M16"]) }
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_constraint_operator_is_refused_with_its_name() {
+        let e = request_of(&mesos_request(serde_json::json!({
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}}],
+            "constraints": [{"attribute": "zone", "op": "LIKE"}]})))
+        .unwrap_err();
+        assert!(e.contains("'LIKE'"), "{e}");
+    }
+
+    #[test]
+    fn only_the_last_removed_frameworks_are_remembered() {
+        let mut frameworks = MesosFrameworks::new(std::time::Duration::from_secs(15));
+        for i in 0..MAX_REMOVED + 5 {
+            frameworks.remember_removed(format!("fw-{i}"));
+        }
+        assert_eq!(frameworks.removed.len(), MAX_REMOVED);
+        assert!(!frameworks.removed.contains("fw-4"), "the oldest are forgotten");
+        assert!(frameworks.removed.contains("fw-5") && frameworks.removed.contains("fw-10004"));
+        frameworks.remember_removed("fw-10004".into());
+        assert_eq!(frameworks.removed_order.len(), MAX_REMOVED, "a repeat is not counted twice");
+    }
 }
