@@ -257,29 +257,45 @@ impl Master<'_> {
     /// request that [`Request::invalid`] refuses, refuses the whole call.
     pub(super) fn request(&mut self, fw: FrameworkId, requests: &[Request]) -> Result<(), String> {
         let info = self.framework_info(fw).ok_or_else(|| format!("unknown framework {fw}"))?;
-        let name = info.name.to_string();
-        let roles: Vec<String> = info.roles.iter().map(|r| r.to_string()).collect();
-        let mut checked = Vec::with_capacity(requests.len());
+        let first = info.roles.first();
         for (i, r) in requests.iter().enumerate() {
-            let mut r = r.clone();
-            if r.role.is_empty() {
-                let first = roles.first().ok_or_else(|| {
-                    format!("request {i} of framework '{name}': the framework has no role")
-                })?;
-                r.role = first.as_str().into();
-            }
-            if !roles.iter().any(|x| x.as_str() == r.role.as_str()) {
+            let role = match (r.role.as_str(), first) {
+                ("", Some(first)) => first.as_str(),
+                ("", None) => {
+                    return Err(format!(
+                        "request {i} of framework '{}': the framework has no role",
+                        info.name
+                    ));
+                }
+                (role, _) => role,
+            };
+            if !info.roles.iter().any(|x| x.as_str() == role) {
                 return Err(format!(
-                    "request {i} of framework '{name}': role '{}' is not one of its roles",
-                    r.role
+                    "request {i} of framework '{}': role '{role}' is not one of its roles",
+                    info.name
                 ));
             }
             if let Some(why) = r.invalid() {
-                return Err(format!("request {i} of framework '{name}': {why}"));
+                return Err(format!("request {i} of framework '{}': {why}", info.name));
             }
-            checked.push(r);
         }
-        self.call("request", |a| a.request(fw, &checked))
+        // Copied only when a role must be filled in.
+        let filled: Vec<Request>;
+        let checked = match first.filter(|_| requests.iter().any(|r| r.role.is_empty())) {
+            None => requests,
+            Some(first) => {
+                let first = first.clone();
+                filled = requests
+                    .iter()
+                    .map(|r| match r.role.is_empty() {
+                        true => Request { role: first.clone(), ..r.clone() },
+                        false => r.clone(),
+                    })
+                    .collect();
+                &filled
+            }
+        };
+        self.call("request", |a| a.request(fw, checked))
     }
 
     /// A framework's answer to an inverse offer.

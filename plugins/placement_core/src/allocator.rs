@@ -418,7 +418,8 @@ impl<P: Placement> PlacementAllocator<P> {
     }
 
     /// Places one task of `t` for `fw` (a group member when `group` is given): offers the
-    /// slice and returns where, or `None` when no agent can take it now.
+    /// slice and returns where, with a copy of the slice for a group member (to take it back
+    /// if the group cannot be placed whole); `None` when no agent can take it now.
     fn place_one(
         &mut self,
         out: &mut OfferBatch,
@@ -427,12 +428,13 @@ impl<P: Placement> PlacementAllocator<P> {
         slots: &[usize],
         periodic: bool,
         group: Option<&Members<'_>>,
-    ) -> Option<(AgentId, Resources)> {
+    ) -> Option<(AgentId, Option<Resources>)> {
         let agent = self.choose(fw, t, slots, periodic, group)?;
         let slice = self.slice(agent, &t.ask)?;
-        self.offer(out, fw, agent, &t.role, slice.clone());
+        let copy = group.map(|_| slice.clone());
+        self.offer(out, fw, agent, &t.role, slice);
         self.count_task(fw, agent, t.ask.gpu, true);
-        Some((agent, slice))
+        Some((agent, copy))
     }
 
     /// Places a group's members (request index, tasks) of `fw`'s `requests` all or nothing;
@@ -456,7 +458,7 @@ impl<P: Placement> PlacementAllocator<P> {
                 match self.place_one(out, fw, &requests[i], slots, periodic, Some(&group)) {
                     Some((agent, slice)) => {
                         agents.push(agent);
-                        slices.push((i, slice));
+                        slices.push((i, slice.expect("kept for a group member")));
                     }
                     None => {
                         for (agent, (i, slice)) in agents.iter().zip(&slices).rev() {
@@ -541,25 +543,27 @@ impl<P: Placement> PlacementAllocator<P> {
                     Unit::Task(i) => *i,
                     Unit::Group(m) => m[0].0,
                 };
-                pending[id][i].role.clone()
+                pending[id][i].role.as_str()
             };
             let pick = order
                 .iter()
-                .find_map(|role| steps.iter().position(|step| role_of(step) == *role))
+                .find_map(|role| steps.iter().position(|step| role_of(step) == role.as_str()))
                 .unwrap_or(0);
             let (fw, unit) = steps.swap_remove(pick);
             let mut requests = pending.remove(&fw).expect("listed");
             match unit {
                 Unit::Task(i) => {
-                    let t = &mut requests[i];
-                    t.todo -= 1;
-                    let key = (t.ask.clone(), t.role.clone(), t.constraints.clone());
+                    requests[i].todo -= 1;
+                    let t = &requests[i];
                     let tried = failed.entry(fw).or_default();
-                    if !tried.contains(&key) {
-                        let t = requests[i].clone();
-                        if self.place_one(out, fw, &t, slots, periodic, None).is_some() {
+                    let same = |(a, r, c): &(Ask, String, Vec<Constraint>)| {
+                        *a == t.ask && *r == t.role && *c == t.constraints
+                    };
+                    if !tried.iter().any(same) {
+                        if self.place_one(out, fw, t, slots, periodic, None).is_some() {
                             requests[i].left -= 1;
                         } else {
+                            let key = (t.ask.clone(), t.role.clone(), t.constraints.clone());
                             failed.entry(fw).or_default().push(key);
                         }
                     }
