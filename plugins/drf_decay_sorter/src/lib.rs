@@ -287,7 +287,7 @@ allocator_api::export_modules! {
         name: "drf_decay",
         author: "allocator project",
         description: "Dominant Resource Fairness on usage decayed with a half-life (Slurm, Kueue)",
-        create: |config, params| create(config, params),
+        create: create,
     },
 }
 
