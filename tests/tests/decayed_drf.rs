@@ -62,8 +62,10 @@ fn offer(framework: &str, role: &str) -> Vec<(String, String, String)> {
 ///
 /// | role | holds now | `drf` share | `drf_decay` share (half-life 600 s) |
 /// |---|---|---|---|
-/// | `a` | `cpus:1;mem:10` | 0.01 | (2^-6 − 2^-6.1) + 0.01 · (1 − 2^-6) ≈ 0.011 |
-/// | `b` | nothing | 0 | 0.99 · (2^-0.1 − 2^-0.2) ≈ 0.062 |
+/// | `a` | `cpus:1;mem:10` | 0.01 | 0.9 · ((2^-6 − 2^-6.1) + 0.01 · (1 − 2^-6)) + 0.1 · 0.01 ≈ 0.011 |
+/// | `b` | nothing | 0 | 0.9 · 0.99 · (2^-0.1 − 2^-0.2) ≈ 0.056 |
+///
+/// (decayed usage weighted 0.9, what is held now 0.1: the default `current_weight`.)
 ///
 /// The built-in `drf` sorter serves `b` first (it holds less now); `drf_decay` serves `a` first
 /// (its usage is an hour old, `b`'s a minute). Everything before that run is the same event
@@ -93,13 +95,17 @@ fn with_a_half_life_of_a_week_the_larger_usage_goes_last() {
 }
 
 /// `set_sorters` swaps `drf_decay` in at run time: the allocations survive (rebuilt from the
-/// allocator's records), usage starts at the swap, and the order is the decayed one from then
-/// on.
+/// allocator's records), usage accrues from the swap on, and the order is the decayed one.
 #[test]
 fn drf_decay_is_swappable_at_run_time() {
     let dir = workspace_tests::target_dir().join("decayed-drf-scenarios");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("swap.json");
+    // r1 holds cpus:8 of 10 and r2 cpus:2 from t=0; drf_decay comes in at t=0. At t=600 (one
+    // half-life later) r1 gives everything back and a new agent comes: DRF would offer it to r1
+    // (it holds nothing now); on usage since the swap r1 has used 0.4 of the pool and r2 0.1
+    // (shares 0.9 · 0.4 = 0.36 and 0.9 · 0.1 + 0.1 · 0.2 = 0.11), so r2 is offered it. The
+    // expectations are in the file: exit 0 means they held.
     std::fs::write(
         &file,
         r#"{"events": [
@@ -111,19 +117,34 @@ fn drf_decay_is_swappable_at_run_time() {
     {"framework": "f1", "role": "r1", "agent": "a1", "resources": "cpus:8;mem:800"},
     {"framework": "f2", "role": "r2", "agent": "a2", "resources": "cpus:2;mem:200"}]},
   {"op": "set_sorters", "role_sorter": "drf_decay"},
+  {"op": "advance", "seconds": 600},
+  {"op": "recover_resources", "framework": "f1", "agent": "a1", "resources": "all", "refuse_seconds": 3600},
   {"op": "add_agent", "agent": "a3", "resources": "cpus:1;mem:100"},
-  {"op": "expect_offers", "offers": [{"framework": "f1", "role": "r1", "agent": "a3", "resources": "cpus:1;mem:100"}]},
-  {"op": "advance", "seconds": 10},
-  {"op": "add_agent", "agent": "a4", "resources": "cpus:1;mem:100"},
-  {"op": "expect_offers", "offers": [{"framework": "f2", "role": "r2", "agent": "a4", "resources": "cpus:1;mem:100"}]}
+  {"op": "expect_offers", "offers": [{"framework": "f2", "role": "r2", "agent": "a3", "resources": "cpus:1;mem:100"}]}
  ]}"#,
     )
     .unwrap();
-    // Right after the swap no usage has accrued: r1 and r2 tie at 0 and r1 comes first by
-    // path (DRF would serve r2, which holds less). Ten seconds later r1 has used more. The
-    // expectations are in the file: exit 0 means they held.
-    let manifest = decay_manifest("600");
     let file = file.display().to_string();
-    let out = run_master(&["--scenario", &file, "--output", "/dev/null", "--modules", &manifest]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest = decay_manifest("600");
+    let decayed =
+        run_master(&["--scenario", &file, "--output", "/dev/null", "--modules", &manifest]);
+    assert_eq!(decayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&decayed.stderr));
+    // The same file without the swap: the built-in drf offers a3 to r1, and the expectation
+    // fails (exit 1).
+    let text = std::fs::read_to_string(&file).unwrap();
+    let unswapped = dir.join("no-swap.json");
+    std::fs::write(
+        &unswapped,
+        text.replace(r#""role_sorter": "drf_decay""#, r#""role_sorter": "drf""#),
+    )
+    .unwrap();
+    let drf = run_master(&["--scenario", unswapped.to_str().unwrap(), "--output", "-"]);
+    assert_eq!(drf.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&drf.stdout);
+    assert!(
+        stdout.lines().any(|l| l.contains(r#""event":"offer""#)
+            && l.contains(r#""agent":"a3""#)
+            && l.contains(r#""framework":"f1""#)),
+        "{stdout}"
+    );
 }

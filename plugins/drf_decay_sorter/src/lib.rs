@@ -28,11 +28,18 @@
 //! (1 − α)) for any interval. The share, and the order:
 //!
 //! ```text
-//! share(c) = max over counted names r with pool_r > 0 of (V_r + w · held_r) / pool_r
+//! share(c) = max over counted names r with pool_r > 0 of ((1 − w) · V_r + w · held_r) / pool_r
 //! order:     share / weight ascending, then the number of `allocated` calls, then the path
 //! ```
 //!
-//! `w` is the parameter `current_weight` (default 0: usage alone); the order after the share is
+//! `w` is the parameter `current_weight`, in [0, 1]: 0 is decayed usage alone (Slurm's rule),
+//! 1 is DRF on what is held now; a client that holds `x` for ever has share `x / pool` whatever
+//! `w` is. The default, 0.1, keeps the order a matter of usage but lets a grant count at once:
+//! with `w` = 0 a grant adds nothing to the share until time passes, so within one allocation
+//! run the client with the least usage is first for every agent (replaying 300 pods of the
+//! Alibaba trace with `drf_decay` as both sorters, the mean wait of role `ls` is 5.0 s with
+//! `w` = 0 and 0.5 s, as under `drf`, with `w` = 0.1). Kueue's admission fair sharing meets the
+//! same problem with an entry penalty added at admission. The order after the share is
 //! DRF's ([`sorter_core::drf::DrfOrder`]), and so is what counts (names excluded by
 //! `--fair_sharing_excluded_resource_names` and names with an empty pool count nothing;
 //! revocable and reserved resources count under their plain name; a shared resource once).
@@ -49,8 +56,8 @@
 //!
 //! | role | holds now | DRF share | decayed share |
 //! |---|---|---|---|
-//! | `a` | `cpus:1;mem:10` | 0.01 | (2^-6 − 2^-6.1) · 1 + 0.01 · (1 − 2^-6) ≈ 0.0109 |
-//! | `b` | nothing | 0 | (2^-0.1 − 2^-0.2) · 0.99 ≈ 0.0619 |
+//! | `a` | `cpus:1;mem:10` | 0.01 | `V` = (2^-6 − 2^-6.1) · 1 + 0.01 · (1 − 2^-6) ≈ 0.0109; 0.9 `V` + 0.1 · 0.01 ≈ 0.0108 |
+//! | `b` | nothing | 0 | `V` = (2^-0.1 − 2^-0.2) · 0.99 ≈ 0.0619; 0.9 `V` ≈ 0.0557 |
 //!
 //! `drf` serves `b` first; `drf_decay` serves `a` first (the scenario test
 //! `a_role_that_used_the_cluster_an_hour_ago_comes_before_one_that_used_it_a_minute_ago`
@@ -80,7 +87,7 @@
 //! | key | default | meaning |
 //! |---|---|---|
 //! | `half_life` | `3600` | `H`, seconds (finite, positive) |
-//! | `current_weight` | `0` | `w`: how much what a client holds now adds to its usage (finite, ≥ 0); `1` also orders grants within one run as DRF does |
+//! | `current_weight` | `0.1` | `w`, in [0, 1]: how much what a client holds now counts beside its decayed usage (0: usage alone; 1: DRF) |
 //!
 //! ```json
 //! {"name": "drf_decay_sorter", "modules": [{"name": "drf_decay",
@@ -98,6 +105,9 @@ use sorter_core::{NodeKind, Ordered, Policy, Tree, TreeSorter};
 /// forgotten.
 const FORGET_BELOW: f64 = 1e-6;
 
+/// The default of `current_weight` (see the crate docs).
+pub const DEFAULT_CURRENT_WEIGHT: f64 = 0.1;
+
 /// Decayed usage by client path, and the DRF order over it.
 #[derive(Debug)]
 pub struct Decayed {
@@ -112,15 +122,15 @@ pub struct Decayed {
 
 impl Decayed {
     /// A policy with half-life `half_life` seconds and `current_weight` (see the crate docs);
-    /// an error names a value that is not finite and positive (`half_life`) or not finite and
-    /// non-negative (`current_weight`).
+    /// an error names a value that is not finite and positive (`half_life`) or not in [0, 1]
+    /// (`current_weight`).
     pub fn new(half_life: f64, current_weight: f64) -> Result<Decayed, String> {
         if !(half_life.is_finite() && half_life > 0.0) {
             return Err(format!("parameter 'half_life' = {half_life}: must be finite and > 0"));
         }
-        if !(current_weight.is_finite() && current_weight >= 0.0) {
+        if !(0.0..=1.0).contains(&current_weight) {
             return Err(format!(
-                "parameter 'current_weight' = {current_weight}: must be finite and >= 0"
+                "parameter 'current_weight' = {current_weight}: must be between 0 and 1"
             ));
         }
         Ok(Decayed {
@@ -134,12 +144,20 @@ impl Decayed {
 
     /// The policy the module's parameters describe (`half_life`, `current_weight`).
     pub fn from_parameters(params: Parameters<'_>) -> Result<Decayed, String> {
-        Decayed::new(params.parse_or("half_life", 3600.0)?, params.parse_or("current_weight", 0.0)?)
+        Decayed::new(
+            params.parse_or("half_life", 3600.0)?,
+            params.parse_or("current_weight", DEFAULT_CURRENT_WEIGHT)?,
+        )
     }
 
     /// The half-life, in seconds.
     pub fn half_life(&self) -> f64 {
         self.half_life
+    }
+
+    /// How much what a client holds now counts beside its decayed usage (`w`).
+    pub fn current_weight(&self) -> f64 {
+        self.current_weight
     }
 
     /// The normalised decayed usage `V` of the client at `path`, by the tree's name ids, in
@@ -188,14 +206,18 @@ impl Decayed {
         true
     }
 
-    /// Gives every node of the tree its usage: each remembered path's usage goes to the
-    /// client's leaf (or, for a removed client, to the deepest node left on its path) and to
-    /// every ancestor.
+    /// Gives every node of the tree its usage, weighted `1 − w`: each remembered path's usage
+    /// goes to the client's leaf (or, for a removed client, to the deepest node left on its
+    /// path) and to every ancestor.
     fn apply(&self, tree: &mut Tree) {
         tree.clear_usage();
+        let keep = 1.0 - self.current_weight;
+        let mut scaled = Vec::new();
         for (path, u) in &self.usage {
             if let Some(node) = target(tree, path) {
-                tree.add_usage(node, u);
+                scaled.clear();
+                scaled.extend(u.iter().map(|x| x * keep));
+                tree.add_usage(node, &scaled);
             }
         }
     }
@@ -348,14 +370,6 @@ mod tests {
     }
 
     #[test]
-    fn holding_a_part_for_ever_tends_to_the_drf_share_of_that_part() {
-        let mut s = sorter(&["a"], 0.0);
-        s.allocated(ClientId(0), AgentId(0), &res("cpus:30;mem:100")).unwrap();
-        s.set_time(60.0 * H).unwrap();
-        assert!(close(share(&s, 0), 0.3), "{}", share(&s, 0));
-    }
-
-    #[test]
     fn the_integral_is_exact_for_piecewise_constant_holdings() {
         // Holdings: cpus:40 on [0, 100), cpus:10 on [100, 700), nothing on [700, 1000].
         let steps: [(f64, &str, &str); 3] =
@@ -408,15 +422,37 @@ mod tests {
     }
 
     #[test]
-    fn a_grant_counts_in_the_share_as_time_passes_plus_current_weight_times_what_is_held() {
-        for w in [0.0, 1.0] {
+    fn a_grant_counts_in_the_share_as_time_passes_and_as_current_weight_says_at_once() {
+        for w in [0.0, 0.1, 1.0] {
             let mut s = sorter(&["a"], w);
             s.allocated(ClientId(0), AgentId(0), &res("cpus:10")).unwrap();
             assert!(close(share(&s, 0), w * 0.1), "current_weight {w}: {}", share(&s, 0));
             s.set_time(1.0).unwrap();
             let used = 0.1 * (1.0 - (-1.0 / H).exp2());
-            assert!(close(share(&s, 0), used + w * 0.1), "current_weight {w}: {}", share(&s, 0));
+            let want = (1.0 - w) * used + w * 0.1;
+            assert!(close(share(&s, 0), want), "current_weight {w}: {}", share(&s, 0));
         }
+    }
+
+    #[test]
+    fn holding_a_part_for_ever_tends_to_its_drf_share_whatever_the_current_weight() {
+        for w in [0.0, 0.1, 0.5, 1.0] {
+            let mut s = sorter(&["a"], w);
+            s.allocated(ClientId(0), AgentId(0), &res("cpus:30;mem:100")).unwrap();
+            s.set_time(60.0 * H).unwrap();
+            assert!(close(share(&s, 0), 0.3), "current_weight {w}: {}", share(&s, 0));
+        }
+    }
+
+    #[test]
+    fn with_current_weight_one_the_order_is_drf_on_what_is_held_now() {
+        let mut s = sorter(&["a", "b"], 1.0);
+        s.allocated(ClientId(0), AgentId(0), &res("cpus:90")).unwrap();
+        s.set_time(H).unwrap();
+        s.unallocated(ClientId(0), AgentId(0), &res("cpus:90")).unwrap();
+        s.allocated(ClientId(1), AgentId(0), &res("cpus:1")).unwrap();
+        s.set_time(H + 1.0).unwrap();
+        assert_eq!(order(&mut s), [0, 1], "a holds nothing now, b cpus:1");
     }
 
     #[test]
@@ -513,13 +549,15 @@ mod tests {
             ("half_life", "-5", "parameter 'half_life' = -5"),
             ("half_life", "soon", "parameter 'half_life' = 'soon'"),
             ("current_weight", "-1", "parameter 'current_weight' = -1"),
-            ("current_weight", "inf", "parameter 'current_weight' = inf"),
+            ("current_weight", "1.5", "parameter 'current_weight' = 1.5"),
+            ("current_weight", "NaN", "parameter 'current_weight' = NaN"),
         ] {
             let e = Decayed::from_parameters(Parameters(&p(k, v))).unwrap_err();
             assert!(e.starts_with(said), "{k}={v}: {e}");
         }
         let ok = Decayed::from_parameters(Parameters(&p("half_life", "600"))).unwrap();
         assert_eq!(ok.half_life(), 600.0);
-        assert_eq!(Decayed::from_parameters(Parameters(&[])).unwrap().half_life(), 3600.0);
+        let default = Decayed::from_parameters(Parameters(&[])).unwrap();
+        assert_eq!((default.half_life(), default.current_weight()), (3600.0, 0.1));
     }
 }
