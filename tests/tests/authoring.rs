@@ -266,7 +266,7 @@ fn a_broken_allocator_fails_conformance_with_reasons() {
 
 #[test]
 fn every_shipped_sorter_and_the_example_sorter_pass_conformance() {
-    for sorter in ["drf", "weighted_priority", "random"] {
+    for sorter in ["drf", "weighted_priority", "random", "drf_decay"] {
         let (code, text) = conformance(&["--modules", "examples/modules.json", "--sorter", sorter]);
         assert_eq!(code, 0, "{sorter}: {text}");
     }
