@@ -1317,24 +1317,6 @@ fn recover(fw: &str, master: &mut Master<'_>, offer: &Allocation) -> Result<(), 
         .map_err(String::from)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{MAX_REMOVED, MesosFrameworks};
-
-    #[test]
-    fn only_the_last_removed_frameworks_are_remembered() {
-        let mut frameworks = MesosFrameworks::new(std::time::Duration::from_secs(15));
-        for i in 0..MAX_REMOVED + 5 {
-            frameworks.remember_removed(format!("fw-{i}"));
-        }
-        assert_eq!(frameworks.removed.len(), MAX_REMOVED);
-        assert!(!frameworks.removed.contains("fw-4"), "the oldest are forgotten");
-        assert!(frameworks.removed.contains("fw-5") && frameworks.removed.contains("fw-10004"));
-        frameworks.remember_removed("fw-10004".into());
-        assert_eq!(frameworks.removed_order.len(), MAX_REMOVED, "a repeat is not counted twice");
-    }
-}
-
 /// A Mesos `Request` (with this master's extensions: role, count, min_count, group,
 /// constraints; see docs/spec.md) as an allocator [`Request`](allocator_api::Request). `agent_id` becomes a constraint
 /// on the `agent_id` pseudo-attribute.
@@ -1364,4 +1346,22 @@ fn request_of(r: &s::ResourceRequest) -> Result<allocator_api::Request, String> 
         });
     }
     Ok(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_REMOVED, MesosFrameworks};
+
+    #[test]
+    fn only_the_last_removed_frameworks_are_remembered() {
+        let mut frameworks = MesosFrameworks::new(std::time::Duration::from_secs(15));
+        for i in 0..MAX_REMOVED + 5 {
+            frameworks.remember_removed(format!("fw-{i}"));
+        }
+        assert_eq!(frameworks.removed.len(), MAX_REMOVED);
+        assert!(!frameworks.removed.contains("fw-4"), "the oldest are forgotten");
+        assert!(frameworks.removed.contains("fw-5") && frameworks.removed.contains("fw-10004"));
+        frameworks.remember_removed("fw-10004".into());
+        assert_eq!(frameworks.removed_order.len(), MAX_REMOVED, "a repeat is not counted twice");
+    }
 }
