@@ -64,7 +64,7 @@ pub(crate) struct Run {
     /// of an agent the framework was not offered declines nothing and is not listed.
     pub declined: Vec<(f64, String, String)>,
     /// For each entry of `declined`, how many offers had been made before it.
-    declines_seen: Vec<usize>,
+    pub declines_seen: Vec<usize>,
 }
 
 impl Run {

@@ -492,6 +492,46 @@ mod tests {
         assert_eq!(tasks_in(&Resources::new(), &each), None);
     }
 
+    fn offer(run: usize, agent: &str, resources: &str) -> Offer {
+        Offer {
+            time: run as f64,
+            run,
+            framework: "f1".into(),
+            role: "r1".into(),
+            agent: agent.into(),
+            resources: resources.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn while_a_request_is_outstanding_every_offer_must_be_its_tasks() {
+        let request = Request::tasks("r1", 3, task());
+        let r = Run {
+            offers: vec![offer(0, "a1", "cpus:2;mem:256"), offer(1, "a2", "cpus:2;mem:300")],
+            ..Run::default()
+        };
+        let e = placed(&r, "f1", std::slice::from_ref(&request), 0.0).err().unwrap();
+        assert!(e.contains("cpus:2;mem:300 on a2 under 'r1' at t=1"), "{e}");
+    }
+
+    #[test]
+    fn once_placed_other_offers_are_free_but_tasks_placed_again_are_listed() {
+        let request = Request::tasks("r1", 2, task());
+        let r = Run {
+            offers: vec![
+                offer(0, "a1", "cpus:2;mem:256"),
+                offer(1, "a1", "cpus:2;mem:744"),
+                offer(2, "a2", "cpus:1;mem:128"),
+            ],
+            ..Run::default()
+        };
+        let placed = placed(&r, "f1", std::slice::from_ref(&request), 0.0).unwrap();
+        let seen: Vec<(&str, u32)> =
+            placed.iter().map(|p| (p.offer.agent.as_str(), p.tasks)).collect();
+        assert_eq!(seen, [("a1", 2), ("a2", 1)]);
+        assert_eq!(total(&placed), 3, "more than the 2 asked: the check fails it");
+    }
+
     #[test]
     fn every_check_has_its_own_name() {
         let mut all = names();
