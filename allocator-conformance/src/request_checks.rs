@@ -73,7 +73,8 @@ fn ignores_requests(registry: &ModuleRegistry, allocator: &str) -> Option<String
     if without.error.is_none()
         && let Some(e) = &with.error
     {
-        return Some(format!("it refuses requests: {e}"));
+        // The report shows what follows the last ": " (as for the other skips).
+        return Some(format!("{e}: it refuses requests, so none reaches it"));
     }
     (without.error.is_none() && with.error.is_none() && without.stream == with.stream).then(|| {
         "it ignores requests, as the built-in does (a stated request changed none of its offers)"
