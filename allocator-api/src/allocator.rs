@@ -46,7 +46,7 @@ use abi_stable::std_types::{ROption, RString, RVec};
 use crate::error::Result;
 use crate::explain::{ExplainEntry, ExplainSubject};
 use crate::ids::{AgentId, FrameworkId};
-use crate::requests::Request;
+use crate::requests::{Constraint, Request};
 use crate::resources::{Name, Quantities, Resources};
 
 macro_rules! capabilities {
@@ -271,6 +271,32 @@ pub struct AgentInfo {
     pub attributes: RVec<Attribute>,
     /// Its capabilities.
     pub capabilities: AgentCapabilities,
+}
+
+impl AgentInfo {
+    /// The value of the agent's attribute `name`; `hostname` and `agent_id` are its hostname
+    /// and id when it has no attribute of that name (the pseudo-attributes of request
+    /// constraints, as Mesos's offer constraints have `hostname`).
+    pub fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes.iter().find(|a| a.name.as_str() == name).map(|a| a.value.as_str()).or(
+            match name {
+                "hostname" => Some(self.hostname.as_str()),
+                "agent_id" => Some(self.name.as_str()),
+                _ => None,
+            },
+        )
+    }
+
+    /// Whether the agent meets a request's constraint ([`Constraint::holds_for`] on
+    /// [`attribute`](Self::attribute)).
+    pub fn meets(&self, constraint: &Constraint) -> bool {
+        constraint.holds_for(self.attribute(&constraint.attribute))
+    }
+
+    /// Whether the agent meets every constraint of a request.
+    pub fn meets_all(&self, constraints: &[Constraint]) -> bool {
+        constraints.iter().all(|c| self.meets(c))
+    }
 }
 
 /// A maintenance window, in seconds on the host's clock.
@@ -949,6 +975,34 @@ mod tests {
 #[cfg(test)]
 mod admission_tests {
     use super::*;
+
+    fn agent(attributes: &[(&str, &str)]) -> AgentInfo {
+        AgentInfo {
+            id: AgentId(0),
+            name: "a1".into(),
+            hostname: "host1".into(),
+            attributes: attributes
+                .iter()
+                .map(|(n, v)| Attribute { name: (*n).into(), value: (*v).into() })
+                .collect(),
+            capabilities: Default::default(),
+        }
+    }
+
+    #[test]
+    fn an_agent_meets_a_constraint_on_its_attributes() {
+        let a = agent(&[("zone", "a")]);
+        assert!(a.meets(&Constraint::is_in("zone", &["a", "b"])));
+        assert!(!a.meets(&Constraint::is_in("zone", &["b"])));
+        assert!(a.meets_all(&[]));
+    }
+
+    #[test]
+    fn hostname_and_agent_id_are_pseudo_attributes_unless_the_agent_has_them() {
+        assert!(agent(&[]).meets(&Constraint::is_in("hostname", &["host1"])));
+        assert!(agent(&[]).meets(&Constraint::is_in("agent_id", &["a1"])));
+        assert!(!agent(&[("hostname", "x")]).meets(&Constraint::is_in("hostname", &["host1"])));
+    }
 
     #[test]
     fn a_multi_role_framework_needs_a_multi_role_agent() {

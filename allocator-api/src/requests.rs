@@ -19,7 +19,6 @@ use std::fmt;
 use abi_stable::StableAbi;
 use abi_stable::std_types::{ROption, RString, RVec};
 
-use crate::allocator::AgentInfo;
 use crate::resources::Resources;
 
 /// A group of requests that are placed together, all or nothing (a gang of several shapes,
@@ -96,19 +95,10 @@ impl Constraint {
         }
     }
 
-    /// Whether `agent` meets the constraint. An unknown operator is never met.
-    pub fn holds(&self, agent: &AgentInfo) -> bool {
-        let name = self.attribute.as_str();
-        let value = agent
-            .attributes
-            .iter()
-            .find(|a| a.name.as_str() == name)
-            .map(|a| a.value.as_str())
-            .or_else(|| match name {
-                "hostname" => Some(agent.hostname.as_str()),
-                "agent_id" => Some(agent.name.as_str()),
-                _ => None,
-            });
+    /// Whether an agent whose attribute (or pseudo-attribute) of this name has `value`
+    /// (`None`: it has none) meets the constraint. An unknown operator is never met.
+    /// `AgentInfo::meets` reads the value from an agent.
+    pub fn holds_for(&self, value: Option<&str>) -> bool {
         let listed = || value.is_some_and(|v| self.values.iter().any(|x| x.as_str() == v));
         match self.op {
             ConstraintOp::EXISTS => value.is_some(),
@@ -203,11 +193,6 @@ impl Request {
         self.min_count.clamp(1, self.count.max(1))
     }
 
-    /// Whether `agent` meets every constraint.
-    pub fn admits(&self, agent: &AgentInfo) -> bool {
-        self.constraints.iter().all(|c| c.holds(agent))
-    }
-
     /// Why the request cannot be taken as stated, or `None`: no tasks, a `min_count` above
     /// `count`, no resources per task.
     pub fn invalid(&self) -> Option<String> {
@@ -258,43 +243,18 @@ impl fmt::Display for Request {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::allocator::Attribute;
-    use crate::ids::AgentId;
-
-    fn agent(attributes: &[(&str, &str)]) -> AgentInfo {
-        AgentInfo {
-            id: AgentId(0),
-            name: "a1".into(),
-            hostname: "host1".into(),
-            attributes: attributes
-                .iter()
-                .map(|(n, v)| Attribute { name: (*n).into(), value: (*v).into() })
-                .collect(),
-            capabilities: Default::default(),
-        }
-    }
-
-    fn constraint(attribute: &str, op: ConstraintOp, values: &[&str]) -> Constraint {
-        Constraint { op, ..Constraint::is_in(attribute, values) }
-    }
 
     #[test]
-    fn constraints_compare_attributes_as_kubernetes_node_selectors_do() {
-        let a = agent(&[("zone", "a"), ("gpu", "V100")]);
-        assert!(constraint("zone", ConstraintOp::IN, &["a", "b"]).holds(&a));
-        assert!(!constraint("zone", ConstraintOp::IN, &["b"]).holds(&a));
-        assert!(constraint("zone", ConstraintOp::NOT_IN, &["b"]).holds(&a));
-        assert!(constraint("rack", ConstraintOp::NOT_IN, &["r1"]).holds(&a));
-        assert!(constraint("gpu", ConstraintOp::EXISTS, &[]).holds(&a));
-        assert!(constraint("rack", ConstraintOp::NOT_EXISTS, &[]).holds(&a));
-        assert!(!constraint("zone", ConstraintOp(9), &["a"]).holds(&a));
-    }
-
-    #[test]
-    fn hostname_and_agent_id_are_pseudo_attributes_unless_the_agent_has_them() {
-        assert!(Constraint::is_in("hostname", &["host1"]).holds(&agent(&[])));
-        assert!(Constraint::is_in("agent_id", &["a1"]).holds(&agent(&[])));
-        assert!(!Constraint::is_in("hostname", &["host1"]).holds(&agent(&[("hostname", "x")])));
+    fn operators_compare_the_value_as_kubernetes_node_selectors_do() {
+        let c = |op, values: &[&str]| Constraint { op, ..Constraint::is_in("zone", values) };
+        assert!(c(ConstraintOp::IN, &["a", "b"]).holds_for(Some("a")));
+        assert!(!c(ConstraintOp::IN, &["b"]).holds_for(Some("a")));
+        assert!(!c(ConstraintOp::IN, &["a"]).holds_for(None));
+        assert!(c(ConstraintOp::NOT_IN, &["b"]).holds_for(Some("a")));
+        assert!(c(ConstraintOp::NOT_IN, &["b"]).holds_for(None), "no attribute passes NotIn");
+        assert!(c(ConstraintOp::EXISTS, &[]).holds_for(Some("x")));
+        assert!(c(ConstraintOp::NOT_EXISTS, &[]).holds_for(None));
+        assert!(!c(ConstraintOp(9), &["a"]).holds_for(Some("a")), "unknown: never met");
     }
 
     #[test]

@@ -313,7 +313,7 @@ impl<P: Placement> PlacementAllocator<P> {
                 || gated(&self.options, f, a, role)
                 || other.as_ref().is_some_and(|q| !a.free.unreserved().contains_quantities(q))
                 || filtered(a)
-                || !t.constraints.iter().all(|c| c.holds(&a.info))
+                || !a.info.meets_all(&t.constraints)
             {
                 continue;
             }
@@ -602,7 +602,7 @@ impl<P: Placement> PlacementAllocator<P> {
         for a in &self.agents {
             if !offerable(a, self.whitelist.as_ref())
                 || gated(&self.options, f, a, &r.role)
-                || !r.constraints.iter().all(|c| c.holds(&a.info))
+                || !a.info.meets_all(&r.constraints)
             {
                 continue;
             }
