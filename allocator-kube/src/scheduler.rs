@@ -174,6 +174,9 @@ pub struct KubeScheduler {
     roles_dirty: bool,
     /// Tasks to kill at the next reconcile (their pods ended or went elsewhere).
     kills: Vec<(FrameworkId, u64)>,
+    /// The master's run count when the scheduler started: no pod is told why it waits before
+    /// a run after it has had its chance.
+    start_run: u64,
     counts: Counts,
 }
 
@@ -233,6 +236,7 @@ impl KubeScheduler {
             dirty_frameworks: BTreeSet::new(),
             roles_dirty: false,
             kills: Vec::new(),
+            start_run: 0,
             counts: Counts::default(),
         })
     }
@@ -289,6 +293,7 @@ impl KubeScheduler {
             self.started = true;
             self.reconcile(master)?;
             apply(master, &Command::Resume)?;
+            self.start_run = master.runs();
             log::info!(
                 "kubernetes: started with {} nodes, {} pods waiting, {} pods bound before or by others",
                 self.nodes.len(),
@@ -944,7 +949,7 @@ impl KubeScheduler {
         for fw in self.frameworks.values() {
             for uid in fw.pending.iter().map(|(_, u)| u).chain(fw.held.iter()) {
                 let Some(p) = self.pods.get(uid) else { continue };
-                if p.phase != Phase::Pending || p.since_run + 1 >= runs {
+                if p.phase != Phase::Pending || p.since_run.max(self.start_run) + 1 >= runs {
                     continue;
                 }
                 if p.report.as_ref().is_some_and(|(t, _)| now.duration_since(*t) < interval) {

@@ -113,7 +113,8 @@ impl Cluster {
             std::process::id(),
             Instant::now().elapsed().as_nanos() ^ (rand_u32() as u128)
         ));
-        let out = Command::new("bash").arg(script()).arg("up").arg(&dir).output().expect("run bash");
+        let out =
+            Command::new("bash").arg(script()).arg("up").arg(&dir).output().expect("run bash");
         assert!(
             out.status.success(),
             "the test cluster did not start: {}",
@@ -142,16 +143,26 @@ impl Cluster {
 
     fn create<K>(&self, api: Api<K>, value: Value)
     where
-        K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+        K: kube::Resource
+            + Clone
+            + serde::de::DeserializeOwned
+            + serde::Serialize
+            + std::fmt::Debug,
     {
         let obj: K = serde_json::from_value(value).expect("a well-formed object");
         self.rt.block_on(api.create(&PostParams::default(), &obj)).expect("created");
     }
 
-    /// Creates namespace `name`.
+    /// Creates namespace `name` (one that exists, such as `kube-system`, is left as it is).
     pub fn namespace(&self, name: &str) {
         let api: Api<Namespace> = Api::all(self.client.clone());
-        self.create(api, json!({"metadata": {"name": name}}));
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": name}})).expect("a namespace");
+        match self.rt.block_on(api.create(&PostParams::default(), &ns)) {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => panic!("namespace {name}: {e}"),
+        }
     }
 
     /// Creates a Ready node.
@@ -208,7 +219,10 @@ impl Cluster {
     /// Creates `count` plain pods `PREFIX-i` in `ns` asking `cpu_milli` each.
     pub fn pods(&self, ns: &str, prefix: &str, count: usize, cpu_milli: u32) {
         for i in 0..count {
-            self.pod(json!({"metadata": {"name": format!("{prefix}-{i}"), "namespace": ns}}), cpu_milli);
+            self.pod(
+                json!({"metadata": {"name": format!("{prefix}-{i}"), "namespace": ns}}),
+                cpu_milli,
+            );
         }
     }
 

@@ -33,10 +33,7 @@ impl Serve {
 
     /// As [`Serve::start_with_stderr`], for `subcommand` (`serve`, or `kube`, which takes
     /// `serve`'s flags).
-    pub fn start_as(
-        subcommand: &str,
-        args: &[&str],
-    ) -> (Serve, std::sync::mpsc::Receiver<String>) {
+    pub fn start_as(subcommand: &str, args: &[&str]) -> (Serve, std::sync::mpsc::Receiver<String>) {
         let mut child = Command::new(master())
             .args([subcommand, "--listen", "127.0.0.1:0"])
             .args(args)

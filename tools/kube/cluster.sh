@@ -180,15 +180,20 @@ EOF
 }
 
 down() {
-  local dir=${1:?usage: cluster.sh down DIR} f p i
+  local dir=${1:?usage: cluster.sh down DIR} f p i pids=()
   for f in "$dir"/apiserver.pid "$dir"/etcd.pid; do
     [ -f "$f" ] || continue
-    p=$(cat "$f")
-    kill "$p" 2>/dev/null || true
-    for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$p" 2>/dev/null || true
-    rm -f "$f"
+    p=$(cat "$f"); rm -f "$f"
+    kill "$p" 2>/dev/null && pids+=("$p")
   done
+  # A test cluster keeps nothing: 2 s for a clean stop, then it is killed.
+  for i in $(seq 20); do
+    local alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return 0
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 }
 
 case "${1:-}" in

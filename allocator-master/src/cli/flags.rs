@@ -582,17 +582,37 @@ pub struct KubeArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// The `spec.schedulerName` of the pods this scheduler schedules.
-    #[arg(long = "scheduler_name", alias = "scheduler-name", default_value = "allocator-scheduler", value_name = "NAME")]
+    #[arg(
+        long = "scheduler_name",
+        alias = "scheduler-name",
+        default_value = "allocator-scheduler",
+        value_name = "NAME"
+    )]
     pub scheduler_name: String,
     /// The ConfigMap whose `roles.json` holds each role's (namespace's) weight and quota,
     /// `NAMESPACE/NAME`; watched (`none`: no ConfigMap).
-    #[arg(long = "roles_config_map", alias = "roles-config-map", default_value = "kube-system/allocator-scheduler", value_name = "NS/NAME")]
+    #[arg(
+        long = "roles_config_map",
+        alias = "roles-config-map",
+        default_value = "kube-system/allocator-scheduler",
+        value_name = "NS/NAME"
+    )]
     pub roles_config_map: String,
     /// Writes to the API server (bindings, events, conditions) per second at most.
-    #[arg(long = "kube_api_qps", alias = "kube-api-qps", default_value_t = 100.0, value_name = "QPS")]
+    #[arg(
+        long = "kube_api_qps",
+        alias = "kube-api-qps",
+        default_value_t = 100.0,
+        value_name = "QPS"
+    )]
     pub kube_api_qps: f64,
     /// Writes allowed at once above the rate.
-    #[arg(long = "kube_api_burst", alias = "kube-api-burst", default_value_t = 200, value_name = "N")]
+    #[arg(
+        long = "kube_api_burst",
+        alias = "kube-api-burst",
+        default_value_t = 200,
+        value_name = "N"
+    )]
     pub kube_api_burst: u32,
     /// What a framework declined on a node is not offered to it again for this long.
     #[arg(long = "refuse_seconds", alias = "refuse-seconds", default_value = "2secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
@@ -620,7 +640,10 @@ impl KubeArgs {
             }
         };
         if !(self.kube_api_qps.is_finite() && self.kube_api_qps > 0.0) {
-            return Err(format!("--kube_api_qps must be a positive number, not {}", self.kube_api_qps));
+            return Err(format!(
+                "--kube_api_qps must be a positive number, not {}",
+                self.kube_api_qps
+            ));
         }
         o.qps = self.kube_api_qps;
         o.burst = self.kube_api_burst;
