@@ -88,11 +88,11 @@ pub enum BindFailure {
 #[derive(Debug)]
 pub enum Input {
     /// A node event.
-    Node(WatchEvent<Node>),
+    Node(Box<WatchEvent<Node>>),
     /// A pod event, from one of the two watches.
-    Pod(Source, WatchEvent<Pod>),
+    Pod(Source, Box<WatchEvent<Pod>>),
     /// An event of the roles ConfigMap.
-    Config(WatchEvent<ConfigMap>),
+    Config(Box<WatchEvent<ConfigMap>>),
     /// A binding's outcome, by pod uid.
     Bound {
         /// The pod's uid.
@@ -255,13 +255,13 @@ async fn forward<K, F>(
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     K::DynamicType: Default,
-    F: Fn(WatchEvent<K>) -> Input,
+    F: Fn(Box<WatchEvent<K>>) -> Input,
 {
     let mut stream = watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                if tx.send(wrap(event)).is_err() {
+                if tx.send(wrap(Box::new(event))).is_err() {
                     return;
                 }
             }
@@ -314,8 +314,8 @@ async fn run(
             }
             None => {
                 // No ConfigMap: say so once, as an empty list would.
-                let _ = tx.send(Input::Config(WatchEvent::Init));
-                let _ = tx.send(Input::Config(WatchEvent::InitDone));
+                let _ = tx.send(Input::Config(Box::new(WatchEvent::Init)));
+                let _ = tx.send(Input::Config(Box::new(WatchEvent::InitDone)));
                 futures::future::pending::<()>().await
             }
         }

@@ -10,7 +10,7 @@
 //!   `ownerReference`: Job, ReplicaSet, StatefulSet, …, `NS/KIND/NAME`), or `NS/pods` for pods
 //!   without one. A framework is added with its first pod and removed with its last; it is
 //!   suppressed while it has nothing pending; its pending pods are its stated demand;
-//! * an offer is answered at once ([`KubeScheduler::observe`]): the framework's pending pods, in
+//! * an offer is answered at once (`Client::observe`): the framework's pending pods, in
 //!   creation order, that the node passes (selector, affinity, taints) and that fit what is left
 //!   of the offer are launched as tasks, the rest declined; each launched pod is bound by the
 //!   API side, with its GPU device indices as an annotation;
@@ -309,7 +309,7 @@ impl KubeScheduler {
         match input {
             Input::Node(event) => self.watch_event(
                 Stream::Nodes,
-                event,
+                *event,
                 Self::node_applied,
                 |s, n| s.node_deleted(n.metadata.name.as_deref().unwrap_or_default()),
                 |n| n.metadata.name.clone(),
@@ -319,7 +319,7 @@ impl KubeScheduler {
                 let stream = if source == Source::Ours { Stream::Ours } else { Stream::Others };
                 self.watch_event(
                     stream,
-                    event,
+                    *event,
                     move |s, p, m| s.pod_applied(source, p, m),
                     |s, p| {
                         if let Some(uid) = p.metadata.uid.as_deref() {
@@ -332,7 +332,7 @@ impl KubeScheduler {
             }
             Input::Config(event) => self.watch_event(
                 Stream::Config,
-                event,
+                *event,
                 |s, c, _| s.config_applied(Some(c)),
                 |s, _| s.config_applied(None),
                 |c| c.metadata.name.clone(),
@@ -343,8 +343,6 @@ impl KubeScheduler {
                 Ok(())
             }
         }
-        .map(|()| ())?;
-        Ok(())
     }
 
     /// One watch event: applies, deletions, and a re-list's end (what it did not list again
@@ -850,10 +848,10 @@ impl KubeScheduler {
             fw.suppressed = true;
         } else if !fw.pending.is_empty() && fw.suppressed {
             let revive = Command::ReviveOffers(name.to_owned(), Vec::new());
-            if let Err(e) = master.apply_from(allocator_host::master::Origin::Derived, &revive) {
-                if master.stopped().is_some() {
-                    return Err(e.to_string());
-                }
+            if let Err(e) = master.apply_from(allocator_host::master::Origin::Derived, &revive)
+                && master.stopped().is_some()
+            {
+                return Err(e.to_string());
             }
             fw.suppressed = false;
         }
