@@ -1071,6 +1071,9 @@ impl allocator_sim::driver::Client for KubeScheduler {
                 _ => {}
             }
         }
+        if !self.started {
+            return Ok(()); // nothing reaches the master before every list is complete
+        }
         for name in std::mem::take(&mut self.dirty_frameworks) {
             self.reconcile_framework(&name, master)?;
         }

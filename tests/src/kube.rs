@@ -141,6 +141,35 @@ impl Cluster {
         &self.dir
     }
 
+    /// Starts KWOK as the fake kubelet (`tools/kube/kwok-stages.yaml`): bound pods become
+    /// Running, and one annotated `kwok.allocator.dev/run-for: 2s` ends Succeeded after that.
+    pub fn kwok(&self) {
+        let out = Command::new("bash")
+            .arg(script())
+            .arg("kwok")
+            .arg(&self.dir)
+            .output()
+            .expect("run bash");
+        assert!(
+            out.status.success(),
+            "KWOK did not start: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The phase of every pod, by name.
+    pub fn phases(&self, ns: &str) -> std::collections::BTreeMap<String, String> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let list = self.rt.block_on(api.list(&ListParams::default())).expect("pods");
+        list.items
+            .into_iter()
+            .map(|p| {
+                let phase = p.status.and_then(|s| s.phase).unwrap_or_default();
+                (p.metadata.name.unwrap_or_default(), phase)
+            })
+            .collect()
+    }
+
     fn create<K>(&self, api: Api<K>, value: Value)
     where
         K: kube::Resource

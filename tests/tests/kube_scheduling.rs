@@ -347,3 +347,33 @@ fn a_panicking_sorter_module_falls_back_and_pods_are_still_bound() {
     let metrics: Value = serde_json::from_str(&body).expect("JSON metrics");
     assert!(metrics["allocator/module_fallbacks"].as_f64().unwrap_or(0.0) >= 1.0, "{body}");
 }
+
+#[test]
+fn pods_that_end_under_the_fake_kubelet_give_their_room_to_the_next() {
+    let cluster = Cluster::start();
+    cluster.kwok();
+    cluster.namespace("jobs");
+    cluster.node(&NodeSpec::new("n0", 2));
+    for i in 0..6 {
+        cluster.pod(
+            json!({"metadata": {"name": format!("job-{i}"), "namespace": "jobs",
+            "annotations": {"kwok.allocator.dev/run-for": "1s"}}}),
+            1000,
+        );
+    }
+    let (_scheduler, _lines) = cluster.scheduler(&[]);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut most_running = 0;
+    loop {
+        let phases = cluster.phases("jobs");
+        let running = phases.values().filter(|p| *p == "Running").count();
+        most_running = most_running.max(running);
+        assert!(running <= 2, "never more running than fit: {phases:?}");
+        if phases.values().all(|p| p == "Succeeded") {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "every pod ran and ended: {phases:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(most_running >= 1, "pods ran under KWOK");
+}

