@@ -33,6 +33,8 @@ pub const GPU_MODEL_LABELS: [&str; 2] =
     ["nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model"];
 /// The resource that counts pods on a node.
 pub const PODS: &str = "pods";
+/// Pods a node takes when its allocatable does not say (the kubelet's `--max-pods` default).
+pub const DEFAULT_MAX_PODS: i64 = 110;
 
 /// A node as an agent.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,6 +94,10 @@ pub fn agent_of(node: &Node) -> AgentSpec {
                 resources.add_resource(r);
             }
         }
+    }
+    if resources.scalar(PODS).is_zero() {
+        // A node that does not say how many pods it takes takes the kubelet's default.
+        resources.add_resource(Resource::scalar(PODS, Scalar::from_units(DEFAULT_MAX_PODS)));
     }
     let labels = node.metadata.labels.clone().unwrap_or_default();
     let mut attributes: Vec<Attribute> = labels

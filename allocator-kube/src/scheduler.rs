@@ -356,7 +356,6 @@ impl KubeScheduler {
         key: impl Fn(&K) -> Option<String>,
         master: &mut Master<'_>,
     ) -> Result<(), String> {
-        let _ = master;
         match event {
             WatchEvent::Apply(obj) => applied(self, &obj, master),
             WatchEvent::Delete(obj) => deleted(self, &obj),
