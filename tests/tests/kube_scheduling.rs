@@ -377,3 +377,27 @@ fn pods_that_end_under_the_fake_kubelet_give_their_room_to_the_next() {
     }
     assert!(most_running >= 1, "pods ran under KWOK");
 }
+
+#[test]
+fn pods_of_other_schedulers_count_as_used_until_they_end() {
+    let cluster = Cluster::start();
+    cluster.namespace("mixed");
+    cluster.node(&NodeSpec::new("n0", 2));
+    // kube-scheduler's pod, already bound: it holds one of the two cores.
+    cluster.pod(
+        json!({"metadata": {"name": "theirs", "namespace": "mixed"},
+            "spec": {"schedulerName": "default-scheduler", "nodeName": "n0"}}),
+        1000,
+    );
+    cluster.pods("mixed", "ours", 2, 1000);
+    let (_scheduler, _lines) = cluster.scheduler(&[]);
+    let (done, pods) = cluster.wait_pods(30.0, |pods| bound(pods) == 2);
+    assert!(done, "one of ours beside theirs: {pods:?}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pods = cluster.placed();
+    assert_eq!(bound(&pods), 2, "the other one of ours does not fit: {pods:?}");
+    assert_not_overcommitted(&pods, 2000, 110);
+    cluster.delete_pod("mixed", "theirs");
+    let (done, pods) = cluster.wait_pods(30.0, |pods| pods.len() == 2 && bound(pods) == 2);
+    assert!(done, "their pod's end made room for ours: {pods:?}");
+}
