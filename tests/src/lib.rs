@@ -6,6 +6,7 @@
 //! `ALLOCATOR_MODULE_DIR` to load libraries from another folder.
 #![deny(missing_docs)]
 
+pub mod kube;
 pub mod serve;
 
 use std::io::{BufRead, BufReader};

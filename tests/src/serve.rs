@@ -28,8 +28,14 @@ impl Serve {
 
     /// As [`Serve::start`], with the master's stderr lines after its address as they come.
     pub fn start_with_stderr(args: &[&str]) -> (Serve, std::sync::mpsc::Receiver<String>) {
+        Serve::start_as("serve", args)
+    }
+
+    /// As [`Serve::start_with_stderr`], for `subcommand` (`serve`, or `kube`, which takes
+    /// `serve`'s flags).
+    pub fn start_as(subcommand: &str, args: &[&str]) -> (Serve, std::sync::mpsc::Receiver<String>) {
         let mut child = Command::new(master())
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args([subcommand, "--listen", "127.0.0.1:0"])
             .args(args)
             .current_dir(workspace_root())
             .env_remove("RUST_LOG")

@@ -329,6 +329,10 @@ pub enum Command {
     /// endpoint: GET /metrics/snapshot, GET /state, POST /quota, /weights, /sorters, and the
     /// Mesos v1 scheduler (POST /api/v1/scheduler) and operator (POST /api/v1) APIs.
     Serve(Box<ServeArgs>),
+    /// Schedule the pods of a Kubernetes cluster whose `spec.schedulerName` is this
+    /// scheduler's, with the same modules and flags as `serve` (whose live endpoints it keeps):
+    /// nodes are agents, namespaces roles, workloads frameworks, offers become Bindings.
+    Kube(Box<KubeArgs>),
     /// What-if: the offers and shares the next allocation run would make after a change at a
     /// time of the scenario, against without it (nothing is changed).
     Plan(PlanArgs),
@@ -568,6 +572,85 @@ pub struct ServeArgs {
     /// The scenario that supplies the cluster, and the event stream.
     #[command(flatten)]
     pub run: RunFlags,
+}
+
+/// `allocator-master kube` arguments: `serve`'s, and how to reach the cluster.
+#[derive(clap::Args, Debug, Clone)]
+pub struct KubeArgs {
+    /// The kubeconfig to use (default: `KUBECONFIG`, `~/.kube/config`, or the in-cluster
+    /// service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The `spec.schedulerName` of the pods this scheduler schedules.
+    #[arg(
+        long = "scheduler_name",
+        alias = "scheduler-name",
+        default_value = "allocator-scheduler",
+        value_name = "NAME"
+    )]
+    pub scheduler_name: String,
+    /// The ConfigMap whose `roles.json` holds each role's (namespace's) weight and quota,
+    /// `NAMESPACE/NAME`; watched (`none`: no ConfigMap).
+    #[arg(
+        long = "roles_config_map",
+        alias = "roles-config-map",
+        default_value = "kube-system/allocator-scheduler",
+        value_name = "NS/NAME"
+    )]
+    pub roles_config_map: String,
+    /// Writes to the API server (bindings, events, conditions) per second at most.
+    #[arg(
+        long = "kube_api_qps",
+        alias = "kube-api-qps",
+        default_value_t = 100.0,
+        value_name = "QPS"
+    )]
+    pub kube_api_qps: f64,
+    /// Writes allowed at once above the rate.
+    #[arg(
+        long = "kube_api_burst",
+        alias = "kube-api-burst",
+        default_value_t = 200,
+        value_name = "N"
+    )]
+    pub kube_api_burst: u32,
+    /// What a framework declined on a node is not offered to it again for this long.
+    #[arg(long = "refuse_seconds", alias = "refuse-seconds", default_value = "2secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
+    pub refuse_seconds: f64,
+    /// The least time between two reports (event and condition) of why one pod waits.
+    #[arg(long = "report_interval", alias = "report-interval", default_value = "30secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
+    pub report_interval: f64,
+    /// Everything `serve` takes: modules, allocator, sorters, weights, the HTTP endpoints.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+impl KubeArgs {
+    /// The client's options.
+    pub fn options(&self) -> Result<allocator_kube::KubeOptions, String> {
+        let mut o = allocator_kube::KubeOptions::new(&self.scheduler_name);
+        o.kubeconfig = self.kubeconfig.clone();
+        o.config_map = match self.roles_config_map.as_str() {
+            "none" | "" => None,
+            text => {
+                let (ns, name) = text
+                    .split_once('/')
+                    .ok_or_else(|| format!("--roles_config_map: '{text}' is not NAMESPACE/NAME"))?;
+                Some((ns.to_owned(), name.to_owned()))
+            }
+        };
+        if !(self.kube_api_qps.is_finite() && self.kube_api_qps > 0.0) {
+            return Err(format!(
+                "--kube_api_qps must be a positive number, not {}",
+                self.kube_api_qps
+            ));
+        }
+        o.qps = self.kube_api_qps;
+        o.burst = self.kube_api_burst;
+        o.refuse_seconds = self.refuse_seconds;
+        o.report_interval = std::time::Duration::from_secs_f64(self.report_interval.max(0.0));
+        Ok(o)
+    }
 }
 
 /// `serve`'s authentication and authorization flags, as Mesos's master names them (see

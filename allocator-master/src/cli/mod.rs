@@ -35,6 +35,7 @@ pub fn main() -> ExitCode {
     let args = Args::parse();
     let log_dir = match &args.command {
         Some(Command::Serve(serve)) => serve.log_dir.as_deref(),
+        Some(Command::Kube(kube)) => kube.serve.log_dir.as_deref(),
         _ => None,
     };
     if let Err(message) = crate::logging::init(log_dir) {
@@ -104,6 +105,8 @@ struct RunSetup<'a> {
     run: RunFlags,
     report: Option<&'a PathBuf>,
     serve: Option<&'a ServeArgs>,
+    /// `kube`: serve a Kubernetes cluster (its `serve` flags in `serve`).
+    kube: Option<&'a KubeArgs>,
 }
 
 /// Runs with parsed arguments; `Err` is a one-line message for exit code 2.
@@ -120,6 +123,7 @@ pub fn run(args: &Args) -> Result<u8, String> {
             run: args.run.clone(),
             report: args.report.as_ref(),
             serve: None,
+            kube: None,
         };
         return run_allocation(&registry, &setup);
     };
@@ -178,6 +182,25 @@ pub fn run(args: &Args) -> Result<u8, String> {
                 run: serve.run.clone().or(&args.run),
                 report: None,
                 serve: Some(serve),
+                kube: None,
+            };
+            run_allocation(&registry, &setup)
+        }
+        Command::Kube(kube) => {
+            refuse_outer_flags(args, "kube", Applies::RUN)?;
+            let serve = &kube.serve;
+            serve.refuse_unsupported()?;
+            let registry = load_modules(
+                &serve.modules.clone().or(&args.modules),
+                &serve.allocator.limits.clone().or(&args.allocator.limits),
+            )?;
+            let setup = RunSetup {
+                engine: serve.engine.clone().or(&args.engine),
+                allocator: serve.allocator.clone().or(&args.allocator),
+                run: serve.run.clone().or(&args.run),
+                report: None,
+                serve: Some(serve),
+                kube: Some(kube),
             };
             run_allocation(&registry, &setup)
         }

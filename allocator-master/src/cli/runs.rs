@@ -118,6 +118,12 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
     let (mut out, summary_to) = open_output(s.run.output.as_ref())?;
     let doc = match &s.run.scenario {
         Some(path) => Document::read(path).map_err(|e| e.to_string())?,
+        // A Kubernetes cluster supplies the agents and the demand: no workload of its own.
+        None if s.kube.is_some() => {
+            let mut root = serde_json::Map::new();
+            root.insert("events".into(), serde_json::json!([]));
+            Document { file: "kubernetes".into(), root }
+        }
         None => allocator_sim::workload::default_document(s.allocator.seed.unwrap_or(0)),
     };
     if doc.is_sorter_scenario() {
@@ -156,7 +162,14 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
         return Ok(if outcome.failures.is_empty() { 0 } else { EXIT_EXPECTATION_FAILED });
     }
     let scenario = AllocatorScenario::parse(&doc).map_err(|e| e.to_string())?;
-    let setup = setup(&s.engine, &s.allocator, &scenario.config)?;
+    let mut setup = setup(&s.engine, &s.allocator, &scenario.config)?;
+    if s.kube.is_some() {
+        // Pods per node is a resource every pod asks one of; it is no share of anything.
+        let excluded = &mut setup.options.fairness_excluded_resource_names;
+        if !excluded.iter().any(|n| n.as_str() == allocator_kube::convert::PODS) {
+            excluded.push(allocator_kube::convert::PODS.into());
+        }
+    }
     let mut driver = Driver::new(registry, setup, &doc.file)?;
     driver.set_interrupt(crate::interrupt::install());
     if let Some(subject) = &s.run.explain {
@@ -175,6 +188,7 @@ pub(crate) fn run_allocation(registry: &ModuleRegistry, s: &RunSetup<'_>) -> Res
             work_dir: serve.registry_dir()?,
             hostname: serve.hostname.clone(),
             flags: given_flags(),
+            kube: s.kube.map(KubeArgs::options).transpose()?,
         };
         driver.set_offer_tracking(
             scenario.events.iter().any(|(_, op)| {

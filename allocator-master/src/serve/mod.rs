@@ -80,6 +80,9 @@ pub struct ServeOptions {
     pub hostname: Option<String>,
     /// Every flag the master runs with (name, value), for `/master/flags` and `GET_FLAGS`.
     pub flags: Vec<(String, String)>,
+    /// Schedule a Kubernetes cluster (`allocator-master kube`) instead of serving frameworks
+    /// over the scheduler API.
+    pub kube: Option<allocator_kube::KubeOptions>,
 }
 
 /// A request read in full by the HTTP server.
@@ -104,9 +107,12 @@ pub fn serve(
         ));
     }
     let heartbeat = Duration::from_secs_f64(options.heartbeat_interval);
-    driver.attach_client(
-        MesosFrameworks::new(heartbeat).with_limits(options.framework_limits.clone()),
-    );
+    match &options.kube {
+        Some(kube) => driver.attach_client(allocator_kube::KubeScheduler::connect(kube.clone())?),
+        None => driver.attach_client(
+            MesosFrameworks::new(heartbeat).with_limits(options.framework_limits.clone()),
+        ),
+    }
     crate::descriptors::survive_file_size_limit();
     let registry = match &options.work_dir {
         Some(dir) => Some(crate::master_registry::Store::open(dir)?),
@@ -162,6 +168,10 @@ pub fn serve(
     let (modules, setup) = (driver.master().registry(), driver.initial_setup().clone());
     let result = crate::planner::with_planner(modules, &setup, |planner| {
         let mut live = Live::new(driver, scenario, options, queued, planner)?;
+        if options.kube.is_some() {
+            // The watches' news reach the master loop by polling its queue of inputs.
+            live.poll = KUBE_POLL;
+        }
         let restored = registry.map(|(store, state)| {
             live.store = Some(store);
             state
@@ -188,6 +198,9 @@ mod routes;
 
 /// How often the master loop looks at the interrupt flag when nothing else wakes it.
 const INTERRUPT_POLL: Duration = Duration::from_millis(100);
+
+/// How often the master loop takes the Kubernetes watches' news when nothing else wakes it.
+const KUBE_POLL: Duration = Duration::from_millis(10);
 
 /// The master loop's state.
 struct Live<'s, 'r> {
@@ -219,6 +232,8 @@ struct Live<'s, 'r> {
     registry_generation: Option<u64>,
     /// Subscribers to the operator API's event stream.
     streams: crate::clients::operator_events::OperatorStreams,
+    /// The longest the loop waits for a request before it catches up again.
+    poll: Duration,
 }
 
 impl<'s, 'r> Live<'s, 'r> {
@@ -251,6 +266,7 @@ impl<'s, 'r> Live<'s, 'r> {
             streams: crate::clients::operator_events::OperatorStreams::new(
                 Duration::from_secs_f64(options.heartbeat_interval),
             ),
+            poll: INTERRUPT_POLL,
             driver,
         })
     }
@@ -270,11 +286,12 @@ impl<'s, 'r> Live<'s, 'r> {
             self.restore(state, out)?;
         }
         let clock = self.clock;
+        let poll = self.poll;
         let result = allocator_host::wall_clock::run(
             &mut ServeLoop { live: &mut self, out },
             &clock,
             rx,
-            Some(INTERRUPT_POLL),
+            Some(poll),
         );
         self.streams.close();
         result
@@ -501,6 +518,11 @@ impl<'s, 'r> Live<'s, 'r> {
         m.insert("master/uptime_secs".into(), json!(self.start.elapsed().as_secs_f64()));
         let offers = self.driver.client::<MesosFrameworks>().map_or(0, |m| m.outstanding_offers());
         m.insert("master/outstanding_offers".into(), json!(offers));
+        if let Some(kube) = self.driver.client::<allocator_kube::KubeScheduler>() {
+            for (name, value) in kube.metrics() {
+                m.insert(name, json!(value));
+            }
+        }
         crate::system_metrics::write(&mut m);
         m
     }
@@ -573,6 +595,13 @@ impl Wiring for ServeLoop<'_, '_, '_> {
         {
             live.fatal()?;
             log::error!("scheduler API: {e}");
+        }
+        if let Err(e) = live
+            .driver
+            .with_client(self.out, |k: &mut allocator_kube::KubeScheduler, master| k.tick(master))
+        {
+            live.fatal()?;
+            log::error!("kubernetes: {e}");
         }
         self.out.flush();
         crate::logging::expire();

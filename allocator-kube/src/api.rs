@@ -1,0 +1,432 @@
+//! The Kubernetes API side: watchers on nodes, pods and the roles ConfigMap feed the master's
+//! thread ([`Input`]), and what the master decides ([`Action`]: bindings, `FailedScheduling`
+//! events and `PodScheduled=False` conditions) is written back concurrently within a bounded
+//! rate. Everything runs on a small tokio runtime of its own, on a thread of its own, so the
+//! master thread stays a plain thread (as `serve`'s HTTP server does).
+//!
+//! Pods come from two watches, both leaving out ended pods (`status.phase!=Succeeded,…`, as
+//! kube-scheduler's informer does, so an ended pod is a deletion): the pods whose
+//! `spec.schedulerName` is this scheduler's, and the pods of other schedulers that are bound
+//! to a node (they count as used there).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Binding, ConfigMap, Node, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::watcher::{self, Event as WatchEvent};
+use kube::{Client, Config};
+use tokio::sync::{Semaphore, mpsc};
+
+/// How the client reaches the API server and writes to it.
+#[derive(Clone, Debug)]
+pub struct KubeOptions {
+    /// The kubeconfig to use; `None`: `KUBECONFIG`, `~/.kube/config`, or the in-cluster
+    /// service account (kube-rs's `Config::infer`).
+    pub kubeconfig: Option<PathBuf>,
+    /// The `spec.schedulerName` this scheduler schedules.
+    pub scheduler_name: String,
+    /// The ConfigMap with the roles' weights and quotas (`namespace/name`); `None`: none.
+    pub config_map: Option<(String, String)>,
+    /// Writes per second (bindings, events, conditions) at most.
+    pub qps: f64,
+    /// Writes that may go at once above the rate.
+    pub burst: u32,
+    /// Writes in flight at most.
+    pub concurrency: usize,
+    /// Seconds a framework is not offered again what it declined on a node.
+    pub refuse_seconds: f64,
+    /// The least time between two reports (event, condition) of why one pod waits.
+    pub report_interval: Duration,
+}
+
+impl KubeOptions {
+    /// The defaults for scheduler `name`: 100 writes a second (burst 200), 32 in flight,
+    /// refusals of 2 s, a pod's reason reported at most every 30 s.
+    pub fn new(name: &str) -> KubeOptions {
+        KubeOptions {
+            kubeconfig: None,
+            scheduler_name: name.to_owned(),
+            config_map: None,
+            qps: 100.0,
+            burst: 200,
+            concurrency: 32,
+            refuse_seconds: 2.0,
+            report_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Which pod watch an event came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// Pods whose `schedulerName` is ours.
+    Ours,
+    /// Bound pods of other schedulers.
+    Others,
+}
+
+/// Why a binding failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BindFailure {
+    /// The pod is gone (404).
+    Gone,
+    /// The pod is bound already or was replaced (409).
+    Conflict(String),
+    /// Anything else (retried).
+    Other(String),
+}
+
+/// What the API side tells the master's thread.
+#[derive(Debug)]
+pub enum Input {
+    /// A node event.
+    Node(Box<WatchEvent<Node>>),
+    /// A pod event, from one of the two watches.
+    Pod(Source, Box<WatchEvent<Pod>>),
+    /// An event of the roles ConfigMap.
+    Config(Box<WatchEvent<ConfigMap>>),
+    /// A binding's outcome, by pod uid.
+    Bound {
+        /// The pod's uid.
+        uid: String,
+        /// `Ok`, or why not.
+        result: Result<(), BindFailure>,
+    },
+}
+
+/// What the master's thread asks the API side to write.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Bind a pod to a node (`pods/binding`), with annotations set on the pod by the binding.
+    Bind {
+        /// The pod's namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Its uid (the binding's precondition).
+        uid: String,
+        /// The node.
+        node: String,
+        /// Annotations the binding sets ([`crate::convert::GPU_INDEX_ANNOTATION`]).
+        annotations: BTreeMap<String, String>,
+    },
+    /// Tell why a pod waits: a `FailedScheduling` event and the `PodScheduled=False`
+    /// condition with reason `Unschedulable`.
+    Unschedulable {
+        /// The pod's namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Its uid.
+        uid: String,
+        /// Why it waits.
+        message: String,
+    },
+}
+
+/// The API side running: its inputs, where actions go, and its runtime's thread (stopped
+/// when this is dropped).
+pub struct Connection {
+    /// What the watches and writes report.
+    pub inputs: std_mpsc::Receiver<Input>,
+    /// Where actions go.
+    pub actions: mpsc::UnboundedSender<Action>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A token bucket: `qps` a second, `burst` at once.
+struct Limiter {
+    next: std::sync::Mutex<Instant>,
+    interval: Duration,
+    burst: Duration,
+}
+
+impl Limiter {
+    fn new(qps: f64, burst: u32) -> Limiter {
+        let interval = Duration::from_secs_f64(1.0 / qps.max(0.001));
+        Limiter { next: std::sync::Mutex::new(Instant::now()), interval, burst: interval * burst }
+    }
+
+    async fn wait(&self) {
+        let slot = {
+            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            let earliest = now.checked_sub(self.burst).unwrap_or(now);
+            let slot = (*next).max(earliest);
+            *next = slot + self.interval;
+            slot
+        };
+        tokio::time::sleep_until(slot.into()).await;
+    }
+}
+
+async fn client_of(options: &KubeOptions) -> Result<Client, String> {
+    let config = match &options.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("cannot read the kubeconfig '{}': {e}", path.display()))?;
+            Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| format!("the kubeconfig '{}': {e}", path.display()))?
+        }
+        None => Config::infer().await.map_err(|e| format!("no Kubernetes configuration: {e}"))?,
+    };
+    Client::try_from(config).map_err(|e| format!("cannot make a Kubernetes client: {e}"))
+}
+
+/// Connects to the API server and starts the watches and the writer. `Err` when no client
+/// can be made (a bad kubeconfig); an API server that does not answer yet is retried.
+pub fn connect(options: &KubeOptions) -> Result<Connection, String> {
+    let (inputs_tx, inputs) = std_mpsc::channel();
+    let (actions, actions_rx) = mpsc::unbounded_channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready) = std_mpsc::channel::<Result<(), String>>();
+    let options = options.clone();
+    let thread = std::thread::Builder::new()
+        .name("kube-client".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("kube-io")
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(format!("cannot start the Kubernetes runtime: {e}")));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let client = match client_of(&options).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let tasks = run(client, options, inputs_tx, actions_rx);
+                tokio::select! {
+                    _ = tasks => {}
+                    _ = stopped => {}
+                }
+            });
+        })
+        .map_err(|e| format!("cannot start the Kubernetes client thread: {e}"))?;
+    match ready.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            return Err(e);
+        }
+        Err(_) => return Err("the Kubernetes client thread ended at start".into()),
+    }
+    Ok(Connection { inputs, actions, stop: Some(stop), thread: Some(thread) })
+}
+
+/// Forwards a watch to the master's thread until it is gone.
+async fn forward<K, F>(
+    api: Api<K>,
+    config: watcher::Config,
+    what: &'static str,
+    tx: std_mpsc::Sender<Input>,
+    wrap: F,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+    F: Fn(Box<WatchEvent<K>>) -> Input,
+{
+    let mut stream = watcher(api, config).default_backoff().boxed();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => {
+                if tx.send(wrap(Box::new(event))).is_err() {
+                    return;
+                }
+            }
+            Err(e) => log::warn!("watching {what}: {e}"),
+        }
+    }
+}
+
+fn watcher<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = watcher::Result<WatchEvent<K>>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    watcher::watcher(api, config)
+}
+
+async fn run(
+    client: Client,
+    options: KubeOptions,
+    tx: std_mpsc::Sender<Input>,
+    mut actions: mpsc::UnboundedReceiver<Action>,
+) {
+    let live = "status.phase!=Succeeded,status.phase!=Failed";
+    let name = &options.scheduler_name;
+    let ours = watcher::Config::default().fields(&format!("spec.schedulerName={name},{live}"));
+    let others = watcher::Config::default()
+        .fields(&format!("spec.schedulerName!={name},spec.nodeName!=,{live}"));
+    let nodes = forward(
+        Api::<Node>::all(client.clone()),
+        watcher::Config::default(),
+        "nodes",
+        tx.clone(),
+        Input::Node,
+    );
+    let pods = forward(Api::<Pod>::all(client.clone()), ours, "pods", tx.clone(), |e| {
+        Input::Pod(Source::Ours, e)
+    });
+    let bound = forward(Api::<Pod>::all(client.clone()), others, "bound pods", tx.clone(), |e| {
+        Input::Pod(Source::Others, e)
+    });
+    let config = async {
+        match &options.config_map {
+            Some((ns, cm)) => {
+                let api = Api::<ConfigMap>::namespaced(client.clone(), ns);
+                let config = watcher::Config::default().fields(&format!("metadata.name={cm}"));
+                forward(api, config, "the roles ConfigMap", tx.clone(), Input::Config).await
+            }
+            None => {
+                // No ConfigMap: say so once, as an empty list would.
+                let _ = tx.send(Input::Config(Box::new(WatchEvent::Init)));
+                let _ = tx.send(Input::Config(Box::new(WatchEvent::InitDone)));
+                futures::future::pending::<()>().await
+            }
+        }
+    };
+    let limiter = Arc::new(Limiter::new(options.qps, options.burst));
+    let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: options.scheduler_name.clone(),
+            instance: std::env::var("HOSTNAME").ok(),
+        },
+    );
+    let writer = async {
+        while let Some(action) = actions.recv().await {
+            let Ok(permit) = slots.clone().acquire_owned().await else { return };
+            let (client, limiter, tx, recorder) =
+                (client.clone(), limiter.clone(), tx.clone(), recorder.clone());
+            tokio::spawn(async move {
+                limiter.wait().await;
+                write(&client, &recorder, action, &tx).await;
+                drop(permit);
+            });
+        }
+    };
+    tokio::join!(nodes, pods, bound, config, writer);
+}
+
+fn failure_of(e: kube::Error) -> BindFailure {
+    match e {
+        kube::Error::Api(s) if s.code == 404 => BindFailure::Gone,
+        kube::Error::Api(s) if s.code == 409 => BindFailure::Conflict(s.message),
+        e => BindFailure::Other(e.to_string()),
+    }
+}
+
+async fn write(client: &Client, recorder: &Recorder, action: Action, tx: &std_mpsc::Sender<Input>) {
+    match action {
+        Action::Bind { namespace, name, uid, node, annotations } => {
+            let api = Api::<Pod>::namespaced(client.clone(), &namespace);
+            let binding = Binding {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(namespace.clone()),
+                    uid: Some(uid.clone()),
+                    annotations: (!annotations.is_empty()).then_some(annotations),
+                    ..Default::default()
+                },
+                target: ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Node".into()),
+                    name: Some(node),
+                    ..Default::default()
+                },
+            };
+            let result = api
+                .create_subresource::<Binding, serde_json::Value>(
+                    "binding",
+                    &name,
+                    &PostParams::default(),
+                    &binding,
+                )
+                .await
+                .map(drop)
+                .map_err(failure_of);
+            let _ = tx.send(Input::Bound { uid, result });
+        }
+        Action::Unschedulable { namespace, name, uid, message } => {
+            let reference = ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                uid: Some(uid),
+                ..Default::default()
+            };
+            let event = KubeEvent {
+                type_: EventType::Warning,
+                reason: "FailedScheduling".into(),
+                note: Some(truncate(&message, 1000)),
+                action: "Scheduling".into(),
+                secondary: None,
+            };
+            if let Err(e) = recorder.publish(&event, &reference).await {
+                log::warn!("event for pod {namespace}/{name}: {e}");
+            }
+            let now = k8s_openapi::jiff::Timestamp::now();
+            let patch = serde_json::json!({"status": {"conditions": [{
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": truncate(&message, 4000),
+                "lastTransitionTime": now.to_string(),
+            }]}});
+            let api = Api::<Pod>::namespaced(client.clone(), &namespace);
+            if let Err(e) =
+                api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch)).await
+            {
+                log::debug!("condition of pod {namespace}/{name}: {e}");
+            }
+        }
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}

@@ -1,0 +1,1084 @@
+//! The scheduler: the Kubernetes cluster as the master core's client, on the master's thread.
+//!
+//! Its own books are what the watches said ([`crate::api::Input`]): nodes, this scheduler's
+//! pods, other schedulers' bound pods, the roles ConfigMap. After each batch of inputs it
+//! brings the master in line with them ([`KubeScheduler::tick`]), one `Command` each:
+//!
+//! * a node is an agent (added, updated, (de)activated, removed); its total is its allocatable
+//!   less what other schedulers' pods (and pods found bound at start) use there;
+//! * a namespace is a role; a framework is a pod's owning workload (its controller
+//!   `ownerReference`: Job, ReplicaSet, StatefulSet, …, `NS/KIND/NAME`), or `NS/pods` for pods
+//!   without one. A framework is added with its first pod and removed with its last; it is
+//!   suppressed while it has nothing pending; its pending pods are its stated demand;
+//! * an offer is answered at once (`Client::observe`): the framework's pending pods, in
+//!   creation order, that the node passes (selector, affinity, taints) and that fit what is left
+//!   of the offer are launched as tasks, the rest declined; each launched pod is bound by the
+//!   API side, with its GPU device indices as an annotation;
+//! * a pod that ends or is deleted gives its resources back (its task is killed); a binding that
+//!   fails gives them back too, and the pod waits again (unless it is gone or bound elsewhere);
+//! * after an allocation run, each pod still waiting is told why (rate-limited per pod).
+//!
+//! Nothing is kept outside the API: on start the watches list everything, the pods already
+//! bound count as used where they are, and nothing is bound before every list is complete (the
+//! allocation is paused meanwhile, so the first run sees the whole cluster and demand).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::Instant;
+
+use allocator_api::resources::GPUS;
+use allocator_api::{FrameworkCapabilities, FrameworkId, Quota, Resources};
+use allocator_host::master::{Applied, Command, Event, Master};
+use allocator_sim::clients::simulated::take;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use kube::runtime::watcher::Event as WatchEvent;
+
+use crate::api::{Action, BindFailure, Connection, Input, KubeOptions, Source};
+use crate::convert::{self, AgentSpec, PendingAsk};
+use crate::filter::{Filtered, NodeView, Placement};
+
+/// The data key of the roles ConfigMap: JSON, `{"ROLE": {"weight": W, "quota":
+/// {"guarantees": "cpus:2", "limits": "cpus:8;mem:4096"}}, …}`.
+pub const ROLES_KEY: &str = "roles.json";
+
+/// How many of a framework's pending pods it states to the allocator at once.
+const REQUEST_WINDOW: usize = 256;
+
+/// Reports of why pods wait, at most, after one allocation run.
+const REPORTS_PER_RUN: usize = 200;
+
+/// The watches whose first complete list the scheduler waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Stream {
+    Nodes,
+    Ours,
+    Others,
+    Config,
+}
+
+/// The agent as the master has it.
+#[derive(Clone, Debug, PartialEq)]
+struct InMaster {
+    total: Resources,
+    active: bool,
+    attributes: Vec<allocator_api::Attribute>,
+}
+
+#[derive(Debug, Default)]
+struct NodeState {
+    spec: Option<AgentSpec>,
+    view: NodeView,
+    /// What pods not bound by this scheduler in this life use here, by pod uid.
+    foreign: BTreeMap<String, Resources>,
+    in_master: Option<InMaster>,
+}
+
+impl NodeState {
+    fn total(&self) -> Resources {
+        let mut total = self.spec.as_ref().map(|s| s.resources.clone()).unwrap_or_default();
+        for used in self.foreign.values() {
+            total.subtract(used);
+        }
+        total
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Phase {
+    /// Waiting for a node.
+    Pending,
+    /// Launched on `node` as `task`; its binding is under way.
+    Binding { node: String, fw: FrameworkId, task: u64 },
+    /// Bound by this scheduler (the task, while it runs in the master).
+    Bound { node: String, task: Option<(FrameworkId, u64)> },
+    /// Bound by someone else, or before this scheduler started: counted on the node.
+    Foreign { node: String },
+}
+
+/// Order of pending pods: creation time, then namespace/name.
+type OrderKey = (i64, String);
+
+#[derive(Debug)]
+struct PodState {
+    namespace: String,
+    name: String,
+    framework: String,
+    source: Source,
+    ask: Result<Resources, String>,
+    models: Vec<String>,
+    placement: Placement,
+    unsupported: Option<String>,
+    order: OrderKey,
+    phase: Phase,
+    /// The master's run count when it began to wait.
+    since_run: u64,
+    /// When it was last told why it waits, and what.
+    report: Option<(Instant, String)>,
+}
+
+impl PodState {
+    /// Whether it is demand: pending, with an ask that can be stated and nothing unsupported.
+    fn schedulable(&self) -> bool {
+        self.phase == Phase::Pending && self.ask.is_ok() && self.unsupported.is_none()
+    }
+}
+
+#[derive(Debug, Default)]
+struct FwState {
+    role: String,
+    id: Option<FrameworkId>,
+    /// Schedulable pending pods, in order.
+    pending: BTreeSet<(OrderKey, String)>,
+    /// Its pods that wait but cannot be demand (unsupported, bad ask), reported only.
+    held: BTreeSet<String>,
+    /// Its pods in any phase of this scheduler's.
+    members: usize,
+    suppressed: bool,
+    requested: Vec<String>,
+}
+
+/// A role's weight and quota as the ConfigMap says.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct RoleConf {
+    weight: Option<f64>,
+    quota: Option<Quota>,
+}
+
+/// Counters the scheduler keeps (also for tests and metrics).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Bindings asked of the API side.
+    pub bindings_sent: u64,
+    /// Bindings the API server accepted.
+    pub bound: u64,
+    /// Bindings that failed.
+    pub bind_failures: u64,
+    /// Reports of why a pod waits.
+    pub reports: u64,
+}
+
+/// The Kubernetes scheduler: a live client of the master. See the [module documentation](self).
+pub struct KubeScheduler {
+    options: KubeOptions,
+    conn: Connection,
+    synced: BTreeSet<Stream>,
+    started: bool,
+    relist: HashMap<Stream, HashSet<String>>,
+    nodes: BTreeMap<String, NodeState>,
+    pods: HashMap<String, PodState>,
+    frameworks: BTreeMap<String, FwState>,
+    tasks: HashMap<(FrameworkId, u64), String>,
+    roles: BTreeMap<String, RoleConf>,
+    wanted_roles: BTreeMap<String, RoleConf>,
+    dirty_nodes: BTreeSet<String>,
+    dirty_frameworks: BTreeSet<String>,
+    roles_dirty: bool,
+    /// Tasks to kill at the next reconcile (their pods ended or went elsewhere).
+    kills: Vec<(FrameworkId, u64)>,
+    /// The master's run count when the scheduler started: no pod is told why it waits before
+    /// a run after it has had its chance.
+    start_run: u64,
+    counts: Counts,
+}
+
+impl std::fmt::Debug for KubeScheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeScheduler")
+            .field("scheduler_name", &self.options.scheduler_name)
+            .field("nodes", &self.nodes.len())
+            .field("pods", &self.pods.len())
+            .field("counts", &self.counts)
+            .finish()
+    }
+}
+
+/// The framework a pod belongs to: its controller's `NS/KIND/NAME`, else `NS/pods`.
+pub fn framework_of(pod: &Pod) -> String {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let owner = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
+    match owner {
+        Some(o) => format!("{ns}/{}/{}", o.kind, o.name),
+        None => format!("{ns}/pods"),
+    }
+}
+
+fn order_of(pod: &Pod) -> OrderKey {
+    let t = pod.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    (t, format!("{ns}/{name}"))
+}
+
+fn node_name_of(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty())
+}
+
+fn gpu_milli(resources: &Resources) -> i64 {
+    resources.scalar(GPUS).millis()
+}
+
+impl KubeScheduler {
+    /// Connects to the API server ([`crate::api::connect`]) and starts watching.
+    pub fn connect(options: KubeOptions) -> Result<KubeScheduler, String> {
+        let conn = crate::api::connect(&options)?;
+        Ok(KubeScheduler {
+            options,
+            conn,
+            synced: BTreeSet::new(),
+            started: false,
+            relist: HashMap::new(),
+            nodes: BTreeMap::new(),
+            pods: HashMap::new(),
+            frameworks: BTreeMap::new(),
+            tasks: HashMap::new(),
+            roles: BTreeMap::new(),
+            wanted_roles: BTreeMap::new(),
+            dirty_nodes: BTreeSet::new(),
+            dirty_frameworks: BTreeSet::new(),
+            roles_dirty: false,
+            kills: Vec::new(),
+            start_run: 0,
+            counts: Counts::default(),
+        })
+    }
+
+    /// Whether every watch has listed once and the master has the cluster.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// The counters so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// Pods waiting for a node (schedulable or not).
+    pub fn pending(&self) -> usize {
+        self.pods.values().filter(|p| p.phase == Phase::Pending).count()
+    }
+
+    /// The scheduler's metrics, flat, in the master's naming style.
+    pub fn metrics(&self) -> Vec<(String, f64)> {
+        vec![
+            (
+                "kubernetes/nodes".into(),
+                self.nodes.values().filter(|n| n.spec.is_some()).count() as f64,
+            ),
+            ("kubernetes/pods_pending".into(), self.pending() as f64),
+            ("kubernetes/frameworks".into(), self.frameworks.len() as f64),
+            ("kubernetes/bindings_sent".into(), self.counts.bindings_sent as f64),
+            ("kubernetes/bindings_done".into(), self.counts.bound as f64),
+            ("kubernetes/binding_failures".into(), self.counts.bind_failures as f64),
+            ("kubernetes/failed_scheduling_reports".into(), self.counts.reports as f64),
+        ]
+    }
+
+    /// Takes what the watches said since the last call and brings the master in line.
+    /// `Err` only when a command fails because the master stopped.
+    pub fn tick(&mut self, master: &mut Master<'_>) -> Result<(), String> {
+        let mut n = 0;
+        while let Ok(input) = self.conn.inputs.try_recv() {
+            self.input(input, master)?;
+            n += 1;
+            if n >= 20_000 {
+                break; // let the loop serve requests between large batches
+            }
+        }
+        if !self.started {
+            let all = [Stream::Nodes, Stream::Ours, Stream::Others, Stream::Config];
+            if !all.iter().all(|s| self.synced.contains(s)) {
+                return Ok(());
+            }
+            // The first complete view: added with allocation paused, so the first run sees all.
+            apply(master, &Command::Pause)?;
+            self.started = true;
+            self.reconcile(master)?;
+            apply(master, &Command::Resume)?;
+            self.start_run = master.runs();
+            log::info!(
+                "kubernetes: started with {} nodes, {} pods waiting, {} pods bound before or by others",
+                self.nodes.len(),
+                self.pending(),
+                self.pods.values().filter(|p| matches!(p.phase, Phase::Foreign { .. })).count()
+            );
+            return Ok(());
+        }
+        self.reconcile(master)
+    }
+
+    fn input(&mut self, input: Input, master: &mut Master<'_>) -> Result<(), String> {
+        match input {
+            Input::Node(event) => self.watch_event(
+                Stream::Nodes,
+                *event,
+                Self::node_applied,
+                |s, n| s.node_deleted(n.metadata.name.as_deref().unwrap_or_default()),
+                |n| n.metadata.name.clone(),
+                master,
+            ),
+            Input::Pod(source, event) => {
+                let stream = if source == Source::Ours { Stream::Ours } else { Stream::Others };
+                self.watch_event(
+                    stream,
+                    *event,
+                    move |s, p, m| s.pod_applied(source, p, m),
+                    |s, p| {
+                        if let Some(uid) = p.metadata.uid.as_deref() {
+                            s.pod_deleted(uid);
+                        }
+                    },
+                    |p| p.metadata.uid.clone(),
+                    master,
+                )
+            }
+            Input::Config(event) => self.watch_event(
+                Stream::Config,
+                *event,
+                |s, c, _| s.config_applied(Some(c)),
+                |s, _| s.config_applied(None),
+                |c| c.metadata.name.clone(),
+                master,
+            ),
+            Input::Bound { uid, result } => {
+                self.bound(uid, result);
+                Ok(())
+            }
+        }
+    }
+
+    /// One watch event: applies, deletions, and a re-list's end (what it did not list again
+    /// is gone).
+    fn watch_event<K>(
+        &mut self,
+        stream: Stream,
+        event: WatchEvent<K>,
+        applied: impl Fn(&mut Self, &K, &mut Master<'_>),
+        deleted: impl Fn(&mut Self, &K),
+        key: impl Fn(&K) -> Option<String>,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
+        match event {
+            WatchEvent::Apply(obj) => applied(self, &obj, master),
+            WatchEvent::Delete(obj) => deleted(self, &obj),
+            WatchEvent::Init => {
+                self.relist.insert(stream, HashSet::new());
+            }
+            WatchEvent::InitApply(obj) => {
+                if let Some(k) = key(&obj) {
+                    self.relist.entry(stream).or_default().insert(k);
+                }
+                applied(self, &obj, master);
+            }
+            WatchEvent::InitDone => {
+                let seen = self.relist.remove(&stream).unwrap_or_default();
+                match stream {
+                    Stream::Nodes => {
+                        let gone: Vec<String> = self
+                            .nodes
+                            .iter()
+                            .filter(|(n, s)| s.spec.is_some() && !seen.contains(*n))
+                            .map(|(n, _)| n.clone())
+                            .collect();
+                        for n in gone {
+                            self.node_deleted(&n);
+                        }
+                    }
+                    Stream::Ours | Stream::Others => {
+                        let source =
+                            if stream == Stream::Ours { Source::Ours } else { Source::Others };
+                        let gone: Vec<String> = self
+                            .pods
+                            .iter()
+                            .filter(|(uid, p)| p.source == source && !seen.contains(*uid))
+                            .map(|(uid, _)| uid.clone())
+                            .collect();
+                        for uid in gone {
+                            self.pod_deleted(&uid);
+                        }
+                    }
+                    Stream::Config => {
+                        if seen.is_empty() {
+                            self.config_applied(None);
+                        }
+                    }
+                }
+                self.synced.insert(stream);
+            }
+        }
+        Ok(())
+    }
+
+    fn node_applied(&mut self, node: &Node, _: &mut Master<'_>) {
+        let spec = convert::agent_of(node);
+        let name = spec.name.clone();
+        let st = self.nodes.entry(name.clone()).or_default();
+        st.view = NodeView::of(node);
+        st.spec = Some(spec);
+        self.dirty_nodes.insert(name);
+    }
+
+    fn node_deleted(&mut self, name: &str) {
+        if let Some(st) = self.nodes.get_mut(name) {
+            st.spec = None;
+            self.dirty_nodes.insert(name.to_owned());
+        }
+    }
+
+    fn pod_applied(&mut self, source: Source, pod: &Pod, master: &mut Master<'_>) {
+        let Some(uid) = pod.metadata.uid.clone() else { return };
+        let node = node_name_of(pod);
+        let terminating = pod.metadata.deletion_timestamp.is_some();
+        let Some(state) = self.pods.get_mut(&uid) else {
+            if source == Source::Others || node.is_some() {
+                let node = node.unwrap_or_default();
+                self.add_foreign(uid, pod, source, node);
+            } else if !terminating {
+                self.add_pending(uid, pod, master.runs());
+            }
+            return;
+        };
+        match (&state.phase, node) {
+            (Phase::Pending, Some(node)) => {
+                // Bound by someone else meanwhile (or by hand).
+                self.forget_pending(&uid);
+                self.make_foreign(&uid, pod, node);
+            }
+            (Phase::Pending, None) if terminating => self.pod_deleted(&uid),
+            (Phase::Binding { node: ours, .. }, Some(node)) if *ours == node => {
+                // The watch confirms the binding (its answer may come later).
+            }
+            (Phase::Binding { .. }, Some(node)) => {
+                let uid2 = uid.clone();
+                self.end_task(&uid2);
+                self.make_foreign(&uid, pod, node);
+            }
+            (Phase::Bound { node: ours, task: None }, Some(node)) if *ours != node => {
+                self.make_foreign(&uid, pod, node);
+            }
+            _ => {}
+        }
+    }
+
+    fn add_pending(&mut self, uid: String, pod: &Pod, run: u64) {
+        let framework = framework_of(pod);
+        let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let state = PodState {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: namespace.clone(),
+            framework: framework.clone(),
+            source: Source::Ours,
+            ask: convert::ask_of(pod),
+            models: convert::models_of(pod),
+            placement: Placement::of(pod),
+            unsupported: crate::filter::unsupported(pod),
+            order: order_of(pod),
+            phase: Phase::Pending,
+            since_run: run,
+            report: None,
+        };
+        let fw = self
+            .frameworks
+            .entry(framework.clone())
+            .or_insert_with(|| FwState { role: namespace, ..FwState::default() });
+        fw.members += 1;
+        if state.schedulable() {
+            fw.pending.insert((state.order.clone(), uid.clone()));
+        } else {
+            fw.held.insert(uid.clone());
+        }
+        self.dirty_frameworks.insert(framework);
+        self.pods.insert(uid, state);
+    }
+
+    /// What a bound pod uses on its node: its ask, its GPUs on the devices its annotation
+    /// names (else where the sharing rule puts them among what is left).
+    fn usage_on(&self, pod: &Pod, ask: &Resources, node: &str) -> Resources {
+        let mut usage = ask.filter(|r| r.name.as_str() != GPUS);
+        if gpu_milli(ask) > 0 {
+            if let Some(devices) = convert::devices_of_annotation(pod, ask) {
+                usage.add(&devices);
+            } else if let Some(st) = self.nodes.get(node)
+                && let Some(piece) = take(&st.total(), &ask.filter(|r| r.name.as_str() == GPUS))
+            {
+                usage.add(&piece);
+            }
+        }
+        usage
+    }
+
+    fn add_foreign(&mut self, uid: String, pod: &Pod, source: Source, node: String) {
+        let ask = convert::ask_of(pod).unwrap_or_else(|_| {
+            let mut r = Resources::new();
+            r.add_resource(allocator_api::Resource::scalar(
+                convert::PODS,
+                allocator_api::Scalar::from_units(1),
+            ));
+            r
+        });
+        let usage = self.usage_on(pod, &ask, &node);
+        let st = self.nodes.entry(node.clone()).or_default();
+        st.foreign.insert(uid.clone(), usage);
+        self.dirty_nodes.insert(node.clone());
+        self.pods.insert(
+            uid,
+            PodState {
+                namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                framework: String::new(),
+                source,
+                ask: Ok(ask),
+                models: Vec::new(),
+                placement: Placement::default(),
+                unsupported: None,
+                order: order_of(pod),
+                phase: Phase::Foreign { node },
+                since_run: 0,
+                report: None,
+            },
+        );
+    }
+
+    /// A pod of ours (pending or launched) now bound elsewhere: counted on that node.
+    fn make_foreign(&mut self, uid: &str, pod: &Pod, node: String) {
+        let Some(state) = self.pods.get(uid) else { return };
+        let ask = state.ask.clone().unwrap_or_default();
+        let framework = state.framework.clone();
+        let usage = self.usage_on(pod, &ask, &node);
+        if let Some(fw) = self.frameworks.get_mut(&framework) {
+            fw.members = fw.members.saturating_sub(1);
+            fw.held.remove(uid);
+            self.dirty_frameworks.insert(framework);
+        }
+        self.nodes.entry(node.clone()).or_default().foreign.insert(uid.to_owned(), usage);
+        self.dirty_nodes.insert(node.clone());
+        if let Some(state) = self.pods.get_mut(uid) {
+            state.phase = Phase::Foreign { node };
+            state.framework = String::new();
+        }
+    }
+
+    fn forget_pending(&mut self, uid: &str) {
+        let Some(state) = self.pods.get(uid) else { return };
+        if let Some(fw) = self.frameworks.get_mut(&state.framework) {
+            fw.pending.remove(&(state.order.clone(), uid.to_owned()));
+            fw.held.remove(uid);
+            self.dirty_frameworks.insert(state.framework.clone());
+        }
+    }
+
+    /// Kills the task of a launched pod (its resources go back), if it has one running.
+    fn end_task(&mut self, uid: &str) {
+        let Some(state) = self.pods.get_mut(uid) else { return };
+        let task = match &state.phase {
+            Phase::Binding { fw, task, .. } => Some((*fw, *task)),
+            Phase::Bound { task, .. } => *task,
+            _ => None,
+        };
+        if let Phase::Bound { task, .. } = &mut state.phase {
+            *task = None;
+        }
+        if let Some(key) = task
+            && self.tasks.remove(&key).is_some()
+        {
+            self.kills.push(key);
+        }
+    }
+
+    fn pod_deleted(&mut self, uid: &str) {
+        let Some(state) = self.pods.get(uid) else { return };
+        match state.phase.clone() {
+            Phase::Pending => self.forget_pending(uid),
+            Phase::Binding { .. } | Phase::Bound { .. } => self.end_task(uid),
+            Phase::Foreign { node } => {
+                if let Some(st) = self.nodes.get_mut(&node) {
+                    st.foreign.remove(uid);
+                    self.dirty_nodes.insert(node);
+                }
+            }
+        }
+        let Some(state) = self.pods.remove(uid) else { return };
+        if !matches!(state.phase, Phase::Foreign { .. })
+            && let Some(fw) = self.frameworks.get_mut(&state.framework)
+        {
+            fw.members = fw.members.saturating_sub(1);
+            self.dirty_frameworks.insert(state.framework);
+        }
+    }
+
+    fn bound(&mut self, uid: String, result: Result<(), BindFailure>) {
+        let Some(state) = self.pods.get_mut(&uid) else { return };
+        let Phase::Binding { node, fw, task } = state.phase.clone() else { return };
+        match result {
+            Ok(()) => {
+                self.counts.bound += 1;
+                state.phase = Phase::Bound { node, task: Some((fw, task)) };
+            }
+            Err(failure) => {
+                self.counts.bind_failures += 1;
+                log::warn!("binding pod {}/{} to {node}: {failure:?}", state.namespace, state.name);
+                match failure {
+                    BindFailure::Gone => self.pod_deleted(&uid),
+                    BindFailure::Conflict(_) => {
+                        // Bound by someone else, or replaced: never bound again by us; the
+                        // watch says where it went.
+                        self.end_task(&uid);
+                        if let Some(s) = self.pods.get_mut(&uid) {
+                            s.phase = Phase::Bound { node: String::new(), task: None };
+                        }
+                    }
+                    BindFailure::Other(_) => {
+                        self.end_task(&uid);
+                        if let Some(s) = self.pods.get_mut(&uid) {
+                            s.phase = Phase::Pending;
+                            let key = (s.order.clone(), uid.clone());
+                            let framework = s.framework.clone();
+                            if let Some(fw) = self.frameworks.get_mut(&framework) {
+                                fw.pending.insert(key);
+                                self.dirty_frameworks.insert(framework);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn config_applied(&mut self, config: Option<&ConfigMap>) {
+        let text = config.and_then(|c| c.data.as_ref()).and_then(|d| d.get(ROLES_KEY));
+        let wanted = match text.map(|t| parse_roles(t)) {
+            None => BTreeMap::new(),
+            Some(Ok(roles)) => roles,
+            Some(Err(e)) => {
+                log::warn!("the roles ConfigMap's {ROLES_KEY} is not valid, kept as it was: {e}");
+                return;
+            }
+        };
+        self.wanted_roles = wanted;
+        self.roles_dirty = true;
+    }
+}
+
+/// `roles.json` of the roles ConfigMap.
+fn parse_roles(text: &str) -> Result<BTreeMap<String, RoleConf>, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let obj = value.as_object().ok_or("it must be a JSON object of roles")?;
+    let mut out = BTreeMap::new();
+    for (role, conf) in obj {
+        allocator_api::roles::validate(role).map_err(|e| e.to_string())?;
+        let weight = match conf.get("weight") {
+            None => None,
+            Some(w) => Some(
+                w.as_f64()
+                    .filter(|w| w.is_finite() && *w > 0.0)
+                    .ok_or_else(|| format!("the weight of '{role}' must be a positive number"))?,
+            ),
+        };
+        let quota = match conf.get("quota") {
+            None => None,
+            Some(q) => {
+                let field = |k: &str| -> Result<allocator_api::Quantities, String> {
+                    match q.get(k).and_then(|v| v.as_str()) {
+                        None => Ok(allocator_api::Quantities::new()),
+                        Some(t) => t.parse().map_err(|e| format!("quota {k} of '{role}': {e}")),
+                    }
+                };
+                Some(Quota { guarantees: field("guarantees")?, limits: field("limits")? })
+            }
+        };
+        out.insert(role.clone(), RoleConf { weight, quota });
+    }
+    Ok(out)
+}
+
+/// Applies a command for the cluster; a refusal is logged (the books stay as the API says),
+/// a stopped master ends the loop.
+fn apply(master: &mut Master<'_>, command: &Command) -> Result<Option<Applied>, String> {
+    match master.apply(command) {
+        Ok(applied) => Ok(Some(applied)),
+        Err(e) => {
+            if master.stopped().is_some() {
+                return Err(e.to_string());
+            }
+            log::warn!("kubernetes: {command:?} was refused: {e}");
+            Ok(None)
+        }
+    }
+}
+
+impl KubeScheduler {
+    /// Brings the master in line with the books: tasks of ended pods killed, agents, roles'
+    /// weights and quotas, frameworks (added, removed, suppressed, revived, their demand).
+    fn reconcile(&mut self, master: &mut Master<'_>) -> Result<(), String> {
+        for (framework, task) in std::mem::take(&mut self.kills) {
+            if master.task(framework, task).is_some() {
+                apply(master, &Command::KillTask { framework, task })?;
+            }
+        }
+        if !self.started {
+            return Ok(());
+        }
+        for name in std::mem::take(&mut self.dirty_nodes) {
+            self.reconcile_node(&name, master)?;
+        }
+        if std::mem::take(&mut self.roles_dirty) {
+            self.reconcile_roles(master)?;
+        }
+        for name in std::mem::take(&mut self.dirty_frameworks) {
+            self.reconcile_framework(&name, master)?;
+        }
+        Ok(())
+    }
+
+    fn reconcile_node(&mut self, name: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(st) = self.nodes.get(name) else { return Ok(()) };
+        let total = st.total();
+        match (&st.spec, &st.in_master) {
+            (Some(spec), None) => {
+                apply(master, &convert::add_agent_command(spec, total.clone()))?;
+                if !spec.active {
+                    apply(master, &Command::DeactivateAgent(name.to_owned()))?;
+                }
+                let m =
+                    InMaster { total, active: spec.active, attributes: spec.attributes.clone() };
+                self.nodes.get_mut(name).expect("present").in_master = Some(m);
+            }
+            (Some(spec), Some(m)) => {
+                let resources = (m.total != total).then(|| total.clone());
+                let attributes = (m.attributes != spec.attributes).then(|| spec.attributes.clone());
+                if resources.is_some() || attributes.is_some() {
+                    apply(
+                        master,
+                        &Command::UpdateAgent {
+                            agent: name.to_owned(),
+                            resources,
+                            capabilities: None,
+                            attributes,
+                        },
+                    )?;
+                }
+                if m.active != spec.active {
+                    let c = if spec.active {
+                        Command::ActivateAgent(name.to_owned())
+                    } else {
+                        Command::DeactivateAgent(name.to_owned())
+                    };
+                    apply(master, &c)?;
+                }
+                let m =
+                    InMaster { total, active: spec.active, attributes: spec.attributes.clone() };
+                self.nodes.get_mut(name).expect("present").in_master = Some(m);
+            }
+            (None, Some(_)) => {
+                apply(master, &Command::RemoveAgent(name.to_owned()))?;
+                let st = self.nodes.get_mut(name).expect("present");
+                st.in_master = None;
+                if st.foreign.is_empty() {
+                    self.nodes.remove(name);
+                }
+            }
+            (None, None) => {
+                if st.foreign.is_empty() {
+                    self.nodes.remove(name);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reconcile_roles(&mut self, master: &mut Master<'_>) -> Result<(), String> {
+        let mut weights = Vec::new();
+        for (role, conf) in &self.wanted_roles {
+            let old = self.roles.get(role);
+            if old.map(|o| o.weight) != Some(conf.weight) {
+                weights.push((role.clone(), conf.weight.unwrap_or(1.0)));
+            }
+            if old.map(|o| &o.quota) != Some(&conf.quota) {
+                apply(
+                    master,
+                    &Command::UpdateQuota(role.clone(), conf.quota.clone().unwrap_or_default()),
+                )?;
+            }
+        }
+        for (role, old) in &self.roles {
+            if self.wanted_roles.contains_key(role) {
+                continue;
+            }
+            if old.weight.is_some() {
+                weights.push((role.clone(), 1.0));
+            }
+            if old.quota.is_some() {
+                apply(master, &Command::UpdateQuota(role.clone(), Quota::default()))?;
+            }
+        }
+        if !weights.is_empty() {
+            apply(master, &Command::UpdateWeights(weights))?;
+        }
+        self.roles = self.wanted_roles.clone();
+        Ok(())
+    }
+
+    fn reconcile_framework(&mut self, name: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(fw) = self.frameworks.get_mut(name) else { return Ok(()) };
+        if fw.members == 0 {
+            if fw.id.is_some() {
+                apply(master, &Command::RemoveFramework(name.to_owned()))?;
+            }
+            self.frameworks.remove(name);
+            return Ok(());
+        }
+        if fw.id.is_none() {
+            let add = Command::AddFramework {
+                framework: name.to_owned(),
+                roles: vec![fw.role.clone()],
+                capabilities: FrameworkCapabilities::MULTI_ROLE
+                    .with(FrameworkCapabilities::GPU_RESOURCES),
+                active: true,
+                used: vec![],
+                suppressed_roles: vec![],
+                min_allocatable: vec![],
+            };
+            match apply(master, &add)? {
+                Some(Applied::Framework(id)) => fw.id = Some(id),
+                _ => return Ok(()),
+            }
+        }
+        let fw = self.frameworks.get_mut(name).expect("present");
+        if fw.pending.is_empty() && !fw.suppressed {
+            apply(master, &Command::SuppressOffers(name.to_owned(), Vec::new()))?;
+            fw.suppressed = true;
+        } else if !fw.pending.is_empty() && fw.suppressed {
+            let revive = Command::ReviveOffers(name.to_owned(), Vec::new());
+            if let Err(e) = master.apply_from(allocator_host::master::Origin::Derived, &revive)
+                && master.stopped().is_some()
+            {
+                return Err(e.to_string());
+            }
+            fw.suppressed = false;
+        }
+        let keys: Vec<String> =
+            fw.pending.iter().take(REQUEST_WINDOW).map(|(_, uid)| uid.clone()).collect();
+        if keys != fw.requested {
+            let asks: Vec<PendingAsk<'_>> = keys
+                .iter()
+                .filter_map(|uid| self.pods.get(uid))
+                .filter_map(|p| {
+                    p.ask.as_ref().ok().map(|ask| PendingAsk { ask, models: &p.models })
+                })
+                .collect();
+            let request = convert::requests_of(name, &asks);
+            match master.apply(&request) {
+                Ok(_) => {}
+                Err(e) if master.stopped().is_some() => return Err(e.to_string()),
+                Err(e) => log::debug!("kubernetes: the demand of {name}: {e}"),
+            }
+            fw.requested = keys;
+        }
+        Ok(())
+    }
+
+    /// Answers an offer: launches the framework's pending pods that the node takes and that
+    /// fit, declines the rest, and asks for their bindings.
+    fn answer(
+        &mut self,
+        offer: &std::sync::Arc<allocator_api::Allocation>,
+        master: &mut Master<'_>,
+    ) -> Result<(), String> {
+        let framework = master.framework_name(offer.framework).to_owned();
+        let node = master.agent_name(offer.agent).to_owned();
+        let mut remaining = offer.resources.clone();
+        let mut chosen: Vec<(String, Resources)> = Vec::new();
+        if let (Some(fw), Some(st)) = (self.frameworks.get(&framework), self.nodes.get(&node)) {
+            for (_, uid) in &fw.pending {
+                if remaining.scalar(convert::PODS).millis() < 1000 {
+                    break;
+                }
+                let Some(pod) = self.pods.get(uid) else { continue };
+                let Ok(ask) = &pod.ask else { continue };
+                if pod.placement.check(&st.view).is_err() {
+                    continue;
+                }
+                if let Some(piece) = take(&remaining, ask) {
+                    remaining.subtract(&piece);
+                    chosen.push((uid.clone(), piece));
+                }
+            }
+        }
+        let tasks = chosen.iter().map(|(_, r)| (r.clone(), None)).collect();
+        let answer = Command::AnswerOffer {
+            offer: offer.clone(),
+            tasks,
+            refuse_seconds: self.options.refuse_seconds,
+        };
+        let Some(Applied::Launched(ids)) = apply(master, &answer)? else { return Ok(()) };
+        for ((uid, piece), task) in chosen.into_iter().zip(ids) {
+            self.tasks.insert((offer.framework, task), uid.clone());
+            let Some(pod) = self.pods.get_mut(&uid) else { continue };
+            pod.phase = Phase::Binding { node: node.clone(), fw: offer.framework, task };
+            let key = (pod.order.clone(), uid.clone());
+            let mut annotations = BTreeMap::new();
+            let devices = convert::device_indices(&piece);
+            if !devices.is_empty() {
+                let text: Vec<String> = devices.iter().map(u32::to_string).collect();
+                annotations.insert(convert::GPU_INDEX_ANNOTATION.to_owned(), text.join("-"));
+            }
+            let bind = Action::Bind {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+                uid: uid.clone(),
+                node: node.clone(),
+                annotations,
+            };
+            if let Some(fw) = self.frameworks.get_mut(&framework) {
+                fw.pending.remove(&key);
+            }
+            self.counts.bindings_sent += 1;
+            let _ = self.conn.actions.send(bind);
+        }
+        self.dirty_frameworks.insert(framework);
+        Ok(())
+    }
+
+    /// Tells pods that still wait after a run why (each at most every report interval).
+    fn report_waiting(&mut self, master: &Master<'_>) {
+        let now = Instant::now();
+        let interval = self.options.report_interval;
+        let runs = master.runs();
+        let mut due = Vec::new();
+        for fw in self.frameworks.values() {
+            for uid in fw.pending.iter().map(|(_, u)| u).chain(fw.held.iter()) {
+                let Some(p) = self.pods.get(uid) else { continue };
+                if p.phase != Phase::Pending || p.since_run.max(self.start_run) + 1 >= runs {
+                    continue;
+                }
+                if p.report.as_ref().is_some_and(|(t, _)| now.duration_since(*t) < interval) {
+                    continue;
+                }
+                due.push(uid.clone());
+                if due.len() >= REPORTS_PER_RUN {
+                    break;
+                }
+            }
+            if due.len() >= REPORTS_PER_RUN {
+                break;
+            }
+        }
+        for uid in due {
+            let Some(p) = self.pods.get(&uid) else { continue };
+            let message = self.why_waiting(p, master);
+            let action = Action::Unschedulable {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                uid: uid.clone(),
+                message: message.clone(),
+            };
+            let _ = self.conn.actions.send(action);
+            self.counts.reports += 1;
+            if let Some(p) = self.pods.get_mut(&uid) {
+                p.report = Some((now, message));
+            }
+        }
+    }
+
+    /// Why a pending pod has no node: what it asks that is unsupported, its role's quota
+    /// limit, the nodes that cannot take it and why, or its role's turn under the sorters.
+    fn why_waiting(&self, p: &PodState, master: &Master<'_>) -> String {
+        if let Some(u) = &p.unsupported {
+            return u.clone();
+        }
+        let ask = match &p.ask {
+            Ok(a) => a,
+            Err(e) => return format!("the pod's ask cannot be scheduled: {e}"),
+        };
+        let role = p.namespace.as_str();
+        if let Some(quota) = master.quotas().get(role) {
+            let held = master.role_alloc().get(role).cloned().unwrap_or_default();
+            let asked = ask.scalar_quantities();
+            for limit in quota.limits.iter() {
+                let name = limit.name.as_str();
+                let want = held.get(name).saturating_add(asked.get(name));
+                if asked.get(name).is_positive() && want.millis() > limit.value.millis() {
+                    return format!(
+                        "quota limit of role '{role}': {name} {} (the role holds {}, this pod asks {})",
+                        limit.value,
+                        held.get(name),
+                        asked.get(name)
+                    );
+                }
+            }
+        }
+        let (mut inactive, mut selector, mut taint, mut resources, mut fit) = (0, 0, 0, 0, 0);
+        let mut total = 0;
+        for (name, st) in &self.nodes {
+            let Some(m) = &st.in_master else { continue };
+            total += 1;
+            if !m.active {
+                inactive += 1;
+                continue;
+            }
+            match p.placement.check(&st.view) {
+                Err(Filtered::Selector) => selector += 1,
+                Err(Filtered::Taint) => taint += 1,
+                Ok(()) => {
+                    let Ok(id) = master.agent_id(name) else { continue };
+                    let mut free = master.agent_total(id).cloned().unwrap_or_default();
+                    free.subtract(&master.agent_used(id));
+                    if take(&free, ask).is_some() {
+                        fit += 1;
+                    } else {
+                        resources += 1;
+                    }
+                }
+            }
+        }
+        if fit == 0 {
+            let mut parts = Vec::new();
+            for (n, what) in [
+                (inactive, "cordoned or not ready"),
+                (selector, "didn't match the pod's node selector or affinity"),
+                (taint, "had taints the pod doesn't tolerate"),
+                (resources, "had too little free for the pod (cpus, mem, GPUs, pods)"),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{n} {what}"));
+                }
+            }
+            return format!("0/{total} nodes are available: {}", parts.join(", "));
+        }
+        let weight = master.weights().get(role).copied().unwrap_or(1.0);
+        format!(
+            "{fit}/{total} nodes could take the pod; it waits for its turn: role '{role}' holds a dominant share of {:.3} (weight {weight}), framework '{}'",
+            master.role_share(role),
+            p.framework
+        )
+    }
+}
+
+impl allocator_sim::driver::Client for KubeScheduler {
+    fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String> {
+        let mut ran = false;
+        for event in events {
+            match event {
+                Event::Offer(offer) => self.answer(offer, master)?,
+                Event::TaskEnded { task, framework, .. } => {
+                    if let Some(uid) = self.tasks.remove(&(*framework, *task))
+                        && let Some(p) = self.pods.get_mut(&uid)
+                        && let Phase::Bound { task: t, .. } = &mut p.phase
+                    {
+                        *t = None;
+                    }
+                }
+                Event::AllocationRun { .. } => ran = true,
+                _ => {}
+            }
+        }
+        if !self.started {
+            return Ok(()); // nothing reaches the master before every list is complete
+        }
+        for name in std::mem::take(&mut self.dirty_frameworks) {
+            self.reconcile_framework(&name, master)?;
+        }
+        if ran {
+            self.report_waiting(master);
+        }
+        Ok(())
+    }
+}
