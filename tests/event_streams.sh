@@ -9,7 +9,8 @@
 # allocator scenario with the built-in sorters and with examples/modules.json, on each sorter
 # scenario with the built-ins and the modules, on each common sorter scenario with every shipped
 # sorter, on the fault scenarios with the faulty fixture modules, and on the embedded default
-# workload (built-in sorters; random role and weighted-priority framework sorters). `compare`
+# workload (built-in sorters; random role and weighted-priority framework sorters), and on the
+# decayed-usage scenario with the drf_decay role sorter. `compare`
 # drops the timing fields (`micros`, and the allocation-run latency metrics of the summary) and
 # prints a diff per file that differs; it exits 1 if any does.
 set -euo pipefail
@@ -40,6 +41,9 @@ record() {
     run default_workload
     run default_workload.random_weighted_priority --modules examples/modules.json \
         --role_sorter random --framework_sorter weighted_priority
+    run allocator_decayed_usage_orders_roles_by_when_they_used_the_cluster.drf_decay \
+        --scenario tests/scenarios/allocator/decayed_usage_orders_roles_by_when_they_used_the_cluster.json \
+        --modules examples/modules.json --role_sorter drf_decay
     local faulty
     faulty=$(realpath target/debug/libfaulty_modules.so)
     printf '{"libraries": [{"file": "%s", "modules": [{"name": "faulty_allocator"}, {"name": "panicky"}]}]}' \

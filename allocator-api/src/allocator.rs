@@ -44,7 +44,9 @@ use abi_stable::StableAbi;
 use abi_stable::std_types::{ROption, RString, RVec};
 
 use crate::error::Result;
+use crate::explain::{ExplainEntry, ExplainSubject};
 use crate::ids::{AgentId, FrameworkId};
+use crate::requests::Request;
 use crate::resources::{Name, Quantities, Resources};
 
 macro_rules! capabilities {
@@ -671,9 +673,60 @@ pub trait Allocator: Send {
         Ok(())
     }
 
-    /// Advisory resource requests from a framework (the built-in only logs them).
+    /// The framework's outstanding demand ([`Request`]s), **replacing** what it stated before;
+    /// an empty list withdraws everything (ABI 3).
+    ///
+    /// Who does what:
+    ///
+    /// * **The host** sends a request only for a framework that is added, with `role` one of
+    ///   the framework's roles (a Mesos framework's `REQUEST` without a role gets its first
+    ///   role), `1 <= count`, `min_count <= count` and non-empty `resources`
+    ///   ([`Request::invalid`]); it refuses anything else before the module sees it. It checks
+    ///   every offer that comes out of [`allocate`](Self::allocate) as it checks any offer
+    ///   (free on the agent, a role of the framework, reservations, quota, suppressed roles),
+    ///   whether or not a request asked for it; it does **not** match offers to requests.
+    /// * **The module** decides what to place and where. A module that honours requests
+    ///   places a request's tasks on agents that meet its `constraints`, never more tasks
+    ///   than `count`, each task exactly `resources` (GPU devices chosen by the sharing rule),
+    ///   under the request's `role`; a request with `min_count` offers at least that many
+    ///   tasks in one run or none; requests sharing a `group` are offered together or not at
+    ///   all; a placed task is done (it is not placed again unless stated again). The
+    ///   conformance suite checks these rules with requests it sends.
+    /// * **The framework** states each task once while it is outstanding: it restates the
+    ///   whole list whenever it changes, and what it launched is no longer in it.
+    ///
+    /// Withdrawal and lifecycle: a later call replaces the list (an empty one withdraws it);
+    /// [`remove_framework`](Self::remove_framework) drops it. Requests **survive**
+    /// [`deactivate_framework`](Self::deactivate_framework) and
+    /// [`suppress_offers`](Self::suppress_offers) (nothing is placed while the framework is
+    /// inactive or the request's role suppressed; they are placed again after
+    /// [`activate_framework`](Self::activate_framework) or
+    /// [`revive_offers`](Self::revive_offers)).
+    ///
+    /// A module built for ABI 1 or 2, or one that implements only
+    /// [`request_resources`](Self::request_resources), gets the [flattened](Request::flatten)
+    /// list through this default (roles, groups, sizes and constraints are lost). The built-in
+    /// allocator ignores requests, as Mesos's does.
+    fn request(&mut self, framework: FrameworkId, requests: &[Request]) -> Result<()> {
+        self.request_resources(framework, &Request::flatten(requests))
+    }
+
+    /// ABI 1 and ABI 2's form of [`request`](Self::request): one [`Resources`] per task, in
+    /// the framework's order, replacing the outstanding list. The host never calls it itself:
+    /// it calls `request`, whose default flattens into this. Implement `request` instead in a
+    /// new module; this default does nothing.
     fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
         let _ = (framework, requests);
+        Ok(())
+    }
+
+    /// Reasons about the last allocation run concerning `subject`, written into `out` (cleared
+    /// first), for the master's `explain` (ABI 3). Explaining never changes state. The host
+    /// checks the entries (see [`crate::explain`]) and appends them to its own account. The
+    /// default says nothing.
+    fn explain(&self, subject: &ExplainSubject, out: &mut RVec<ExplainEntry>) -> Result<()> {
+        let _ = subject;
+        out.clear();
         Ok(())
     }
 

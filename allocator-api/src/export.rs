@@ -10,9 +10,10 @@
 ///   `E: Display` is shown to the operator as is.
 /// * `compatible` is `fn() -> bool`; `false` makes the host refuse the module.
 ///
-/// The library is an ABI 2 library ([`ModuleLibraryV2`](crate::abi::ModuleLibraryV2)): its
-/// sorters carry every [`Sorter`](crate::Sorter) method across the boundary, `sort_prefix` and
-/// `keep_scalars_only` included.
+/// The library is an ABI 3 library ([`ModuleLibraryV3`](crate::abi::ModuleLibraryV3)): its
+/// sorters and allocators carry every [`Sorter`](crate::Sorter) and
+/// [`Allocator`](crate::Allocator) method across the boundary (`sort_prefix`,
+/// `keep_scalars_only`, `set_time`, `request` and `explain` included).
 ///
 /// The macro fills in the API version, wraps every method so that a panic becomes an error
 /// instead of crossing the boundary, and forwards the module's `log` records to the host's
@@ -32,13 +33,26 @@
 #[macro_export]
 macro_rules! export_modules {
     ($($entries:tt)+) => {
+        $crate::__export_library! { v3, $($entries)+ }
+    };
+}
+
+/// Exports the listed modules as an ABI 2 library
+/// ([`ModuleLibraryV2`](crate::abi::ModuleLibraryV2), version
+/// [`ABI_VERSION_2`](crate::abi::ABI_VERSION_2)), as [`export_modules!`] did before ABI 3: no
+/// `set_time`, `request` or `explain` at the boundary. Only for tests and fixtures that prove
+/// ABI 2 libraries still load; same entries as [`export_modules!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! export_modules_abi2 {
+    ($($entries:tt)+) => {
         $crate::__export_library! { v2, $($entries)+ }
     };
 }
 
 /// Exports the listed modules as an ABI 1 library ([`ModuleLibrary`](crate::abi::ModuleLibrary),
 /// version [`ABI_VERSION`](crate::abi::ABI_VERSION)), as [`export_modules!`] did before ABI 2:
-/// its sorters have no `sort_prefix` or `keep_scalars_only` at the boundary. Only for tests and
+/// its sorters have no `sort_prefix`, `keep_scalars_only` or `set_time` at the boundary. Only for tests and
 /// fixtures that prove ABI 1 libraries still load; same entries as [`export_modules!`].
 #[doc(hidden)]
 #[macro_export]
@@ -101,6 +115,12 @@ macro_rules! __export_abi {
     (v1, box_sorter) => {
         $crate::abi::sorter_box
     };
+    (v1, allocator_box) => {
+        $crate::abi::AllocatorBox
+    };
+    (v1, box_allocator) => {
+        $crate::abi::allocator_box
+    };
     (v2, build) => {
         $crate::abi::build_library_v2
     };
@@ -118,6 +138,36 @@ macro_rules! __export_abi {
     };
     (v2, box_sorter) => {
         $crate::abi::sorter_box_v2
+    };
+    (v2, allocator_box) => {
+        $crate::abi::AllocatorBox
+    };
+    (v2, box_allocator) => {
+        $crate::abi::allocator_box
+    };
+    (v3, build) => {
+        $crate::abi::build_library_v3
+    };
+    (v3, root) => {
+        $crate::abi::ModuleLibraryV3Ref
+    };
+    (v3, descriptor) => {
+        $crate::abi::ModuleDescriptorV3
+    };
+    (v3, factory) => {
+        $crate::abi::ModuleFactoryV3
+    };
+    (v3, sorter_box) => {
+        $crate::abi::SorterBoxV3
+    };
+    (v3, box_sorter) => {
+        $crate::abi::sorter_box_v3
+    };
+    (v3, allocator_box) => {
+        $crate::abi::AllocatorBoxV3
+    };
+    (v3, box_allocator) => {
+        $crate::abi::allocator_box_v3
     };
 }
 
@@ -157,8 +207,8 @@ macro_rules! __export_descriptor {
                 extern "C" fn __allocator_api_create(
                     options: &$crate::AllocatorOptions,
                     parameters: $crate::abi::__private::RSlice<'_, $crate::abi::Parameter>,
-                ) -> $crate::abi::__private::RResult<$crate::abi::AllocatorBox, $crate::ModuleError> {
-                    $crate::abi::run_factory(options, parameters, $create, $crate::abi::allocator_box)
+                ) -> $crate::abi::__private::RResult<$crate::__export_abi!($abi, allocator_box), $crate::ModuleError> {
+                    $crate::abi::run_factory(options, parameters, $create, $crate::__export_abi!($abi, box_allocator))
                 }
                 __allocator_api_create
             }),

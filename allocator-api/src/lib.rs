@@ -14,6 +14,8 @@
 //!
 //! Where the rules an author needs are written:
 //!
+//! * what a request means (role, group, all-or-nothing size, constraints, withdrawal) and who
+//!   checks what: [`Allocator::request`] and the [`requests`] module;
 //! * refuse filters and why [`Allocator::allocate`] has a `periodic` flag:
 //!   [`Allocator::recover_resources`];
 //! * duplicate adds, unknown handles, `used` lists: the [`allocator`] module docs;
@@ -60,12 +62,14 @@
 pub mod abi;
 pub mod allocator;
 mod error;
+pub mod explain;
 mod export;
 pub mod filters;
 pub mod ids;
 pub mod logging;
 #[doc(hidden)]
 pub mod mirror;
+pub mod requests;
 pub mod resources;
 pub mod rng;
 pub mod roles;
@@ -80,8 +84,10 @@ pub use allocator::{
     RoleQuota, RoleWeight, Unavailability,
 };
 pub use error::{ErrorKind, ModuleError, Result};
+pub use explain::{ExplainEntry, ExplainSubject};
 pub use filters::RefuseFilter;
 pub use ids::{AgentId, ClientId, FrameworkId, IdHasher, IdMap, IdSet};
 pub use log;
+pub use requests::{Constraint, ConstraintOp, GroupId, Request};
 pub use resources::{Name, Quantities, Resource, Resources, Role, Scalar};
 pub use sorter::{AgentAllocation, Sorter, SorterConfig};

@@ -216,6 +216,8 @@ impl Returned for Option<f64> {
 /// A later ABI's interface extends an earlier one's list (`trait V2 mirrors Plain for T, boxed
 /// as B2, extends { … } last { … } adds { … } last { … }`): every method of the earlier list,
 /// in the same order, then the added ones (its last prefix field is the last added method).
+/// Several `adds { … } last { … }` groups follow one another, one per ABI version since the
+/// list's first (ABI 3's sorter interface extends ABI 1's list with ABI 2's and its own).
 /// The earlier interface stays exactly as it was, so that a library built before the later one
 /// existed still loads; the later one's plain-trait impl forwards the added methods, where the
 /// earlier one keeps the plain trait's defaults for them. An ABI file keeps its list in a macro
@@ -237,10 +239,25 @@ macro_rules! boundary_mirror {
         $(#[$trait_attr:meta])*
         trait $abi:ident mirrors $plain:ident for $bound:ident, boxed as $boxed:ty,
         extends { $($methods:tt)* } last { $($last:tt)* }
-        adds { $($added:tt)* } last { $($added_last:tt)* }
+        $(adds { $($added:tt)* } last { $($added_last:tt)* })+
     ) => {
-        $crate::mirror::boundary_mirror! { @one [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
-            [$($methods)* $($last)* $($added)*] [$($added_last)*] }
+        $crate::mirror::boundary_mirror! { @fold [$(#[$trait_attr])*] $abi, $plain, $bound, $boxed;
+            [$($methods)*] [$($last)*] $([$($added)*] [$($added_last)*])+ }
+    };
+    // Each `adds` group folds the previous last method into the list.
+    (
+        @fold [$($trait_attr:tt)*] $abi:ident, $plain:ident, $bound:ident, $boxed:ty;
+        [$($methods:tt)*] [$($last:tt)*] [$($added:tt)*] [$($added_last:tt)*] $($rest:tt)*
+    ) => {
+        $crate::mirror::boundary_mirror! { @fold [$($trait_attr)*] $abi, $plain, $bound, $boxed;
+            [$($methods)* $($last)* $($added)*] [$($added_last)*] $($rest)* }
+    };
+    (
+        @fold [$($trait_attr:tt)*] $abi:ident, $plain:ident, $bound:ident, $boxed:ty;
+        [$($methods:tt)*] [$($last:tt)*]
+    ) => {
+        $crate::mirror::boundary_mirror! { @one [$($trait_attr)*] $abi, $plain, $bound, $boxed;
+            [$($methods)*] [$($last)*] }
     };
     (
         @one [$($trait_attr:tt)*] $abi:ident, $plain:ident, $bound:ident, $boxed:ty;

@@ -289,4 +289,18 @@ pub trait Sorter: Send {
         let _ = client;
         None
     }
+
+    /// The host's clock, in seconds (ABI 3): the time of the allocation run about to ask for
+    /// an order. The built-in allocator calls it on every sorter it asks in a run, once per
+    /// run, before the run's first [`sort`](Self::sort) or
+    /// [`sort_prefix`](Self::sort_prefix); time never goes back. A sorter whose order depends
+    /// on time (usage that decays, aging) reads it here; nothing else may be assumed about
+    /// when it is called.
+    ///
+    /// The default ignores it. Sorters loaded from an ABI 1 or ABI 2 library keep the
+    /// default (those ABIs have no such call).
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        let _ = now;
+        Ok(())
+    }
 }

@@ -8,7 +8,7 @@ use allocator_host::registry::ModuleRegistry;
 
 use crate::check::Check;
 use crate::cluster::{Step, agent, framework, recover, run, skipped_if_refused, verdict};
-use crate::rule_checks;
+use crate::{request_checks, rule_checks};
 
 /// Runs every allocator check against `allocator` (a loaded allocator module or
 /// `hierarchical`); `time_bound_ms` is the longest acceptable periodic run on the 1,000-agent
@@ -18,7 +18,7 @@ pub fn run_allocator_checks(
     allocator: &str,
     time_bound_ms: f64,
 ) -> Vec<Check> {
-    vec![
+    let mut checks = vec![
         never_over_offers(registry, allocator),
         no_offers_to_inactive_or_suppressed(registry, allocator),
         respects_refuse_filters(registry, allocator),
@@ -41,8 +41,10 @@ pub fn run_allocator_checks(
         rule_checks::inverse_offers_respect_filters(registry, allocator),
         rule_checks::respects_quota_limits(registry, allocator),
         rule_checks::holds_back_quota_guarantees(registry, allocator),
-        answers_within_a_time_bound(registry, allocator, time_bound_ms),
-    ]
+    ];
+    checks.extend(request_checks::request_checks(registry, allocator));
+    checks.push(answers_within_a_time_bound(registry, allocator, time_bound_ms));
+    checks
 }
 
 /// The check "honours the whitelist": no offer on an agent whose hostname is not listed.
@@ -146,11 +148,22 @@ fn revive_clears_refuse_filters(registry: &ModuleRegistry, allocator: &str) -> C
         Step::Advance(2.0),
     ];
     let r = run(registry, allocator, 0, &ops);
-    // Any offer of a1 after t = 0 passes: a module that ignores filters altogether offers it at
-    // once (*respects refuse filters* fails it); one that keeps the filter offers it never.
+    // Any offer of a1 after the decline at t = 1 passes: a module that ignores filters
+    // altogether offers it at once (*respects refuse filters* fails it); one that keeps the
+    // filter offers it never. Only a decline of what was offered is judged.
     let check = verdict("revive clears refuse filters", &r, |r| {
-        (!r.offers.iter().any(|o| o.time > 0.0 && o.agent == "a1"))
-            .then(|| "after revive_offers, a1 (declined for an hour) was not offered again".into())
+        let at: Vec<f64> = r.on("a1").map(|o| o.time).collect();
+        if !r.declined_at(1.0, "f1", "a1") {
+            Some(format!(
+                "f1, alone with one free agent, held nothing on a1 at t=1 (offers of a1 at t={at:?}), so it had nothing to decline; the check needs that offer"
+            ))
+        } else if !at.iter().any(|t| *t > 1.0) {
+            Some(format!(
+                "after revive_offers at t=3, a1 (declined for an hour at t=1) was not offered again (offers of a1 at t={at:?})"
+            ))
+        } else {
+            None
+        }
     });
     check.citing(
         "revive_offers: a module must clear the framework's refuse filters for the revived roles",
@@ -244,12 +257,21 @@ fn respects_refuse_filters(registry: &ModuleRegistry, allocator: &str) -> Check 
     ];
     let r = run(registry, allocator, 0, &ops);
     verdict("respects refuse filters", &r, |r| {
+        if !r.declined_at(0.0, "f1", "a1") {
+            let at: Vec<f64> = r.on("a1").map(|o| o.time).collect();
+            return Some(format!(
+                "f1, alone with one free agent, was not offered a1 at t=0 (offers of a1 at t={at:?}), so it had nothing to decline; the check needs that offer"
+            ));
+        }
         let bad: Vec<String> = r
             .offers
             .iter()
             .filter(|o| o.time > 0.0)
             .map(|o| {
-                format!("{} on {} at t={} despite a 10 s filter", o.resources, o.agent, o.time)
+                format!(
+                    "{} on {} at t={}, declined at t=0 with a 10 s filter",
+                    o.resources, o.agent, o.time
+                )
             })
             .collect();
         (!bad.is_empty()).then(|| bad.join("; "))

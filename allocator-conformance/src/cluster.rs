@@ -34,6 +34,9 @@ impl From<Command> for Step {
 pub(crate) struct Offer {
     /// The virtual time it was made.
     pub time: f64,
+    /// The allocation run it came from: how many runs had ended before it (runs at the same
+    /// time are told apart).
+    pub run: usize,
     pub framework: String,
     pub role: String,
     pub agent: String,
@@ -54,12 +57,41 @@ pub(crate) struct Run {
     pub error: Option<String>,
     /// Every offer and inverse offer in order, for comparing two runs.
     pub stream: Vec<String>,
+    /// The allocation runs that have ended (periodic or event-triggered).
+    pub runs: usize,
+    /// Each `recover_resources` step that gave something back, as (time, framework, agent):
+    /// what a framework held there (offered since its last recover) was declined. A recover
+    /// of an agent the framework was not offered declines nothing and is not listed.
+    pub declined: Vec<(f64, String, String)>,
+    /// For each entry of `declined`, how many offers had been made before it.
+    pub declines_seen: Vec<usize>,
 }
 
 impl Run {
     /// The offers made on `agent`.
     pub fn on<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Offer> + 'a {
         self.offers.iter().filter(move |o| o.agent == agent)
+    }
+
+    /// The offers made to `framework`.
+    pub fn to<'a>(&'a self, framework: &'a str) -> impl Iterator<Item = &'a Offer> + 'a {
+        self.offers.iter().filter(move |o| o.framework == framework)
+    }
+
+    /// Whether `framework` declined `agent` (gave back what it was offered there) at `time`.
+    pub fn declined_at(&self, time: f64, framework: &str, agent: &str) -> bool {
+        self.declined.iter().any(|(t, f, a)| *t == time && f == framework && a == agent)
+    }
+
+    /// Whether `framework` holds something on `agent` now: offered there after its last
+    /// decline of it (nothing is launched in these runs).
+    fn holds(&self, framework: &str, agent: &str) -> bool {
+        let since = self
+            .declined
+            .iter()
+            .rposition(|(_, f, a)| f == framework && a == agent)
+            .map_or(0, |i| self.declines_seen[i]);
+        self.offers[since..].iter().any(|o| o.framework == framework && o.agent == agent)
     }
 }
 
@@ -81,6 +113,14 @@ pub(crate) fn run(registry: &ModuleRegistry, allocator: &str, seed: u64, steps: 
         }
     };
     for (i, step) in steps.iter().enumerate() {
+        if let Step::Command(Command::RecoverResources {
+            framework, agent, resources: None, ..
+        }) = step
+            && run.holds(framework, agent)
+        {
+            run.declined.push((master.now(), framework.clone(), agent.clone()));
+            run.declines_seen.push(run.offers.len());
+        }
         let result = match step {
             Step::Command(command) => master.apply(command).map(drop).map_err(String::from),
             Step::Advance(seconds) => advance(&mut master, *seconds, &mut run),
@@ -114,6 +154,7 @@ fn collect(master: &mut Master<'_>, run: &mut Run) {
             Event::Offer(a) => {
                 let offer = Offer {
                     time: master.now(),
+                    run: run.runs,
                     framework: master.framework_name(a.framework).to_owned(),
                     role: a.role.to_string(),
                     agent: master.agent_name(a.agent).to_owned(),
@@ -132,6 +173,9 @@ fn collect(master: &mut Master<'_>, run: &mut Run) {
             }
             _ => {}
         }
+        if let Event::AllocationRun { .. } = event {
+            run.runs += 1;
+        }
     }
 }
 
@@ -146,7 +190,9 @@ pub(crate) fn framework(name: &str, role: &str) -> Step {
 }
 
 /// `recover_resources`: everything `fw` holds on `agent` comes back, with a refuse filter of
-/// `refuse` seconds (`None`: the default filter).
+/// `refuse` seconds (`None`: the default filter). When `fw` holds nothing there (it was not
+/// offered the agent) nothing is declined and no filter is made: a check judges a filter only
+/// where [`Run::declined_at`] says something was declined.
 pub(crate) fn recover(fw: &str, agent: &str, refuse: Option<f64>) -> Step {
     Step::Command(Command::RecoverResources {
         framework: fw.into(),

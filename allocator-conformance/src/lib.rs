@@ -19,7 +19,8 @@
 //! }
 //! ```
 //!
-//! * [`run_allocator_checks`]: the allocator checks (`allocator_checks`).
+//! * [`run_allocator_checks`]: the allocator checks (`allocator_checks`, `rule_checks`, and
+//!   `request_checks`: those that send requests, skipped for a module that ignores them).
 //! * [`run_sorter_checks`]: the sorter checks, each a [`sorter_script`].
 //! * [`Check`], [`report`], [`assert_all_pass`]: verdicts and their report.
 //! * [`this_crate`]: building and loading the module crate under test.
@@ -28,6 +29,7 @@
 mod allocator_checks;
 mod check;
 mod cluster;
+mod request_checks;
 mod rule_checks;
 mod sorter_checks;
 pub mod sorter_script;

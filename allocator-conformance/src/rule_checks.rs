@@ -37,7 +37,7 @@ pub(crate) fn clamps_refuse_filters(registry: &ModuleRegistry, allocator: &str) 
     let judge = |r: &Run, what: &str, earliest: f64| -> Option<String> {
         let at: Vec<f64> = r.on("a1").map(|o| o.time).collect();
         let seen = || format!("offers of a1 at t={at:?}");
-        if !at.contains(&0.0) {
+        if !r.declined_at(0.0, "f1", "a1") {
             return Some(format!(
                 "f1, alone with one free agent, was not offered a1 at t=0, so it had nothing to decline ({}); the check needs that offer",
                 seen()

@@ -32,6 +32,9 @@ pub enum SorterStep {
     Unallocated(String, String, Resources),
     /// `update`: client, agent, old resources, new resources.
     Update(String, String, Resources, Resources),
+    /// `set_time`: the clock, in seconds (ABI 3; a sorter whose order does not depend on time
+    /// ignores it).
+    SetTime(f64),
     /// `sort` returns exactly these clients in this order.
     ExpectSortOrder(Vec<String>),
     /// `sort` returns exactly these clients, in any order.
@@ -134,6 +137,7 @@ pub fn run(
             SorterStep::Update(c, a, o, n) => {
                 sorter.update(ids.client(c), ids.agent(a), o, n).map_err(fail)?
             }
+            SorterStep::SetTime(t) => sorter.set_time(*t).map_err(fail)?,
             expectation => {
                 let outcome = check(expectation, sorter, &mut ids, &mut buf).map_err(fail)?;
                 on_expectation(index, &outcome);

@@ -383,6 +383,9 @@ impl Sorter for CheckedSorter {
     fn update_weight(&mut self, path: &str, weight: f64) -> Result<()> {
         self.inner.update_weight(path, weight)
     }
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        self.inner.set_time(now)
+    }
     fn allocated(&mut self, client: ClientId, agent: AgentId, resources: &Resources) -> Result<()> {
         self.inner.allocated(client, agent, resources)
     }

@@ -49,6 +49,8 @@ macro_rules! allocator_methods {
             27 call fn pause(&mut self) -> Result<()>;
             28 call fn resume(&mut self) -> Result<()>;
             29 out fn allocate(&mut self, agents: &[AgentId], periodic: bool; out: OfferBatch) -> Result<()>;
+            30 call fn request(&mut self, framework: FrameworkId, requests: &[Request]) -> Result<()>;
+            31 out fn explain(&self, subject: &ExplainSubject; out: RVec<ExplainEntry>) -> Result<()>;
         }
     };
 }
@@ -77,6 +79,7 @@ macro_rules! sorter_methods {
             17 call fn dominant_share(&self, client: ClientId) -> Option<f64>;
             18 out fn sort_prefix(&mut self, len: usize; out: RVec<ClientId>) -> Result<bool>;
             19 call fn keep_scalars_only(&mut self) -> bool;
+            20 post fn set_time(&mut self, now: f64) -> Result<()>;
         }
     };
 }

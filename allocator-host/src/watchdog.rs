@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use allocator_api::{
-    AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, ClientId, FrameworkId,
-    FrameworkInfo, FrameworkOptions, InverseOfferStatus, InverseOfferStatusEntry, OfferBatch,
-    Operation, Quantities, Quota, RString, RVec, Resources, Result, RoleQuota, RoleWeight, Sorter,
-    Unavailability,
+    AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, ClientId, ExplainEntry,
+    ExplainSubject, FrameworkId, FrameworkInfo, FrameworkOptions, InverseOfferStatus,
+    InverseOfferStatusEntry, OfferBatch, Operation, Quantities, Quota, RString, RVec, Request,
+    Resources, Result, RoleQuota, RoleWeight, Sorter, Unavailability,
 };
 
 /// The exit code when a module call outlives the timeout (as for any module fault that stops).

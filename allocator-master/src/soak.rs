@@ -99,6 +99,7 @@ fn framework_op(i: usize, rng: &mut Rng) -> Op {
         per_offer: Some(16),
         refuse_seconds: 2.0,
         request: 0,
+        gang: false,
     };
     Op::Play { add, tasks }
 }

@@ -591,9 +591,39 @@ pub struct ResourceRequest {
     /// On this agent, if set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<AgentId>,
-    /// What is asked for.
+    /// What is asked for (per task when `count` is given).
     #[serde(default)]
     pub resources: Vec<Resource>,
+    /// Extension (not in Mesos): the role the tasks run under (default: the framework's first
+    /// role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Extension: how many tasks of `resources` (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Extension: the fewest tasks placed at once (default 1; equal to `count` for all or
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_count: Option<u32>,
+    /// Extension: requests with the same group are placed together, all or nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u64>,
+    /// Extension: conditions on the agents' attributes, all of which must hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<RequestConstraint>,
+}
+
+/// Extension (not in Mesos): one condition of a [`ResourceRequest`] on an agent attribute.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RequestConstraint {
+    /// The attribute (`hostname` and `agent_id` are the agent's own when it has no attribute
+    /// of that name).
+    pub attribute: String,
+    /// `EXISTS`, `NOT_EXISTS`, `IN` or `NOT_IN`.
+    pub op: String,
+    /// The values `IN` and `NOT_IN` compare with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
 }
 
 /// `Call.Type`.

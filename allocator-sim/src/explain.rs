@@ -14,14 +14,18 @@
 //! expiry, and on how many of them a filter covers all that is free now. A role or framework
 //! sorter loaded from a module is asked for its own key (`dominant_share`) and order through a
 //! fresh instance fed the current state, never through the live sorter; a module that answers
-//! no key is said to give none. There is no region reason: without fault domains (none in
+//! no key is said to give none. An allocator built for ABI 3 adds its own reasons (its
+//! `explain`, checked by the host), marked `"source": "allocator"`: the placement modules say
+//! which requests and gangs wait and how many members are missing. There is no region reason: without fault domains (none in
 //! SPEC, none in ABI 1's `AgentInfo`) the `REGION_AWARE` gate withholds nothing.
 
 mod module_sorters;
 
 use std::collections::BTreeMap;
 
-use allocator_api::{AgentId, FrameworkCapabilities, FrameworkId, Quantities, Resources};
+use allocator_api::{
+    AgentId, ExplainSubject, FrameworkCapabilities, FrameworkId, Quantities, Resources,
+};
 use allocator_host::metrics::dominant_share;
 use serde_json::{Value, json};
 
@@ -68,6 +72,22 @@ fn reason(code: &str, text: String, numbers: Value) -> Value {
         }
     }
     v
+}
+
+/// What the allocator itself says about `subject` (ABI 3's `explain`; the host checked it),
+/// as reasons marked `"source": "allocator"`.
+fn allocator_reasons(master: &Master<'_>, subject: &ExplainSubject) -> Vec<Value> {
+    master
+        .allocator_reasons(subject)
+        .into_iter()
+        .map(|e| {
+            let numbers: serde_json::Map<String, Value> =
+                e.numbers.iter().map(|n| (n.0.to_string(), json!(n.1))).collect();
+            let mut r = reason(e.code.as_str(), e.text.to_string(), Value::Object(numbers));
+            r["source"] = json!("allocator");
+            r
+        })
+        .collect()
 }
 
 /// The role's consumption (itself and its subroles), as quota counts it.
@@ -218,6 +238,7 @@ fn role_account(master: &Master<'_>, last: &LastRun, role: &str, free: &Free) ->
     }
     quota_reasons(master, role, &mut reasons);
     gate_reasons(master, role, free, &mut reasons);
+    reasons.extend(allocator_reasons(master, &ExplainSubject::role(role)));
     json!({"event": "explanation", "time": master.now(), "run": master.runs(), "role": role,
            "allocated": allocated.to_string(), "dominant_share": share, "weight": weight,
            "offers_last_run": last.by_role.get(role).copied().unwrap_or(0),
@@ -439,10 +460,13 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
         }
         let account = role_account(master, last, role, &free);
         for r in account["reasons"].as_array().into_iter().flatten() {
-            if !matches!(
-                r["reason"].as_str(),
-                Some("no_frameworks" | "no_receiving_framework" | "refuse_filters")
-            ) {
+            let own = r["source"] == "allocator"; // said of the framework itself below
+            if !own
+                && !matches!(
+                    r["reason"].as_str(),
+                    Some("no_frameworks" | "no_receiving_framework" | "refuse_filters")
+                )
+            {
                 let mut r = r.clone();
                 r["role"] = json!(role);
                 reasons.push(r);
@@ -453,6 +477,7 @@ pub fn explain_framework(master: &Master<'_>, last: &LastRun, name: &str) -> Val
             reasons.push(r);
         }
     }
+    reasons.extend(allocator_reasons(master, &ExplainSubject::framework(fw)));
     let tasks = master.tasks_of(fw).count();
     json!({"event": "explanation", "time": master.now(), "run": master.runs(), "framework": name,
            "roles": per_role, "tasks_running": tasks,

@@ -169,6 +169,14 @@ fn parse_event(f: &Fields<'_>) -> Result<SorterStep, ScenarioError> {
             f.check_keys(&["client", "agent", "old", "new"])?;
             SorterStep::Update(s("client")?, s("agent")?, f.resources("old")?, f.resources("new")?)
         }
+        "set_time" => {
+            f.check_keys(&["time"])?;
+            let t = f.f64("time")?;
+            if t < 0.0 {
+                return Err(f.error("time", "must be 0 or more"));
+            }
+            SorterStep::SetTime(t)
+        }
         "expect_sort" => {
             f.check_keys(&["order", "set"])?;
             match (f.opt_str_list("order")?, f.opt_str_list("set")?) {

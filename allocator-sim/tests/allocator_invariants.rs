@@ -111,6 +111,7 @@ fn op() -> impl Strategy<Value = Op> {
                     per_offer: Some(2),
                     refuse_seconds: 1.0,
                     request: 0,
+                    gang: false,
                 });
                 add_framework(f, ROLES[r], caps, tasks)
             }

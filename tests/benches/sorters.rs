@@ -14,6 +14,7 @@ fn registry() -> ModuleRegistry {
         ("drf_sorter", "drf_module"),
         ("weighted_priority_sorter", "weighted_priority"),
         ("random_sorter", "random"),
+        ("drf_decay_sorter", "drf_decay"),
     ] {
         let real = if module == "drf_module" { "drf" } else { module };
         let text = workspace_tests::manifest_for(lib, &[real]);
@@ -46,6 +47,10 @@ fn full_sort(c: &mut Criterion) {
         }),
         ("random-module", {
             let f = registry.sorter_factory("random", "bench").unwrap();
+            Box::new(move || f(&sorter_config()).unwrap())
+        }),
+        ("drf_decay-module", {
+            let f = registry.sorter_factory("drf_decay", "bench").unwrap();
             Box::new(move || f(&sorter_config()).unwrap())
         }),
     ];

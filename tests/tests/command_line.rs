@@ -128,9 +128,12 @@ fn the_shipped_modules_are_built_by_cargo_build_alone() {
     // `cargo build` builds the workspace's default members, which include the sorter modules
     // that examples/modules.json names.
     let manifest: toml_like::Members = toml_like::default_members();
-    for module in
-        ["plugins/drf_sorter", "plugins/weighted_priority_sorter", "plugins/random_sorter"]
-    {
+    for module in [
+        "plugins/drf_sorter",
+        "plugins/weighted_priority_sorter",
+        "plugins/random_sorter",
+        "plugins/drf_decay_sorter",
+    ] {
         assert!(manifest.0.iter().any(|m| m == module), "{module} not in default-members");
     }
 }

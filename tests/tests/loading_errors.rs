@@ -313,6 +313,7 @@ fn names_resolve_next_to_the_executable_and_list_every_shipped_sorter() {
         ("drf", "libdrf_sorter"),
         ("random", "librandom_sorter"),
         ("weighted_priority", "libweighted_priority_sorter"),
+        ("drf_decay", "libdrf_decay_sorter"),
     ] {
         let line = listing
             .lines()
@@ -326,8 +327,8 @@ fn names_resolve_next_to_the_executable_and_list_every_shipped_sorter() {
 
 #[test]
 fn every_sorter_combination_runs_a_scenario() {
-    for role in ["drf", "weighted_priority", "random"] {
-        for framework in ["drf", "weighted_priority", "random"] {
+    for role in ["drf", "weighted_priority", "random", "drf_decay"] {
+        for framework in ["drf", "weighted_priority", "random", "drf_decay"] {
             let out = run_master(&[
                 "--modules",
                 "examples/modules.json",

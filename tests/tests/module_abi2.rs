@@ -110,7 +110,7 @@ fn a_library_of_an_unknown_abi_major_is_refused_in_one_line_naming_the_versions(
     assert_eq!(out.status.code(), Some(2), "{err}");
     let line = err.lines().find(|l| l.contains("libfuture_abi")).unwrap_or_default();
     assert!(
-        line.contains("was built against module interface ABI 3.0.0, but this host supports ABI 1.0.0 or ABI 2.0.0"),
+        line.contains("was built against module interface ABI 4.0.0, but this host supports ABI 1.0.0, ABI 2.0.0 or ABI 3.0.0"),
         "{err}"
     );
 }

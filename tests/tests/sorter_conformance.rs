@@ -58,6 +58,13 @@ fn weighted_priority_rules_hold_for_its_module() {
 }
 
 #[test]
+fn drf_decay_rules_hold_for_its_module() {
+    for scenario in scenarios("drf_decay") {
+        assert_passes(&scenario, true);
+    }
+}
+
+#[test]
 fn random_distributions_hold_for_its_module() {
     for scenario in scenarios("random") {
         assert_passes(&scenario, true);

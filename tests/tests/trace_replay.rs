@@ -43,7 +43,7 @@ fn registry() -> ModuleRegistry {
 fn the_trace_replays_with_every_sorter_without_over_committing_an_agent() {
     let scenario = imported_slice();
     let registry = registry();
-    for sorter in ["drf", "weighted_priority", "random"] {
+    for sorter in ["drf", "weighted_priority", "random", "drf_decay"] {
         let setup = Setup {
             allocator: "hierarchical".into(),
             role_sorter: sorter.into(),

@@ -25,7 +25,19 @@ use abi_stable::StableAbi;
 /// [`Resources::meets_minimum`]: crate::Resources::meets_minimum
 /// [`Sorter::sort_prefix`]: crate::Sorter::sort_prefix
 /// [`Sorter::keep_scalars_only`]: crate::Sorter::keep_scalars_only
-pub const API_VERSION: &str = "1.2.0";
+///
+/// `1.3.0`: ABI 3's calls as provided methods of the plain traits ([`Allocator::request`]
+/// with [`Request`], [`Allocator::explain`], [`Sorter::set_time`]); `request`'s default
+/// flattens into [`Allocator::request_resources`], so a module that implements only the
+/// older call keeps its meaning. Additive, hence a minor version: every `1.x` module still
+/// compiles and loads.
+///
+/// [`Allocator::request`]: crate::Allocator::request
+/// [`Allocator::explain`]: crate::Allocator::explain
+/// [`Allocator::request_resources`]: crate::Allocator::request_resources
+/// [`Request`]: crate::Request
+/// [`Sorter::set_time`]: crate::Sorter::set_time
+pub const API_VERSION: &str = "1.3.0";
 
 /// The major version of [`API_VERSION`]: hosts load modules whose API major matches theirs.
 pub const API_MAJOR: u32 = 1;

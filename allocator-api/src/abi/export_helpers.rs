@@ -1,6 +1,6 @@
 //! What the export macros call inside a module library: boxing instances as boundary objects
 //! (inside [`Guarded`]), running factories and `compatible` checks with panics contained, and
-//! building the root module of either ABI.
+//! building the root module of each ABI.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -15,6 +15,10 @@ use super::v1::{
 };
 use super::v2::{
     AbiSorterV2_TO, ModuleDescriptorV2, ModuleLibraryV2, ModuleLibraryV2Ref, SorterBoxV2,
+};
+use super::v3::{
+    AbiAllocatorV3_TO, AbiSorterV3_TO, AllocatorBoxV3, ModuleDescriptorV3, ModuleLibraryV3,
+    ModuleLibraryV3Ref, SorterBoxV3,
 };
 use crate::allocator::Allocator;
 use crate::error::{ErrorKind, ModuleError};
@@ -31,7 +35,17 @@ pub fn sorter_box_v2<S: Sorter + 'static>(sorter: S) -> SorterBoxV2 {
     AbiSorterV2_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
 }
 
-/// Boxes an allocator as a boundary object (panics caught, see [`Guarded`]).
+/// Boxes a sorter as an ABI 3 boundary object (panics caught, see [`Guarded`]).
+pub fn sorter_box_v3<S: Sorter + 'static>(sorter: S) -> SorterBoxV3 {
+    AbiSorterV3_TO::from_value(Guarded::new(sorter), abi_stable::sabi_trait::TD_Opaque)
+}
+
+/// Boxes an allocator as an ABI 3 boundary object (panics caught, see [`Guarded`]).
+pub fn allocator_box_v3<A: Allocator + 'static>(allocator: A) -> AllocatorBoxV3 {
+    AbiAllocatorV3_TO::from_value(Guarded::new(allocator), abi_stable::sabi_trait::TD_Opaque)
+}
+
+/// Boxes an allocator as an ABI 1 boundary object (panics caught, see [`Guarded`]).
 pub fn allocator_box<A: Allocator + 'static>(allocator: A) -> AllocatorBox {
     AbiAllocator_TO::from_value(Guarded::new(allocator), abi_stable::sabi_trait::TD_Opaque)
 }
@@ -71,9 +85,16 @@ pub fn run_compatible(check: fn() -> bool) -> bool {
     }
 }
 
-/// Builds an ABI 2 library's root module from its descriptors (used by [`export_modules!`]).
+/// Builds an ABI 3 library's root module from its descriptors (used by [`export_modules!`]).
 ///
 /// [`export_modules!`]: crate::export_modules
+pub fn build_library_v3(modules: Vec<ModuleDescriptorV3>) -> ModuleLibraryV3Ref {
+    let modules: &'static [ModuleDescriptorV3] = Box::leak(modules.into_boxed_slice());
+    ModuleLibraryV3 { init: library_init, modules: RSlice::from_slice(modules) }.leak_into_prefix()
+}
+
+/// Builds an ABI 2 library's root module from its descriptors (used by the hidden
+/// `export_modules_abi2!`, which only tests and fixtures use).
 pub fn build_library_v2(modules: Vec<ModuleDescriptorV2>) -> ModuleLibraryV2Ref {
     let modules: &'static [ModuleDescriptorV2] = Box::leak(modules.into_boxed_slice());
     ModuleLibraryV2 { init: library_init, modules: RSlice::from_slice(modules) }.leak_into_prefix()

@@ -1,7 +1,7 @@
 //! The host's view of a loaded library, whichever ABI it was built with: [`LoadedLibrary`]
-//! (the root module of either version), [`AnyDescriptor`] (either version's descriptor,
-//! converted with `From`) and the factory types, from which the host creates instances usable
-//! through the plain traits.
+//! (the root module of any version), [`AnyDescriptor`] (any version's descriptor, converted
+//! with `From`) and the factory types, from which the host creates instances usable through
+//! the plain traits.
 
 use abi_stable::std_types::{ROption, RResult, RSlice, RStr};
 
@@ -15,7 +15,12 @@ use super::v1::{AllocatorBox, ModuleDescriptor, ModuleFactory, ModuleLibraryRef,
 #[cfg(doc)]
 use super::v2::ABI_VERSION_2;
 use super::v2::{ModuleDescriptorV2, ModuleFactoryV2, ModuleLibraryV2Ref, SorterBoxV2};
-use crate::allocator::AllocatorOptions;
+#[cfg(doc)]
+use super::v3::ABI_VERSION_3;
+use super::v3::{
+    AllocatorBoxV3, ModuleDescriptorV3, ModuleFactoryV3, ModuleLibraryV3Ref, SorterBoxV3,
+};
+use crate::allocator::{Allocator, AllocatorOptions};
 use crate::error::{ModuleError, Result};
 use crate::logging::HostServices;
 use crate::sorter::{Sorter, SorterConfig};
@@ -28,9 +33,17 @@ pub type SorterFactoryV1 =
 pub type SorterFactoryV2 =
     extern "C" fn(&SorterConfig, RSlice<'_, Parameter>) -> RResult<SorterBoxV2, ModuleError>;
 
-/// An allocator factory (the same in both ABIs).
+/// An ABI 3 sorter factory ([`ModuleFactoryV3::Sorter`]).
+pub type SorterFactoryV3 =
+    extern "C" fn(&SorterConfig, RSlice<'_, Parameter>) -> RResult<SorterBoxV3, ModuleError>;
+
+/// An ABI 1 allocator factory (ABI 2 has the same).
 pub type AllocatorFactory =
     extern "C" fn(&AllocatorOptions, RSlice<'_, Parameter>) -> RResult<AllocatorBox, ModuleError>;
+
+/// An ABI 3 allocator factory ([`ModuleFactoryV3::Allocator`]).
+pub type AllocatorFactoryV3 =
+    extern "C" fn(&AllocatorOptions, RSlice<'_, Parameter>) -> RResult<AllocatorBoxV3, ModuleError>;
 
 /// A loaded library's root module, whichever ABI it was built with (host side). The host
 /// reads the library header's version first and initialises the matching root type.
@@ -40,6 +53,8 @@ pub enum LoadedLibrary {
     V1(ModuleLibraryRef),
     /// An ABI 2 library ([`ABI_VERSION_2`]).
     V2(ModuleLibraryV2Ref),
+    /// An ABI 3 library ([`ABI_VERSION_3`]).
+    V3(ModuleLibraryV3Ref),
 }
 
 impl LoadedLibrary {
@@ -48,6 +63,7 @@ impl LoadedLibrary {
         match self {
             LoadedLibrary::V1(l) => l.init(),
             LoadedLibrary::V2(l) => l.init(),
+            LoadedLibrary::V3(l) => l.init(),
         }
     }
 
@@ -56,12 +72,13 @@ impl LoadedLibrary {
         match self {
             LoadedLibrary::V1(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
             LoadedLibrary::V2(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
+            LoadedLibrary::V3(l) => l.modules().iter().map(|d| AnyDescriptor::from(*d)).collect(),
         }
     }
 }
 
 /// One module of a loaded library, whichever ABI (host side): the fields of
-/// [`ModuleDescriptor`] and [`ModuleDescriptorV2`].
+/// [`ModuleDescriptor`], [`ModuleDescriptorV2`] and [`ModuleDescriptorV3`].
 #[derive(Copy, Clone)]
 pub struct AnyDescriptor {
     /// The module name.
@@ -98,7 +115,7 @@ impl From<ModuleDescriptor> for AnyDescriptor {
             compatible: d.compatible,
             factory: match d.factory {
                 ModuleFactory::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V1(f)),
-                ModuleFactory::Allocator(f) => AnyFactory::Allocator(f),
+                ModuleFactory::Allocator(f) => AnyFactory::Allocator(AnyAllocatorFactory::V1(f)),
             },
         }
     }
@@ -114,7 +131,23 @@ impl From<ModuleDescriptorV2> for AnyDescriptor {
             compatible: d.compatible,
             factory: match d.factory {
                 ModuleFactoryV2::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V2(f)),
-                ModuleFactoryV2::Allocator(f) => AnyFactory::Allocator(f),
+                ModuleFactoryV2::Allocator(f) => AnyFactory::Allocator(AnyAllocatorFactory::V1(f)),
+            },
+        }
+    }
+}
+
+impl From<ModuleDescriptorV3> for AnyDescriptor {
+    fn from(d: ModuleDescriptorV3) -> AnyDescriptor {
+        AnyDescriptor {
+            name: d.name,
+            author: d.author,
+            description: d.description,
+            api_version: d.api_version,
+            compatible: d.compatible,
+            factory: match d.factory {
+                ModuleFactoryV3::Sorter(f) => AnyFactory::Sorter(AnySorterFactory::V3(f)),
+                ModuleFactoryV3::Allocator(f) => AnyFactory::Allocator(AnyAllocatorFactory::V3(f)),
             },
         }
     }
@@ -126,7 +159,38 @@ pub enum AnyFactory {
     /// A sorter's.
     Sorter(AnySorterFactory),
     /// An allocator's.
-    Allocator(AllocatorFactory),
+    Allocator(AnyAllocatorFactory),
+}
+
+/// An allocator module's factory, by the ABI of its library (host side).
+#[derive(Copy, Clone)]
+pub enum AnyAllocatorFactory {
+    /// ABI 1 or 2: its allocators keep the [`Allocator`] defaults of `request` (requests
+    /// [flattened](crate::Request::flatten) into `request_resources`) and `explain`
+    /// (nothing).
+    V1(AllocatorFactory),
+    /// ABI 3: its allocators answer every [`Allocator`] method themselves.
+    V3(AllocatorFactoryV3),
+}
+
+impl AnyAllocatorFactory {
+    /// Runs the factory (it catches the module's panics itself, see [`run_factory`]) and
+    /// returns the instance as a plain [`Allocator`].
+    pub fn create(
+        self,
+        options: &AllocatorOptions,
+        parameters: &[Parameter],
+    ) -> Result<Box<dyn Allocator>> {
+        let parameters = RSlice::from_slice(parameters);
+        match self {
+            AnyAllocatorFactory::V1(f) => {
+                f(options, parameters).into_result().map(|a| Box::new(a) as Box<dyn Allocator>)
+            }
+            AnyAllocatorFactory::V3(f) => {
+                f(options, parameters).into_result().map(|a| Box::new(a) as Box<dyn Allocator>)
+            }
+        }
+    }
 }
 
 /// A sorter module's factory, by the ABI of its library (host side).
@@ -135,8 +199,10 @@ pub enum AnySorterFactory {
     /// ABI 1: its sorters keep the [`Sorter`] defaults of `sort_prefix` (one `sort`) and
     /// `keep_scalars_only` (`false`): the module is never asked either.
     V1(SorterFactoryV1),
-    /// ABI 2: its sorters answer every [`Sorter`] method themselves.
+    /// ABI 2: its sorters keep the [`Sorter`] default of `set_time` (nothing).
     V2(SorterFactoryV2),
+    /// ABI 3: its sorters answer every [`Sorter`] method themselves.
+    V3(SorterFactoryV3),
 }
 
 impl AnySorterFactory {
@@ -153,6 +219,9 @@ impl AnySorterFactory {
                 f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
             }
             AnySorterFactory::V2(f) => {
+                f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
+            }
+            AnySorterFactory::V3(f) => {
                 f(config, parameters).into_result().map(|s| Box::new(s) as Box<dyn Sorter>)
             }
         }

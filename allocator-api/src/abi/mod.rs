@@ -5,28 +5,38 @@
 //!
 //! # Layout of a module library
 //!
-//! Both ABI versions share this shape; they differ in the root module type and the sorter
-//! interface.
+//! Every ABI version shares this shape; they differ in the root module type and the sorter and
+//! allocator interfaces.
 //!
 //! * One abi_stable root module, exported under abi_stable's standard symbol, whose version
 //!   strings (independent of the crate version) name the ABI: [`ModuleLibraryRef`] for ABI 1
-//!   ([`ABI_VERSION`], `1.0.0`), [`ModuleLibraryV2Ref`] for ABI 2 ([`ABI_VERSION_2`], `2.0.0`).
+//!   ([`ABI_VERSION`], `1.0.0`), [`ModuleLibraryV2Ref`] for ABI 2 ([`ABI_VERSION_2`], `2.0.0`),
+//!   [`ModuleLibraryV3Ref`] for ABI 3 ([`ABI_VERSION_3`], `3.0.0`).
 //! * Its `init` function receives [`HostServices`] (the host's logger) once, right after
 //!   loading; its `modules` list describes each module: kind, name, author, description, API
 //!   version ([`API_VERSION`]), optional compatibility check and a factory
 //!   ([`ModuleDescriptor`]/[`ModuleFactory`] in ABI 1, [`ModuleDescriptorV2`]/[`ModuleFactoryV2`]
-//!   in ABI 2: the same fields, with an ABI 2 sorter factory).
-//! * Instances are abi_stable trait objects. Allocators are [`AllocatorBox`] in both versions.
-//!   Sorters are [`SorterBox`] ([`AbiSorter`]) in ABI 1 and [`SorterBoxV2`] ([`AbiSorterV2`]) in
-//!   ABI 2: every method of [`AbiSorter`] in the same order, then [`Sorter::sort_prefix`] and
-//!   [`Sorter::keep_scalars_only`]. A host that loads an ABI 1 sorter keeps the plain trait's
-//!   defaults for those two (one `sort`; `false`): the module is never asked either.
+//!   in ABI 2, [`ModuleDescriptorV3`]/[`ModuleFactoryV3`] in ABI 3: the same fields, with that
+//!   ABI's factories).
+//! * Instances are abi_stable trait objects.
+//!   * Sorters: [`SorterBox`] ([`AbiSorter`]) in ABI 1; [`SorterBoxV2`] ([`AbiSorterV2`]) in
+//!     ABI 2: every method of [`AbiSorter`] in the same order, then [`Sorter::sort_prefix`] and
+//!     [`Sorter::keep_scalars_only`]; [`SorterBoxV3`] ([`AbiSorterV3`]) in ABI 3: ABI 2's
+//!     methods, then [`Sorter::set_time`].
+//!   * Allocators: [`AllocatorBox`] ([`AbiAllocator`]) in ABI 1 and 2; [`AllocatorBoxV3`]
+//!     ([`AbiAllocatorV3`]) in ABI 3: every method of [`AbiAllocator`] in the same order, then
+//!     [`Allocator::request`] and [`Allocator::explain`].
+//!   * A host that loads an older library keeps the plain traits' defaults for the calls it
+//!     lacks: one `sort` for `sort_prefix`, `false` for `keep_scalars_only`, nothing for
+//!     `set_time` and `explain`, and requests [flattened](crate::Request::flatten) into
+//!     `request_resources`. The module is never asked those calls.
 //! * Every method returns `RResult<_, ModuleError>`; panics are caught inside the module by
 //!   [`Guarded`] and come back as [`ErrorKind::PANICKED`](crate::ErrorKind::PANICKED), after
 //!   which the instance is poisoned.
 //!
-//! [`export_modules!`](crate::export_modules) writes ABI 2. The hidden `export_modules_abi1!`
-//! writes ABI 1 (the test suite's proof that such libraries still load).
+//! [`export_modules!`](crate::export_modules) writes ABI 3. The hidden `export_modules_abi1!`
+//! and `export_modules_abi2!` write ABI 1 and ABI 2 (the test suite's proof that such
+//! libraries still load).
 //!
 //! # Evolution
 //!
@@ -37,11 +47,12 @@
 //! turn. A later interface adds a *new* root module type with the next major version beside
 //! these; the host reads the library header's version before choosing which root type to
 //! initialise ([`LoadedLibrary`]) and refuses a major it does not know. `boundary_mirror!`
-//! writes each version's sorter interface from one method list, so a method's contract stays
+//! writes each version's sorter and allocator interfaces from one method list per version
+//! (ABI 1's lists, then each later version's additions), so a method's contract stays
 //! documented once, on the plain trait.
 //!
-//! Each shipped version has a file of its own that never changes again (`v1.rs`, `v2.rs`); the
-//! next version is a new file. What the versions share is written once, by concept:
+//! Each shipped version has a file of its own that never changes again (`v1.rs`, `v2.rs`,
+//! `v3.rs`); the next version is a new file. What the versions share is written once, by concept:
 //! `parameters.rs` ([`Parameter`], [`Parameters`]), `descriptor.rs` ([`ModuleKind`],
 //! [`API_VERSION`]), `guarded.rs` ([`Guarded`] and panic containment), `export_helpers.rs`
 //! (what [`export_modules!`](crate::export_modules) calls) and `host_view.rs` ([`LoadedLibrary`],
@@ -57,6 +68,9 @@
 //! [`Sorter::sort_prefix`]: crate::Sorter::sort_prefix
 //! [`Sorter::keep_scalars_only`]: crate::Sorter::keep_scalars_only
 //! [`Allocator`]: crate::Allocator
+//! [`Allocator::request`]: crate::Allocator::request
+//! [`Allocator::explain`]: crate::Allocator::explain
+//! [`Sorter::set_time`]: crate::Sorter::set_time
 
 mod descriptor;
 mod export_helpers;
@@ -65,19 +79,20 @@ mod host_view;
 mod parameters;
 mod v1;
 mod v2;
+mod v3;
 
 #[cfg(test)]
 mod tests;
 
 pub use descriptor::{API_MAJOR, API_VERSION, ModuleKind};
 pub use export_helpers::{
-    allocator_box, build_library, build_library_v2, run_compatible, run_factory, sorter_box,
-    sorter_box_v2,
+    allocator_box, allocator_box_v3, build_library, build_library_v2, build_library_v3,
+    run_compatible, run_factory, sorter_box, sorter_box_v2, sorter_box_v3,
 };
 pub use guarded::{Guarded, drop_payload, panic_message};
 pub use host_view::{
-    AllocatorFactory, AnyDescriptor, AnyFactory, AnySorterFactory, LoadedLibrary, SorterFactoryV1,
-    SorterFactoryV2,
+    AllocatorFactory, AllocatorFactoryV3, AnyAllocatorFactory, AnyDescriptor, AnyFactory,
+    AnySorterFactory, LoadedLibrary, SorterFactoryV1, SorterFactoryV2, SorterFactoryV3,
 };
 pub use parameters::{Parameter, Parameters};
 pub use v1::{
@@ -89,6 +104,12 @@ pub use v2::{
     ABI_VERSION_2, AbiSorterV2, AbiSorterV2_CTO, AbiSorterV2_TO, AbiSorterV2_trait,
     ModuleDescriptorV2, ModuleFactoryV2, ModuleLibraryV2, ModuleLibraryV2_Prefix,
     ModuleLibraryV2Ref, SorterBoxV2,
+};
+pub use v3::{
+    ABI_VERSION_3, AbiAllocatorV3, AbiAllocatorV3_CTO, AbiAllocatorV3_TO, AbiAllocatorV3_trait,
+    AbiSorterV3, AbiSorterV3_CTO, AbiSorterV3_TO, AbiSorterV3_trait, AllocatorBoxV3,
+    ModuleDescriptorV3, ModuleFactoryV3, ModuleLibraryV3, ModuleLibraryV3_Prefix,
+    ModuleLibraryV3Ref, SorterBoxV3,
 };
 
 pub use crate::logging::{HostServices, LogRecord};

@@ -30,7 +30,6 @@ use crate::allocator::*;
 use crate::error::{ModuleError, Result};
 use crate::ids::{AgentId, ClientId, FrameworkId};
 use crate::logging::HostServices;
-use crate::mirror::boundary_mirror;
 use crate::resources::{Quantities, Resources};
 use crate::sorter::{AgentAllocation, Sorter, SorterConfig};
 
@@ -211,161 +210,182 @@ abi1_sorter_methods! {
 /// A sorter instance created by an ABI 1 module.
 pub type SorterBox = AbiSorter_TO<'static, RBox<()>>;
 
-boundary_mirror! {
-    /// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
-    /// contract.
-    trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox {
-    /// See [`Allocator::set_time`].
-    fn set_time(&mut self, now: f64 => f64) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::recover`].
-    fn recover(
-        &mut self,
-        expected_agents: u32 => u32,
-        quotas: &[RoleQuota] => RSlice<'_, RoleQuota>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::add_framework`].
-    fn add_framework(
-        &mut self,
-        info: &FrameworkInfo => &FrameworkInfo,
-        used: &[Allocation] => RSlice<'_, Allocation>,
-        active: bool => bool,
-        options: &FrameworkOptions => &FrameworkOptions,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::remove_framework`].
-    fn remove_framework(&mut self, framework: FrameworkId => FrameworkId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::activate_framework`].
-    fn activate_framework(&mut self, framework: FrameworkId => FrameworkId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::deactivate_framework`].
-    fn deactivate_framework(&mut self, framework: FrameworkId => FrameworkId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_framework`].
-    fn update_framework(
-        &mut self,
-        info: &FrameworkInfo => &FrameworkInfo,
-        options: &FrameworkOptions => &FrameworkOptions,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::add_agent`].
-    fn add_agent(
-        &mut self,
-        info: &AgentInfo => &AgentInfo,
-        unavailability: Option<&Unavailability> => ROption<Unavailability>,
-        total: &Resources => &Resources,
-        used: &[Allocation] => RSlice<'_, Allocation>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::remove_agent`].
-    fn remove_agent(&mut self, agent: AgentId => AgentId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_agent`].
-    fn update_agent(
-        &mut self,
-        info: &AgentInfo => &AgentInfo,
-        total: Option<&Resources> => ROption<&Resources>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::add_resource_provider`].
-    fn add_resource_provider(
-        &mut self,
-        agent: AgentId => AgentId,
-        total: &Resources => &Resources,
-        used: &[Allocation] => RSlice<'_, Allocation>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::activate_agent`].
-    fn activate_agent(&mut self, agent: AgentId => AgentId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::deactivate_agent`].
-    fn deactivate_agent(&mut self, agent: AgentId => AgentId)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_whitelist`].
-    fn update_whitelist(
-        &mut self,
-        hostnames: Option<&[RString]> => ROption<RSlice<'_, RString>>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::request_resources`].
-    fn request_resources(
-        &mut self,
-        framework: FrameworkId => FrameworkId,
-        requests: &[Resources] => RSlice<'_, Resources>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_allocation`].
-    fn update_allocation(
-        &mut self,
-        framework: FrameworkId => FrameworkId,
-        agent: AgentId => AgentId,
-        role: &str => RStr<'_>,
-        operations: &[Operation] => RSlice<'_, Operation>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_available`].
-    fn update_available(
-        &mut self,
-        agent: AgentId => AgentId,
-        operations: &[Operation] => RSlice<'_, Operation>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_unavailability`].
-    fn update_unavailability(
-        &mut self,
-        agent: AgentId => AgentId,
-        unavailability: Option<&Unavailability> => ROption<Unavailability>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_inverse_offer`].
-    fn update_inverse_offer(
-        &mut self,
-        agent: AgentId => AgentId,
-        framework: FrameworkId => FrameworkId,
-        status: Option<InverseOfferStatus> => ROption<InverseOfferStatus>,
-        refuse_seconds: Option<f64> => ROption<f64>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::inverse_offer_statuses`].
-    fn inverse_offer_statuses(
-        &self,
-        out: &mut RVec<InverseOfferStatusEntry> => &mut RVec<InverseOfferStatusEntry>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::transition_offered_to_allocated`].
-    fn transition_offered_to_allocated(
-        &mut self,
-        agent: AgentId => AgentId,
-        resources: &Resources => &Resources,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::recover_resources`].
-    fn recover_resources(
-        &mut self,
-        framework: FrameworkId => FrameworkId,
-        agent: AgentId => AgentId,
-        role: &str => RStr<'_>,
-        resources: &Resources => &Resources,
-        refuse_seconds: Option<f64> => ROption<f64>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::suppress_offers`].
-    fn suppress_offers(
-        &mut self,
-        framework: FrameworkId => FrameworkId,
-        roles: &[RString] => RSlice<'_, RString>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::revive_offers`].
-    fn revive_offers(
-        &mut self,
-        framework: FrameworkId => FrameworkId,
-        roles: &[RString] => RSlice<'_, RString>,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_quota`].
-    fn update_quota(&mut self, role: &str => RStr<'_>, quota: &Quota => &Quota)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::update_weights`].
-    fn update_weights(&mut self, weights: &[RoleWeight] => RSlice<'_, RoleWeight>)
-        -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::pause`].
-    fn pause(&mut self) -> Result<()> => RResult<(), ModuleError>;
-    /// See [`Allocator::resume`].
-    fn resume(&mut self) -> Result<()> => RResult<(), ModuleError>;
-    } last {
-    /// See [`Allocator::allocate`].
-    fn allocate(
-        &mut self,
-        agents: &[AgentId] => RSlice<'_, AgentId>,
-        periodic: bool => bool,
-        out: &mut OfferBatch => &mut OfferBatch,
-    ) -> Result<()> => RResult<(), ModuleError>;
-    }
+/// Writes an allocator interface with `boundary_mirror!` from ABI 1's allocator methods, in
+/// their frozen vtable order: the tokens in the first brackets (the interface's docs and
+/// `trait … mirrors Allocator for …, boxed as …`), the method list, then the tokens in the
+/// second brackets. [`AbiAllocator`] is the list alone; ABI 3's allocator interface puts
+/// `extends` before it and its added methods after it, as ABI 2's sorter interface does with
+/// [`abi1_sorter_methods!`].
+macro_rules! abi1_allocator_methods {
+    ([$($before:tt)*] [$($after:tt)*]) => {
+        $crate::mirror::boundary_mirror! {
+            $($before)*
+            {
+
+            /// See [`Allocator::set_time`].
+            fn set_time(&mut self, now: f64 => f64) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::recover`].
+            fn recover(
+                &mut self,
+                expected_agents: u32 => u32,
+                quotas: &[RoleQuota] => RSlice<'_, RoleQuota>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::add_framework`].
+            fn add_framework(
+                &mut self,
+                info: &FrameworkInfo => &FrameworkInfo,
+                used: &[Allocation] => RSlice<'_, Allocation>,
+                active: bool => bool,
+                options: &FrameworkOptions => &FrameworkOptions,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::remove_framework`].
+            fn remove_framework(&mut self, framework: FrameworkId => FrameworkId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::activate_framework`].
+            fn activate_framework(&mut self, framework: FrameworkId => FrameworkId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::deactivate_framework`].
+            fn deactivate_framework(&mut self, framework: FrameworkId => FrameworkId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_framework`].
+            fn update_framework(
+                &mut self,
+                info: &FrameworkInfo => &FrameworkInfo,
+                options: &FrameworkOptions => &FrameworkOptions,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::add_agent`].
+            fn add_agent(
+                &mut self,
+                info: &AgentInfo => &AgentInfo,
+                unavailability: Option<&Unavailability> => ROption<Unavailability>,
+                total: &Resources => &Resources,
+                used: &[Allocation] => RSlice<'_, Allocation>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::remove_agent`].
+            fn remove_agent(&mut self, agent: AgentId => AgentId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_agent`].
+            fn update_agent(
+                &mut self,
+                info: &AgentInfo => &AgentInfo,
+                total: Option<&Resources> => ROption<&Resources>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::add_resource_provider`].
+            fn add_resource_provider(
+                &mut self,
+                agent: AgentId => AgentId,
+                total: &Resources => &Resources,
+                used: &[Allocation] => RSlice<'_, Allocation>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::activate_agent`].
+            fn activate_agent(&mut self, agent: AgentId => AgentId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::deactivate_agent`].
+            fn deactivate_agent(&mut self, agent: AgentId => AgentId)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_whitelist`].
+            fn update_whitelist(
+                &mut self,
+                hostnames: Option<&[RString]> => ROption<RSlice<'_, RString>>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::request_resources`].
+            fn request_resources(
+                &mut self,
+                framework: FrameworkId => FrameworkId,
+                requests: &[Resources] => RSlice<'_, Resources>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_allocation`].
+            fn update_allocation(
+                &mut self,
+                framework: FrameworkId => FrameworkId,
+                agent: AgentId => AgentId,
+                role: &str => RStr<'_>,
+                operations: &[Operation] => RSlice<'_, Operation>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_available`].
+            fn update_available(
+                &mut self,
+                agent: AgentId => AgentId,
+                operations: &[Operation] => RSlice<'_, Operation>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_unavailability`].
+            fn update_unavailability(
+                &mut self,
+                agent: AgentId => AgentId,
+                unavailability: Option<&Unavailability> => ROption<Unavailability>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_inverse_offer`].
+            fn update_inverse_offer(
+                &mut self,
+                agent: AgentId => AgentId,
+                framework: FrameworkId => FrameworkId,
+                status: Option<InverseOfferStatus> => ROption<InverseOfferStatus>,
+                refuse_seconds: Option<f64> => ROption<f64>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::inverse_offer_statuses`].
+            fn inverse_offer_statuses(
+                &self,
+                out: &mut RVec<InverseOfferStatusEntry> => &mut RVec<InverseOfferStatusEntry>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::transition_offered_to_allocated`].
+            fn transition_offered_to_allocated(
+                &mut self,
+                agent: AgentId => AgentId,
+                resources: &Resources => &Resources,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::recover_resources`].
+            fn recover_resources(
+                &mut self,
+                framework: FrameworkId => FrameworkId,
+                agent: AgentId => AgentId,
+                role: &str => RStr<'_>,
+                resources: &Resources => &Resources,
+                refuse_seconds: Option<f64> => ROption<f64>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::suppress_offers`].
+            fn suppress_offers(
+                &mut self,
+                framework: FrameworkId => FrameworkId,
+                roles: &[RString] => RSlice<'_, RString>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::revive_offers`].
+            fn revive_offers(
+                &mut self,
+                framework: FrameworkId => FrameworkId,
+                roles: &[RString] => RSlice<'_, RString>,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_quota`].
+            fn update_quota(&mut self, role: &str => RStr<'_>, quota: &Quota => &Quota)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::update_weights`].
+            fn update_weights(&mut self, weights: &[RoleWeight] => RSlice<'_, RoleWeight>)
+                -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::pause`].
+            fn pause(&mut self) -> Result<()> => RResult<(), ModuleError>;
+            /// See [`Allocator::resume`].
+            fn resume(&mut self) -> Result<()> => RResult<(), ModuleError>;
+            } last {
+            /// See [`Allocator::allocate`].
+            fn allocate(
+                &mut self,
+                agents: &[AgentId] => RSlice<'_, AgentId>,
+                periodic: bool => bool,
+                out: &mut OfferBatch => &mut OfferBatch,
+            ) -> Result<()> => RResult<(), ModuleError>;
+            }
+            $($after)*
+        }
+    };
+}
+pub(super) use abi1_allocator_methods;
+
+abi1_allocator_methods! {
+    [
+        /// The allocator interface as it crosses the boundary. See [`Allocator`] for each method's
+        /// contract.
+        trait AbiAllocator mirrors Allocator for A, boxed as AllocatorBox
+    ]
+    []
 }
 
 /// An allocator instance created by a module.

@@ -19,9 +19,9 @@ use abi_stable::{StableAbi, declare_root_module_statics, sabi_trait};
 use super::descriptor::API_VERSION;
 use super::guarded::{Guarded, guard};
 use super::parameters::Parameter;
+use super::v1::AllocatorBox;
 #[cfg(doc)]
 use super::v1::{AbiSorter, ModuleDescriptor, ModuleLibrary};
-use super::v1::{AllocatorBox, abi1_sorter_methods};
 use crate::allocator::AllocatorOptions;
 use crate::error::{ModuleError, Result};
 use crate::ids::{AgentId, ClientId};
@@ -96,26 +96,40 @@ impl RootModule for ModuleLibraryV2Ref {
     const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION_2);
 }
 
-abi1_sorter_methods! {
+/// Writes a sorter interface from ABI 2's sorter methods (ABI 1's list, then `sort_prefix`
+/// and `keep_scalars_only`), as [`abi1_sorter_methods!`](super::v1) does from ABI 1's: ABI 3's
+/// sorter interface extends it.
+macro_rules! abi2_sorter_methods {
+    ([$($before:tt)*] [$($after:tt)*]) => {
+        super::v1::abi1_sorter_methods! {
+            [$($before)*]
+            [
+                adds {
+                /// See [`Sorter::sort_prefix`].
+                fn sort_prefix(
+                    &mut self,
+                    len: usize => u64,
+                    out: &mut RVec<ClientId> => &mut RVec<ClientId>,
+                ) -> Result<bool> => RResult<bool, ModuleError>;
+                } last {
+                /// See [`Sorter::keep_scalars_only`].
+                fn keep_scalars_only(&mut self) -> bool => RResult<bool, ModuleError>;
+                }
+                $($after)*
+            ]
+        }
+    };
+}
+pub(super) use abi2_sorter_methods;
+
+abi2_sorter_methods! {
     [
         /// The sorter interface as it crosses the boundary in ABI 2: every method of
         /// [`AbiSorter`], in the same order, then [`Sorter::sort_prefix`] and
         /// [`Sorter::keep_scalars_only`]. See [`Sorter`] for each method's contract.
         trait AbiSorterV2 mirrors Sorter for S, boxed as SorterBoxV2, extends
     ]
-    [
-        adds {
-        /// See [`Sorter::sort_prefix`].
-        fn sort_prefix(
-            &mut self,
-            len: usize => u64,
-            out: &mut RVec<ClientId> => &mut RVec<ClientId>,
-        ) -> Result<bool> => RResult<bool, ModuleError>;
-        } last {
-        /// See [`Sorter::keep_scalars_only`].
-        fn keep_scalars_only(&mut self) -> bool => RResult<bool, ModuleError>;
-        }
-    ]
+    []
 }
 
 /// A sorter instance created by an ABI 2 module.

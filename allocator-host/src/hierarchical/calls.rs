@@ -2,6 +2,7 @@
 //! where Mesos does, triggers an allocation run.
 
 use super::*;
+use allocator_api::Request;
 
 impl Allocator for HierarchicalAllocator {
     fn set_time(&mut self, now: f64) -> Result<()> {
@@ -334,8 +335,14 @@ impl Allocator for HierarchicalAllocator {
         Ok(())
     }
 
-    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
-        log::info!("received resource requests from {framework}: {requests:?} (advisory; ignored)");
+    fn request(&mut self, framework: FrameworkId, requests: &[Request]) -> Result<()> {
+        if log::log_enabled!(log::Level::Info) {
+            let stated: Vec<String> = requests.iter().map(|r| r.to_string()).collect();
+            log::info!(
+                "received resource requests from {framework}: [{}] (advisory; ignored)",
+                stated.join("; ")
+            );
+        }
         Ok(())
     }
 

@@ -82,6 +82,14 @@ impl HierarchicalAllocator {
             saturated: vec![false; self.next_role_client as usize],
             ..RunState::default()
         };
+        // Every sorter hears the run's time before its first order of the run.
+        self.role_sorter.set_time(self.now).map_err(|e| sorter_error("role sorter set_time", e))?;
+        for state in self.roles.values_mut() {
+            state
+                .sorter
+                .set_time(self.now)
+                .map_err(|e| sorter_error("framework sorter set_time", e))?;
+        }
         // Roles with no active, unsuppressed framework stay so for the whole run: find them
         // once, and skip the run entirely when no role can receive anything.
         let mut buf = std::mem::take(&mut self.fw_buf);

@@ -12,9 +12,9 @@ use allocator_api::allocator::{
     InverseOfferStatus, InverseOfferStatusEntry, Operation, RoleQuota, RoleWeight, Unavailability,
 };
 use allocator_api::{
-    AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, ClientId, FrameworkId,
-    FrameworkInfo, FrameworkOptions, ModuleError, OfferBatch, Quantities, Quota, RString, RVec,
-    Resources, Result, Sorter,
+    AgentAllocation, AgentId, AgentInfo, Allocation, Allocator, ClientId, ExplainEntry,
+    ExplainSubject, FrameworkId, FrameworkInfo, FrameworkOptions, ModuleError, OfferBatch,
+    Quantities, Quota, RString, RVec, Request, Resources, Result, Sorter,
 };
 
 use super::link::Link;

@@ -6,6 +6,7 @@
 //! (every element takes at least one byte), so a hostile peer cannot make the decoder reserve
 //! more memory than the frame it already sent.
 
+use abi_stable::std_types::{ROption, Tuple2};
 use allocator_api::abi::Parameter;
 use allocator_api::allocator::{
     AgentCapabilities, Attribute, FrameworkCapabilities, InverseOffer, InverseOfferStatus,
@@ -14,9 +15,10 @@ use allocator_api::allocator::{
 };
 use allocator_api::resources::{Range, ResourceFlags, Value};
 use allocator_api::{
-    AgentAllocation, AgentId, AgentInfo, Allocation, AllocatorOptions, ClientId, ErrorKind,
-    FrameworkId, FrameworkInfo, FrameworkOptions, ModuleError, Name, OfferBatch, Quantities, Quota,
-    RString, RVec, Resource, Resources, Scalar, SorterConfig,
+    AgentAllocation, AgentId, AgentInfo, Allocation, AllocatorOptions, ClientId, Constraint,
+    ConstraintOp, ErrorKind, ExplainEntry, ExplainSubject, FrameworkId, FrameworkInfo,
+    FrameworkOptions, GroupId, ModuleError, Name, OfferBatch, Quantities, Quota, RString, RVec,
+    Request, Resource, Resources, Scalar, SorterConfig,
 };
 
 /// A frame the peer sent could not be decoded.
@@ -284,6 +286,31 @@ pub fn get_into<T: Wire>(d: &mut Dec<'_>, out: &mut RVec<T>) -> DResult<()> {
     T::get_all(d, n, out)
 }
 
+impl<T: Wire> Wire for ROption<T> {
+    fn put(&self, e: &mut Enc) {
+        match self {
+            ROption::RNone => e.u8(0),
+            ROption::RSome(v) => {
+                e.u8(1);
+                v.put(e);
+            }
+        }
+    }
+    fn get(d: &mut Dec<'_>) -> DResult<ROption<T>> {
+        Ok(Option::<T>::get(d)?.into())
+    }
+}
+
+impl<A: Wire, B: Wire> Wire for Tuple2<A, B> {
+    fn put(&self, e: &mut Enc) {
+        self.0.put(e);
+        self.1.put(e);
+    }
+    fn get(d: &mut Dec<'_>) -> DResult<Tuple2<A, B>> {
+        Ok(Tuple2(A::get(d)?, B::get(d)?))
+    }
+}
+
 impl<T: Wire> Wire for Vec<T> {
     fn put(&self, e: &mut Enc) {
         put_slice(self, e);
@@ -352,6 +379,8 @@ wire_handle!(AgentId, ClientId, FrameworkId);
 
 wire_newtype!(
     ErrorKind(u8),
+    ConstraintOp(u8),
+    GroupId(u64),
     InverseOfferStatus(u8),
     OperationKind(u8),
     ResourceFlags(u8),
@@ -390,6 +419,10 @@ wire_struct! {
     AgentAllocation { agent, resources }
     SorterConfig { fairness_excluded_resource_names, seed }
     Parameter { key, value }
+    Request { role, group, count, min_count, resources, constraints }
+    Constraint { attribute, op, values }
+    ExplainSubject { kind, role, framework }
+    ExplainEntry { code, text, numbers }
     Range { begin, end }
     AllocatorOptions {
         allocation_interval, fairness_excluded_resource_names, filter_gpu_resources,

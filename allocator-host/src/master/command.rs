@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use allocator_api::{
     AgentCapabilities, AgentId, Allocation, Attribute, FrameworkCapabilities, FrameworkId,
-    InverseOfferStatus, Operation, Quota, RString, Resources, RoleMinAllocatable, RoleQuota,
-    Unavailability,
+    InverseOfferStatus, Operation, Quota, RString, Request, Resources, RoleMinAllocatable,
+    RoleQuota, Unavailability,
 };
 
 use super::agents::NewAgent;
@@ -345,14 +345,19 @@ pub enum Command {
         /// The task's id, as [`Event::TaskLaunched`](super::Event::TaskLaunched) gave it.
         task: u64,
     },
-    /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator; the master
-    /// records nothing. Not journaled: no scenario event carries it (the built-in allocator
-    /// ignores it, as Mesos's does).
+    /// A framework states its demand (Mesos's `REQUEST`), replacing what it stated before (an
+    /// empty list withdraws it); passed to the allocator's
+    /// [`request`](allocator_api::Allocator::request) after the host's checks (a request
+    /// without a role gets the framework's first role; a role it is not subscribed to or an
+    /// invalid request refuses the call). The master records nothing. Not journaled: the
+    /// clients that state requests (simulated frameworks, the scheduler API) state them again
+    /// when replayed or restarted (the built-in allocator ignores them, as Mesos's does).
     RequestResources {
         /// The framework's name.
         framework: String,
-        /// What it asks for, one entry a request (a task it means to launch).
-        requests: Vec<Resources>,
+        /// What it asks for: tasks of a shape, how many, under which role, all or nothing
+        /// or not.
+        requests: Vec<Request>,
     },
 }
 
@@ -709,7 +714,7 @@ impl Master<'_> {
                 self.kill_task(*framework, *task).map(Applied::Killed)
             }
             C::RequestResources { framework, requests } => {
-                done(self.request_resources(self.framework_id(framework)?, requests))
+                done(self.request(self.framework_id(framework)?, requests))
             }
         }
     }

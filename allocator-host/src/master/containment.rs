@@ -42,6 +42,14 @@ impl Engine {
             Engine::Module(a) | Engine::Hosted(a) => a.as_mut(),
         }
     }
+
+    /// The allocator, for read-only calls (`explain`).
+    pub(super) fn allocator(&self) -> &dyn Allocator {
+        match self {
+            Engine::Builtin(a) => a.as_ref(),
+            Engine::Module(a) | Engine::Hosted(a) => a.as_ref(),
+        }
+    }
 }
 
 /// What the host does when a module call fails (`--on_module_failure`).

@@ -3,7 +3,7 @@
 
 use allocator_api::{
     AgentId, Allocation, FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions,
-    InverseOfferStatus, RString, Resources, RoleMinAllocatable,
+    InverseOfferStatus, RString, Request, Resources, RoleMinAllocatable,
 };
 
 use super::{FrameworkRecord, Master, TaskEnd};
@@ -250,13 +250,52 @@ impl Master<'_> {
         }
     }
 
-    /// A framework asks for resources (Mesos's `REQUEST`), passed to the allocator.
-    pub(super) fn request_resources(
-        &mut self,
-        fw: FrameworkId,
-        requests: &[Resources],
-    ) -> Result<(), String> {
-        self.call("request_resources", |a| a.request_resources(fw, requests))
+    /// A framework states its demand (Mesos's `REQUEST`, ABI 3's [`Request`]s), replacing
+    /// what it stated before; passed to the allocator after the host's checks
+    /// ([`Allocator::request`](allocator_api::Allocator::request)): a request without a role
+    /// gets the framework's first role; a role the framework is not subscribed to, or a
+    /// request that [`Request::invalid`] refuses, refuses the whole call.
+    pub(super) fn request(&mut self, fw: FrameworkId, requests: &[Request]) -> Result<(), String> {
+        let info = self.framework_info(fw).ok_or_else(|| format!("unknown framework {fw}"))?;
+        let first = info.roles.first();
+        for (i, r) in requests.iter().enumerate() {
+            let role = match (r.role.as_str(), first) {
+                ("", Some(first)) => first.as_str(),
+                ("", None) => {
+                    return Err(format!(
+                        "request {i} of framework '{}': the framework has no role",
+                        info.name
+                    ));
+                }
+                (role, _) => role,
+            };
+            if !info.roles.iter().any(|x| x.as_str() == role) {
+                return Err(format!(
+                    "request {i} of framework '{}': role '{role}' is not one of its roles",
+                    info.name
+                ));
+            }
+            if let Some(why) = r.invalid() {
+                return Err(format!("request {i} of framework '{}': {why}", info.name));
+            }
+        }
+        // Copied only when a role must be filled in.
+        let filled: Vec<Request>;
+        let checked = match first.filter(|_| requests.iter().any(|r| r.role.is_empty())) {
+            None => requests,
+            Some(first) => {
+                let first = first.clone();
+                filled = requests
+                    .iter()
+                    .map(|r| match r.role.is_empty() {
+                        true => Request { role: first.clone(), ..r.clone() },
+                        false => r.clone(),
+                    })
+                    .collect();
+                &filled
+            }
+        };
+        self.call("request", |a| a.request(fw, checked))
     }
 
     /// A framework's answer to an inverse offer.

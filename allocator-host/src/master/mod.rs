@@ -28,6 +28,7 @@
 //! the journal as an opaque [note](journal::Note).
 
 pub mod agents;
+pub mod allocator_reasons;
 pub mod apply_error;
 pub mod command;
 pub mod containment;

@@ -227,11 +227,9 @@ impl ModuleRegistry {
         }
         let AnyFactory::Allocator(factory) = m.factory()? else { unreachable!("kind checked") };
         let label = format!("allocator '{}'", m.name);
-        let created = self
-            .watchdog
-            .call(&label, &"create", || factory(options, parameters.as_slice().into()));
-        match created.into_result() {
-            Ok(a) => Ok(Box::new(WatchedAllocator::new(Box::new(a), &m.name, &self.watchdog))),
+        let created = self.watchdog.call(&label, &"create", || factory.create(options, parameters));
+        match created {
+            Ok(a) => Ok(Box::new(WatchedAllocator::new(a, &m.name, &self.watchdog))),
             Err(e) => Err(create_error("allocator", m, e)),
         }
     }
@@ -247,8 +245,7 @@ impl ModuleRegistry {
         let Some(AnyFactory::Allocator(factory)) = m.descriptor.map(|d| d.factory) else {
             return Err(unknown_in_worker(name));
         };
-        let allocator = factory(options, m.parameters.as_slice().into()).into_result()?;
-        Ok(Box::new(allocator))
+        factory.create(options, &m.parameters)
     }
 
     /// An instance of sorter module `name`, straight from its factory (see

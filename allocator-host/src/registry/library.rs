@@ -8,8 +8,8 @@ use std::path::Path;
 
 use abi_stable::library::{LibraryError, RootModuleError, lib_header_from_path};
 use allocator_api::abi::{
-    ABI_VERSION, ABI_VERSION_2, API_MAJOR, AnyDescriptor, LoadedLibrary, ModuleLibraryRef,
-    ModuleLibraryV2Ref,
+    ABI_VERSION, ABI_VERSION_2, ABI_VERSION_3, API_MAJOR, AnyDescriptor, LoadedLibrary,
+    ModuleLibraryRef, ModuleLibraryV2Ref, ModuleLibraryV3Ref,
 };
 
 use super::ModuleRegistry;
@@ -74,7 +74,7 @@ pub(super) fn check_exports_module_header(path: &Path, label: &str) -> Result<()
 
 impl ModuleRegistry {
     /// Opens a library once, reads the ABI version its header records, runs abi_stable's checks
-    /// against the matching root module type (ABI 1 or 2) and the library's `init`.
+    /// against the matching root module type (ABI 1, 2 or 3) and the library's `init`.
     pub(super) fn open(&mut self, path: &Path, label: &str) -> Result<LoadedLibrary, LoadError> {
         if let Some(lib) = self.libraries.get(path) {
             return Ok(*lib);
@@ -89,6 +89,7 @@ impl ModuleRegistry {
         let library = match version.parsed().map(|v| v.major) {
             Ok(1) => header.init_root_module::<ModuleLibraryRef>().map(LoadedLibrary::V1),
             Ok(2) => header.init_root_module::<ModuleLibraryV2Ref>().map(LoadedLibrary::V2),
+            Ok(3) => header.init_root_module::<ModuleLibraryV3Ref>().map(LoadedLibrary::V3),
             Ok(_) => {
                 return Err(LoadErrorKind::IncompatibleVersion {
                     path: shown,
@@ -114,7 +115,7 @@ impl ModuleRegistry {
 
 /// The module ABIs this host loads, as error messages name them.
 fn supported_abis() -> String {
-    format!("ABI {ABI_VERSION} or ABI {ABI_VERSION_2}")
+    format!("ABI {ABI_VERSION}, ABI {ABI_VERSION_2} or ABI {ABI_VERSION_3}")
 }
 
 /// Turns abi_stable's loading errors into one-line [`LoadError`]s.

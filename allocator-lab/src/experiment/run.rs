@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use allocator_api::abi::Parameter;
 use allocator_api::resources::GPUS;
-use allocator_api::{Allocation, Attribute, FrameworkCapabilities};
+use allocator_api::{Allocation, Attribute, FrameworkCapabilities, Request};
 use allocator_host::ModuleRegistry;
 use allocator_host::master::{Command, Event, Master, Setup};
 use placement_core::Node;
@@ -23,6 +23,8 @@ use super::trace::{NodeSpec, Pod};
 use allocator_sim::clients::simulated::take;
 
 const FRAMEWORK: &str = "packing";
+/// Its role.
+const ROLE: &str = "packing";
 
 /// What one experiment recorded after each pod (placed or dropped).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -102,7 +104,7 @@ pub fn run_one(
         value: format_table(typical).into(),
     }];
     let mut master = Master::new(registry, setup)?;
-    let mut add = Command::add_framework(FRAMEWORK, &["packing"]);
+    let mut add = Command::add_framework(FRAMEWORK, &[ROLE]);
     if let Command::AddFramework { capabilities, active, .. } = &mut add {
         *capabilities =
             FrameworkCapabilities::MULTI_ROLE.with(FrameworkCapabilities::GPU_RESOURCES);
@@ -139,7 +141,7 @@ pub fn run_one(
         arrived += pod.gpu_milli();
         let request = Command::RequestResources {
             framework: FRAMEWORK.into(),
-            requests: vec![pod.request.clone()],
+            requests: vec![Request::task(ROLE, pod.request.clone())],
         };
         master.apply(&request)?;
         if k == 0 {

@@ -776,4 +776,8 @@ pub struct ImportArgs {
     /// alone: 1), for a placement module (`Random`, `BestFit`, `FGD`, …) to place.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1", default_value_t = 0)]
     pub request: u32,
+    /// Submit pods that look like one job's tasks (same QoS class, creation second, shape and
+    /// GPU models) as one gang, stated and launched all or nothing (the trace has no job ids).
+    #[arg(long)]
+    pub gangs: bool,
 }

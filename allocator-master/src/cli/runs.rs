@@ -333,6 +333,7 @@ pub(crate) fn run_import(args: &ImportArgs) -> Result<u8, String> {
         load: args.load,
         devices: args.devices,
         request: args.request,
+        gangs: args.gangs,
     };
     let imported = allocator_lab::import::alibaba_gpu_v2023(&args.nodes, &args.pods, &options)?;
     for bad in &imported.bad_rows {

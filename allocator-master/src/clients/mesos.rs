@@ -451,13 +451,8 @@ impl MesosFrameworks {
                 self.update_framework(fw, call.update_framework.expect("validated"), master)
             }
             CallType::Request => {
-                let requests: Vec<Resources> = call
-                    .request
-                    .expect("validated")
-                    .requests
-                    .iter()
-                    .map(|r| from_mesos(&r.resources).expect("checked"))
-                    .collect();
+                let stated = &call.request.expect("validated").requests;
+                let requests = stated.iter().map(request_of).collect::<Result<Vec<_>, _>>()?;
                 let request = Command::RequestResources { framework: fw.to_owned(), requests };
                 master.apply(&request).map(drop).map_err(String::from)
             }
@@ -1322,9 +1317,85 @@ fn recover(fw: &str, master: &mut Master<'_>, offer: &Allocation) -> Result<(), 
         .map_err(String::from)
 }
 
+/// A Mesos `Request` (with this master's extensions: role, count, min_count, group,
+/// constraints; see docs/requests.md) as an allocator [`Request`](allocator_api::Request).
+/// `agent_id` becomes a constraint on the `agent_id` pseudo-attribute.
+fn request_of(r: &s::ResourceRequest) -> Result<allocator_api::Request, String> {
+    use allocator_api::{Constraint, ConstraintOp, GroupId, Request};
+    let resources = from_mesos(&r.resources).map_err(|e| format!("request: {e}"))?;
+    let count = r.count.unwrap_or(1);
+    let mut request = Request {
+        min_count: r.min_count.unwrap_or(1.min(count)),
+        ..Request::tasks(r.role.as_deref().unwrap_or(""), count, resources)
+    };
+    if let Some(g) = r.group {
+        request = request.in_group(GroupId(g));
+    }
+    if let Some(agent) = &r.agent_id {
+        request = request.with_constraint(Constraint::is_in("agent_id", &[agent.value.as_str()]));
+    }
+    for c in &r.constraints {
+        let op = ConstraintOp::from_name(&c.op.to_ascii_lowercase()).ok_or_else(|| {
+            format!("request: constraint op '{}' is not EXISTS, NOT_EXISTS, IN or NOT_IN", c.op)
+        })?;
+        let values = c.values.iter().map(|v| v.as_str().into()).collect();
+        request = request.with_constraint(Constraint {
+            attribute: c.attribute.as_str().into(),
+            op,
+            values,
+        });
+    }
+    Ok(request)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{MAX_REMOVED, MesosFrameworks};
+    use super::{MAX_REMOVED, MesosFrameworks, request_of};
+    use allocator_api::{Constraint, ConstraintOp, GroupId};
+    use allocator_mesos::scheduler::ResourceRequest;
+
+    fn mesos_request(json: serde_json::Value) -> ResourceRequest {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_mesos_request_is_one_task_of_its_resources_under_the_first_role() {
+        let r = request_of(&mesos_request(serde_json::json!({"resources": [
+            {"name": "cpus", "type": "SCALAR", "scalar": {"value": 2}}]})))
+        .unwrap();
+        assert_eq!((r.count, r.min_count, r.role.as_str()), (1, 1, ""), "the host fills the role");
+        assert_eq!(r.resources.to_string(), "cpus:2");
+        assert!(r.group.is_none() && r.constraints.is_empty());
+    }
+
+    #[test]
+    fn the_extensions_give_role_size_group_and_constraints_and_agent_id_is_a_constraint() {
+        let r = request_of(&mesos_request(serde_json::json!({
+            "agent_id": {"value": "S1"},
+            "resources": [{"name": "gpus", "type": "SCALAR", "scalar": {"value": 1}}],
+            "role": "ml", "count": 4, "min_count": 4, "group": 7,
+            "constraints": [{"attribute": "gpu_model", "op": "IN", "values": ["V100M16"]}]})))
+        .unwrap();
+        assert_eq!((r.count, r.min_count, r.role.as_str()), (4, 4, "ml"));
+        assert!(r.is_gang());
+        assert_eq!(r.group.into_option(), Some(GroupId(7)));
+        assert_eq!(
+            r.constraints.to_vec(),
+            [
+                Constraint::is_in("agent_id", &["S1"]),
+                Constraint { op: ConstraintOp::IN, ..Constraint::is_in("gpu_model", &["V100M16"]) }
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_constraint_operator_is_refused_with_its_name() {
+        let e = request_of(&mesos_request(serde_json::json!({
+            "resources": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1}}],
+            "constraints": [{"attribute": "zone", "op": "LIKE"}]})))
+        .unwrap_err();
+        assert!(e.contains("'LIKE'"), "{e}");
+    }
 
     #[test]
     fn only_the_last_removed_frameworks_are_remembered() {

@@ -10,7 +10,7 @@ use allocator_api::{
 use serde_json::{Map, Value};
 
 use crate::scenario::{Document, Fields, ScenarioError};
-use crate::tasks::{Submission, TaskSpec};
+use crate::tasks::{Gang, Submission, TaskSpec};
 use allocator_host::hierarchical::{QuotaError, check_quota};
 use allocator_host::master::command::{AgentUsed, Command};
 use allocator_host::master::journal::Entry;
@@ -781,7 +781,7 @@ fn parse_clock_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
             Op::Tick
         }
         "submit_task" => {
-            f.check_keys(&["framework", "resources", "duration", "constraints"])?;
+            f.check_keys(&["framework", "resources", "duration", "constraints", "gang"])?;
             let duration = f.opt_f64("duration")?;
             if duration.is_some_and(|d| d < 0.0) {
                 return Err(f.error("duration", "must not be negative"));
@@ -802,9 +802,30 @@ fn parse_clock_op(f: &Fields<'_>, op: &str) -> Result<Option<Op>, ScenarioError>
                     constraints.push((attr.clone(), values));
                 }
             }
+            let gang = match f.opt_object("gang")? {
+                None => None,
+                Some(g) => {
+                    let id = g.get("id").and_then(Value::as_str).map(str::to_owned);
+                    let size = g.get("size").and_then(Value::as_u64).filter(|n| *n >= 1);
+                    match (id, size.and_then(|n| u32::try_from(n).ok())) {
+                        (Some(id), Some(size)) if g.len() == 2 => Some(Gang { id, size }),
+                        _ => {
+                            return Err(f.error(
+                                "gang",
+                                "expected {\"id\": a string, \"size\": a positive integer}",
+                            ));
+                        }
+                    }
+                }
+            };
             Op::SubmitTask {
                 framework: s("framework")?,
-                task: Submission { resources: f.resources("resources")?, duration, constraints },
+                task: Submission {
+                    resources: f.resources("resources")?,
+                    duration,
+                    constraints,
+                    gang,
+                },
             }
         }
         _ => return Ok(None),
@@ -842,6 +863,7 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
         per_offer: None,
         refuse_seconds: 5.0,
         request: 0,
+        gang: false,
     };
     for (k, v) in obj {
         let num = || {
@@ -874,6 +896,10 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
                     })?,
                 }
             }
+            "gang" => {
+                spec.gang =
+                    v.as_bool().ok_or_else(|| f.error("tasks", "'gang' must be true or false"))?
+            }
             "refuse_seconds" => {
                 spec.refuse_seconds = v
                     .as_f64()
@@ -883,10 +909,13 @@ fn task_spec(f: &Fields<'_>, obj: &Map<String, Value>) -> Result<TaskSpec, Scena
             other => {
                 return Err(f.error(
                     "tasks",
-                    format!("unknown key '{other}' (expected resources, count, duration, per_offer, refuse_seconds, request)"),
+                    format!("unknown key '{other}' (expected resources, count, duration, per_offer, refuse_seconds, request, gang)"),
                 ));
             }
         }
+    }
+    if spec.gang && (spec.resources.is_none() || spec.count.is_none_or(|c| c == 0)) {
+        return Err(f.error("tasks", "a gang needs 'resources' and a positive 'count'"));
     }
     Ok(spec)
 }

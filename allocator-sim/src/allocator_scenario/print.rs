@@ -56,6 +56,9 @@ fn task_spec_json(t: &TaskSpec) -> Value {
         1 => _ = m.insert("request".into(), json!(true)),
         n => _ = m.insert("request".into(), json!(n)),
     }
+    if t.gang {
+        m.insert("gang".into(), json!(true));
+    }
     Value::Object(m)
 }
 
@@ -351,7 +354,7 @@ pub fn offers_json(list: &[ExpectedOffer]) -> Value {
 }
 
 fn submit_task_json(framework: &str, task: &Submission) -> Value {
-    let Submission { resources, duration, constraints } = task;
+    let Submission { resources, duration, constraints, gang } = task;
     let mut v = json!({"op": "submit_task", "framework": framework, "resources": text(resources)});
     if let Some(d) = duration {
         v["duration"] = json!(d);
@@ -360,6 +363,9 @@ fn submit_task_json(framework: &str, task: &Submission) -> Value {
         let m: Map<String, Value> =
             constraints.iter().map(|(k, vals)| (k.clone(), json!(vals))).collect();
         v["constraints"] = Value::Object(m);
+    }
+    if let Some(g) = gang {
+        v["gang"] = json!({"id": g.id, "size": g.size});
     }
     v
 }

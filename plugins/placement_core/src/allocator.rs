@@ -5,13 +5,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entries, lowest_free};
 use allocator_api::{
-    AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, FrameworkCapabilities,
-    FrameworkId, FrameworkInfo, FrameworkOptions, IdMap, ModuleError, OfferBatch, Operation,
-    RString, RefuseFilter, Resources, Result, RoleWeight, Unavailability,
+    AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, Constraint, ExplainEntry,
+    ExplainSubject, FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, GroupId,
+    IdMap, ModuleError, OfferBatch, Operation, RString, RVec, RefuseFilter, Request, Resources,
+    Result, RoleWeight, Unavailability,
 };
 
 use crate::fairness::RoleOrder;
-use crate::node::{Ask, Node, Shape, count_task, task_shape};
+use crate::node::{Ask, Node, Shape, copies_that_fit, count_task, task_shape};
 use crate::order::rank;
 
 /// A placement policy: scores the agents that can take a task and picks the device of a share.
@@ -34,6 +35,63 @@ pub trait Placement: Send {
     fn requested(&mut self, ask: &Ask) {
         let _ = ask;
     }
+
+    /// The score of `node` for one member of a group being placed all or nothing (a gang: a
+    /// request whose `min_count` is above 1, or requests sharing a group), given where the
+    /// group's earlier members went and how many are left ([`Members`]). Called instead of
+    /// [`score`](Self::score) for every member. The default scores the member as a lone task;
+    /// a policy that keeps gangs together raises the score of agents in `group.placed`, or of
+    /// agents with room for the rest ([`Node::copies`]).
+    fn score_member(&mut self, node: &Node, ask: &Ask, group: &Members<'_>) -> i64 {
+        let _ = group;
+        self.score(node, ask)
+    }
+}
+
+/// A group being placed, as a policy sees it when scoring one of its members
+/// ([`Placement::score_member`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Members<'a> {
+    /// The agents the group's members took so far in this attempt, one entry per member, in
+    /// placement order.
+    pub placed: &'a [AgentId],
+    /// The group's tasks still to place, this one included.
+    pub left: u32,
+}
+
+/// One outstanding request of a framework, as placement works through it.
+#[derive(Clone, Debug)]
+struct Outstanding {
+    /// One task's ask.
+    ask: Ask,
+    /// The role its tasks run under.
+    role: String,
+    /// Tasks still to place.
+    left: u32,
+    /// The fewest tasks placed at once (1: each on its own).
+    min: u32,
+    /// The group it is placed with, all or nothing.
+    group: Option<GroupId>,
+    /// Conditions on the agents.
+    constraints: Vec<Constraint>,
+    /// Tasks still to try in the current run (set at the start of each run).
+    todo: u32,
+}
+
+impl Outstanding {
+    /// Placed all or nothing with others (its group) or `min` at once.
+    fn grouped(&self) -> bool {
+        self.group.is_some() || self.min > 1
+    }
+}
+
+/// What one step of a run places: a lone task, or a group's members all or nothing.
+#[derive(Debug)]
+enum Unit {
+    /// One task of the framework's request at this index.
+    Task(usize),
+    /// Members: (request index, tasks), placed together or not at all.
+    Group(Vec<(usize, u32)>),
 }
 
 struct Agent {
@@ -55,16 +113,12 @@ struct Framework {
     options: FrameworkOptions,
     filters: BTreeMap<(AgentId, String), RefuseFilter>,
     /// Its outstanding requests, in the order it stated them.
-    requests: Vec<Ask>,
+    requests: Vec<Outstanding>,
     /// The roles it is counted under in the role order.
     counted: Vec<String>,
 }
 
 impl Framework {
-    fn role(&self) -> Option<&str> {
-        self.info.roles.first().map(|r| r.as_str())
-    }
-
     fn blocked(
         &self,
         agent: AgentId,
@@ -77,23 +131,32 @@ impl Framework {
     }
 }
 
-/// An allocator that places each **stated demand** (`request_resources`) where its policy
+/// An allocator that places each **stated demand** ([`Allocator::request`]) where its policy
 /// scores best, offering exactly that slice: the agent's CPUs and memory asked, and the GPU
 /// device(s) chosen by the sharing rule (a share on one device, whole GPUs on fully free
 /// ones). Frameworks that state nothing are offered like a plain allocator: every candidate
 /// agent's free resources, in the per-seed agent order, to the frameworks in turn.
 ///
-/// Requests: a `request_resources` call **replaces** the framework's outstanding requests (an
-/// empty list withdraws them). At each allocation run, each active framework's requests are
-/// placed in order; a placed request is done; one no agent can take now stays outstanding
-/// until it is replaced. A framework with outstanding requests is offered nothing else.
+/// Requests: a `request` call **replaces** the framework's outstanding requests (an empty list
+/// withdraws them). At each allocation run, each active framework's requests are placed in the
+/// order it stated them, one step at a time, the framework whose next step's role is first in
+/// weighted DRF order first: a step is one task, or a **group** placed all or nothing — a
+/// request's first `min_count` tasks when that is above 1 (all of a gang), or every request
+/// sharing a `group` (each its `min_count`). A group's members are placed one by one, each on
+/// the agent the policy scores best given the members placed before it
+/// ([`Placement::score_member`]); when one cannot be placed, every member placed in the attempt
+/// is taken back (nothing of the group is offered) and the group waits for a later run. A
+/// placed task is done; one no agent can take now stays outstanding until it is replaced. A
+/// framework with outstanding requests is offered nothing else.
+///
 /// Placement uses unreserved, non-revocable resources only, and only GPUs carried as devices
-/// (`gpus[ID]`); it honours GPU filtering, the whitelist, pause, inactive agents and
-/// frameworks, and skips agents where the framework has a refuse filter in force. Plain offers
-/// hold at least one of the minimum allocatable sets (`AllocatorOptions`); a placement is what
-/// the framework asked for, whatever its size. A suppressed
-/// role gets neither plain offers nor placements (the host's guard refuses any offer under a
-/// suppressed role); its requests stay outstanding until it revives.
+/// (`gpus[ID]`); it honours each request's role and constraints, GPU filtering, the whitelist,
+/// pause, inactive agents and frameworks, and skips agents where the framework has a refuse
+/// filter in force. Plain offers hold at least one of the minimum allocatable sets
+/// (`AllocatorOptions`); a placement is what the framework asked for, whatever its size. A
+/// suppressed role gets neither plain offers nor placements (the host's guard refuses any
+/// offer under a suppressed role); its requests stay outstanding until it revives, as they do
+/// while the framework is inactive.
 pub struct PlacementAllocator<P> {
     policy: P,
     options: AllocatorOptions,
@@ -223,16 +286,17 @@ impl<P: Placement> PlacementAllocator<P> {
         let _ = self.roles.unallocated(role, agent, r);
     }
 
-    /// The best agent for `ask` among the agents at `slots`, for framework `fw` under `role`,
-    /// in a periodic run or not.
+    /// The best agent for the task `t` (of framework `fw`) among the agents at `slots`, in a
+    /// periodic run or not; `group`, for a group member, the group as the policy sees it.
     fn choose(
         &mut self,
         fw: FrameworkId,
-        role: &str,
-        ask: &Ask,
+        t: &Outstanding,
         slots: &[usize],
         periodic: bool,
+        group: Option<&Members<'_>>,
     ) -> Option<AgentId> {
+        let (role, ask) = (t.role.as_str(), &t.ask);
         let f = &self.frameworks[&fw];
         let filtered = |a: &Agent| {
             !f.filters.is_empty()
@@ -249,10 +313,14 @@ impl<P: Placement> PlacementAllocator<P> {
                 || gated(&self.options, f, a, role)
                 || other.as_ref().is_some_and(|q| !a.free.unreserved().contains_quantities(q))
                 || filtered(a)
+                || !t.constraints.iter().all(|c| c.holds(&a.info))
             {
                 continue;
             }
-            let score = self.policy.score(&a.node, ask);
+            let score = match group {
+                None => self.policy.score(&a.node, ask),
+                Some(members) => self.policy.score_member(&a.node, ask, members),
+            };
             let better = match best {
                 None => true,
                 Some((s, r, _)) => score > s || (score == s && a.rank < r),
@@ -319,67 +387,262 @@ impl<P: Placement> PlacementAllocator<P> {
         }
     }
 
-    /// Places the outstanding requests of every active framework, one at a time: each time,
-    /// the first request (in the order its framework stated them) of a framework (by id) of
-    /// the role first in DRF order that has one left to try. A request no agent can take now
-    /// is not tried again in this run and stays outstanding.
-    fn place_requests(&mut self, slots: &[usize], periodic: bool, out: &mut OfferBatch) {
-        let mut pending: BTreeMap<FrameworkId, (String, std::collections::VecDeque<Ask>)> = self
-            .frameworks
-            .iter_mut()
-            .filter(|(_, f)| f.active && !f.requests.is_empty())
-            .filter_map(|(id, f)| {
-                let role = f.role()?.to_owned();
-                if f.suppressed.contains(&role) {
-                    return None;
-                }
-                Some((*id, (role, std::mem::take(&mut f.requests).into())))
-            })
-            .collect();
-        let mut left: BTreeMap<FrameworkId, Vec<Ask>> = BTreeMap::new();
-        let mut failed_shapes: BTreeMap<FrameworkId, Vec<Ask>> = BTreeMap::new();
-        let mut order = Vec::new();
-        while !pending.is_empty() {
-            if self.roles.sorted(&mut order).is_err() {
-                order.clear(); // cannot happen (every framework's roles are counted): by id
+    /// Takes back `r`, offered to `fw` on `agent` under `role` in this run as one task of GPU
+    /// shape `shape` (a group that could not be placed whole).
+    fn unoffer(
+        &mut self,
+        out: &mut OfferBatch,
+        fw: FrameworkId,
+        agent: AgentId,
+        role: &str,
+        r: &Resources,
+        shape: allocator_api::resources::GpuAsk,
+    ) {
+        if let Some(i) = out
+            .offers
+            .iter()
+            .position(|o| o.framework == fw && o.agent == agent && o.role.as_str() == role)
+        {
+            let o = &mut out.offers[i];
+            o.resources.subtract(r);
+            if o.resources.is_empty() {
+                out.offers.remove(i);
             }
-            // The framework to serve: of the first role in DRF order with a request to try.
-            let fw = order
-                .iter()
-                .find_map(|role| pending.iter().find(|(_, (r, _))| r == role).map(|(id, _)| *id))
-                .or_else(|| pending.keys().next().copied())
-                .expect("not empty");
-            let (role, asks) = pending.get_mut(&fw).expect("listed");
-            let role = role.clone();
-            let ask = asks.pop_front().expect("non-empty queues only");
-            if asks.is_empty() {
-                pending.remove(&fw);
-            }
-            // Placing only takes resources away within a run: a task the framework could not
-            // place is not tried again, nor is another of the same shape.
-            let failed = failed_shapes.entry(fw).or_default();
-            if failed.contains(&ask) {
-                left.entry(fw).or_default().push(ask);
-                continue;
-            }
-            let placed = self
-                .choose(fw, &role, &ask, slots, periodic)
-                .and_then(|agent| Some((agent, self.slice(agent, &ask)?)));
-            match placed {
-                Some((agent, slice)) => {
-                    self.offer(out, fw, agent, &role, slice);
-                    self.count_task(fw, agent, ask.gpu, true);
-                }
-                None => {
-                    failed_shapes.entry(fw).or_default().push(ask.clone());
-                    left.entry(fw).or_default().push(ask);
+        }
+        if let Some(a) = self.agent_mut(agent) {
+            a.free.add(r);
+        }
+        self.release(fw, agent, role, r);
+        self.refresh(agent);
+        self.count_task(fw, agent, shape, false);
+    }
+
+    /// Places one task of `t` for `fw` (a group member when `group` is given): offers the
+    /// slice and returns where, with a copy of the slice for a group member (to take it back
+    /// if the group cannot be placed whole); `None` when no agent can take it now.
+    fn place_one(
+        &mut self,
+        out: &mut OfferBatch,
+        fw: FrameworkId,
+        t: &Outstanding,
+        slots: &[usize],
+        periodic: bool,
+        group: Option<&Members<'_>>,
+    ) -> Option<(AgentId, Option<Resources>)> {
+        let agent = self.choose(fw, t, slots, periodic, group)?;
+        let slice = self.slice(agent, &t.ask)?;
+        let copy = group.map(|_| slice.clone());
+        self.offer(out, fw, agent, &t.role, slice);
+        self.count_task(fw, agent, t.ask.gpu, true);
+        Some((agent, copy))
+    }
+
+    /// Places a group's members (request index, tasks) of `fw`'s `requests` all or nothing;
+    /// whether it did. On failure everything placed in the attempt is taken back.
+    fn place_group(
+        &mut self,
+        out: &mut OfferBatch,
+        fw: FrameworkId,
+        requests: &[Outstanding],
+        members: &[(usize, u32)],
+        slots: &[usize],
+        periodic: bool,
+    ) -> bool {
+        let mut agents: Vec<AgentId> = Vec::new();
+        let mut slices: Vec<(usize, Resources)> = Vec::new();
+        let mut left: u32 = members.iter().map(|m| m.1).sum();
+        for &(i, n) in members {
+            for _ in 0..n {
+                let group = Members { placed: &agents, left };
+                left -= 1;
+                match self.place_one(out, fw, &requests[i], slots, periodic, Some(&group)) {
+                    Some((agent, slice)) => {
+                        agents.push(agent);
+                        slices.push((i, slice.expect("kept for a group member")));
+                    }
+                    None => {
+                        for (agent, (i, slice)) in agents.iter().zip(&slices).rev() {
+                            let t = &requests[*i];
+                            self.unoffer(out, fw, *agent, &t.role, slice, t.ask.gpu);
+                        }
+                        return false;
+                    }
                 }
             }
         }
-        for (fw, asks) in left {
-            if let Some(f) = self.frameworks.get_mut(&fw) {
-                f.requests = asks;
+        true
+    }
+
+    /// The next step of `requests` to try in this run (the first request with tasks to try):
+    /// a lone task, or the group the request belongs to (each member's `min_count` tasks); a
+    /// group with a member that has nothing to try (its role suppressed, or tried already) is
+    /// not placed in this run.
+    fn next_unit(requests: &[Outstanding]) -> Option<Unit> {
+        let i = requests.iter().position(|r| r.todo > 0)?;
+        let head = &requests[i];
+        if !head.grouped() {
+            return Some(Unit::Task(i));
+        }
+        let members: Vec<(usize, u32)> = match head.group {
+            None => vec![(i, head.min.min(head.left))],
+            Some(g) => requests
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.group == Some(g) && r.left > 0)
+                .map(|(k, r)| (k, r.min.clamp(1, r.left)))
+                .collect(),
+        };
+        if members.iter().all(|&(k, n)| requests[k].todo >= n) {
+            Some(Unit::Group(members))
+        } else {
+            // Not placeable now: drop the whole group from this run and look further.
+            let mut rest = requests.to_vec();
+            for &(k, _) in &members {
+                rest[k].todo = 0;
             }
+            Self::next_unit(&rest)
+        }
+    }
+
+    /// Places the outstanding requests of every active framework, one step at a time: each
+    /// time, the next step (in the order the framework stated its requests) of a framework (by
+    /// id) whose step's role is first in DRF order. A lone task no agent can take now is not
+    /// tried again in this run, nor is another of the same shape, role and constraints; a group
+    /// that cannot be placed whole is not tried again in this run. What is not placed stays
+    /// outstanding.
+    fn place_requests(&mut self, slots: &[usize], periodic: bool, out: &mut OfferBatch) {
+        let mut pending: BTreeMap<FrameworkId, Vec<Outstanding>> = BTreeMap::new();
+        for (id, f) in self.frameworks.iter_mut() {
+            if !f.active || f.requests.is_empty() {
+                continue;
+            }
+            let mut requests = std::mem::take(&mut f.requests);
+            for r in &mut requests {
+                r.todo = if f.suppressed.contains(&r.role) { 0 } else { r.left };
+            }
+            pending.insert(*id, requests);
+        }
+        let mut failed: BTreeMap<FrameworkId, Vec<(Ask, String, Vec<Constraint>)>> =
+            BTreeMap::new();
+        let mut order = Vec::new();
+        let mut steps: Vec<(FrameworkId, Unit)> = Vec::new();
+        loop {
+            steps.clear();
+            steps.extend(
+                pending.iter().filter_map(|(id, reqs)| Some((*id, Self::next_unit(reqs)?))),
+            );
+            if steps.is_empty() {
+                break;
+            }
+            if self.roles.sorted(&mut order).is_err() {
+                order.clear(); // cannot happen (every framework's roles are counted): by id
+            }
+            // The step to take: of the first role in DRF order with one.
+            let role_of = |(id, unit): &(FrameworkId, Unit)| {
+                let i = match unit {
+                    Unit::Task(i) => *i,
+                    Unit::Group(m) => m[0].0,
+                };
+                pending[id][i].role.as_str()
+            };
+            let pick = order
+                .iter()
+                .find_map(|role| steps.iter().position(|step| role_of(step) == role.as_str()))
+                .unwrap_or(0);
+            let (fw, unit) = steps.swap_remove(pick);
+            let mut requests = pending.remove(&fw).expect("listed");
+            match unit {
+                Unit::Task(i) => {
+                    requests[i].todo -= 1;
+                    let t = &requests[i];
+                    let tried = failed.entry(fw).or_default();
+                    let same = |(a, r, c): &(Ask, String, Vec<Constraint>)| {
+                        *a == t.ask && *r == t.role && *c == t.constraints
+                    };
+                    if !tried.iter().any(same) {
+                        if self.place_one(out, fw, t, slots, periodic, None).is_some() {
+                            requests[i].left -= 1;
+                        } else {
+                            let key = (t.ask.clone(), t.role.clone(), t.constraints.clone());
+                            failed.entry(fw).or_default().push(key);
+                        }
+                    }
+                }
+                Unit::Group(members) => {
+                    let placed = self.place_group(out, fw, &requests, &members, slots, periodic);
+                    for &(i, n) in &members {
+                        let t = &mut requests[i];
+                        if placed {
+                            // The group is formed: what is left of a request goes one by one.
+                            t.left -= n;
+                            t.todo = t.todo.saturating_sub(n);
+                            t.min = 1;
+                            t.group = None;
+                        } else {
+                            t.todo = 0;
+                        }
+                    }
+                }
+            }
+            pending.insert(fw, requests);
+        }
+        for (fw, mut requests) in pending {
+            requests.retain(|r| r.left > 0);
+            if let Some(f) = self.frameworks.get_mut(&fw) {
+                f.requests = requests;
+            }
+        }
+    }
+
+    /// Why `r`, an outstanding request of `f`, waits: how many of its tasks fit now on the
+    /// agents it may use, and on how many agents.
+    fn explain_request(&self, f: &Framework, r: &Outstanding) -> ExplainEntry {
+        let wanted = if r.grouped() { r.min.min(r.left) } else { 1 };
+        let (mut fit, mut agents) = (0u32, 0u32);
+        for a in &self.agents {
+            if !offerable(a, self.whitelist.as_ref())
+                || gated(&self.options, f, a, &r.role)
+                || !r.constraints.iter().all(|c| c.holds(&a.info))
+            {
+                continue;
+            }
+            let here = copies_that_fit(&a.node, &r.ask, r.left);
+            if here > 0 {
+                fit += here;
+                agents += 1;
+            }
+        }
+        let shape = r.ask.demand.to_request();
+        let numbers = [
+            ("left", f64::from(r.left)),
+            ("wanted_at_once", f64::from(wanted)),
+            ("fit_now", f64::from(fit.min(r.left))),
+            ("agents", f64::from(agents)),
+        ];
+        if r.grouped() {
+            let missing = wanted.saturating_sub(fit);
+            ExplainEntry::new(
+                "gang_waiting",
+                format!(
+                    "{} of '{}' waits for {wanted} tasks of ({shape}) at once: {} fit now on {agents} agent(s), {missing} missing",
+                    f.info.name,
+                    r.role,
+                    fit.min(wanted)
+                ),
+                &numbers,
+            )
+        } else {
+            ExplainEntry::new(
+                "request_waiting",
+                format!(
+                    "{} of '{}' has {} task(s) of ({shape}) outstanding: {} fit now on {agents} agent(s)",
+                    f.info.name,
+                    r.role,
+                    r.left,
+                    fit.min(r.left)
+                ),
+                &numbers,
+            )
         }
     }
 
@@ -689,32 +952,65 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
     }
 
     /// Replaces the framework's outstanding requests (see the type's documentation).
-    fn request_resources(&mut self, framework: FrameworkId, requests: &[Resources]) -> Result<()> {
-        let asks = requests
-            .iter()
-            .map(|r| Demand::from_request(r).map(Ask::new))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| ModuleError::rejected(format!("request_resources: {e}")))?;
-        let f = self
-            .frameworks
-            .get_mut(&framework)
-            .ok_or_else(|| unknown("request_resources", framework))?;
-        // The policy hears of each task once: a framework restates what is still outstanding
-        // each time its list changes, so only asks beyond those (by shape) are new.
-        let mut outstanding: HashMap<Shape, usize> = HashMap::new();
-        for ask in &f.requests {
-            *outstanding.entry(ask.shape()).or_default() += 1;
+    fn request(&mut self, framework: FrameworkId, requests: &[Request]) -> Result<()> {
+        let mut stated = Vec::with_capacity(requests.len());
+        for r in requests {
+            let demand = Demand::from_request(&r.resources)
+                .map_err(|e| ModuleError::rejected(format!("request: {e}")))?;
+            if let Some(why) = r.invalid() {
+                return Err(ModuleError::rejected(format!("request: {why}")));
+            }
+            stated.push(Outstanding {
+                ask: Ask::new(demand),
+                role: r.role.to_string(),
+                left: r.count,
+                min: r.minimum(),
+                group: r.group.into_option(),
+                constraints: r.constraints.to_vec(),
+                todo: 0,
+            });
         }
-        for ask in &asks {
-            match outstanding.get_mut(&ask.shape()) {
-                Some(n) if *n > 0 => *n -= 1,
-                _ => self.policy.requested(ask),
+        let f = self.frameworks.get_mut(&framework).ok_or_else(|| unknown("request", framework))?;
+        if let Some(r) = stated.iter().find(|r| !f.info.roles.iter().any(|x| x.as_str() == r.role))
+        {
+            return Err(ModuleError::rejected(format!(
+                "request: role '{}' is not one of {framework}'s roles",
+                r.role
+            )));
+        }
+        // The policy hears of each task once: a framework restates what is still outstanding
+        // each time its list changes, so only tasks beyond those (by shape) are new.
+        let mut outstanding: HashMap<Shape, u32> = HashMap::new();
+        for r in &f.requests {
+            *outstanding.entry(r.ask.shape()).or_default() += r.left;
+        }
+        for r in &stated {
+            for _ in 0..r.left {
+                match outstanding.get_mut(&r.ask.shape()) {
+                    Some(n) if *n > 0 => *n -= 1,
+                    _ => self.policy.requested(&r.ask),
+                }
             }
         }
-        f.requests = asks;
+        f.requests = stated;
         Ok(())
     }
 
+    /// The framework's (or role's) outstanding requests after the last run, with how many of
+    /// each would fit now on the agents the request may use.
+    fn explain(&self, subject: &ExplainSubject, out: &mut RVec<ExplainEntry>) -> Result<()> {
+        out.clear();
+        let about = |id: &FrameworkId, r: &Outstanding| match subject.kind {
+            ExplainSubject::FRAMEWORK => *id == subject.framework,
+            _ => r.role == subject.role.as_str(),
+        };
+        for (id, f) in &self.frameworks {
+            for r in f.requests.iter().filter(|r| about(id, r)) {
+                out.push(self.explain_request(f, r));
+            }
+        }
+        Ok(())
+    }
     fn recover_resources(
         &mut self,
         framework: FrameworkId,
@@ -890,7 +1186,8 @@ mod tests {
         p.add_agent(&agent(0), None, &res("cpus:5;mem:100"), &used).unwrap();
         let one = res("cpus:1;mem:10");
         for fw in [0, 1] {
-            p.request_resources(FrameworkId(fw), &[one.clone(), one.clone(), one.clone()]).unwrap();
+            let role = ["a", "b"][fw as usize];
+            p.request(FrameworkId(fw), &[Request::tasks(role, 3, one.clone())]).unwrap();
         }
         let mut out = OfferBatch::default();
         p.allocate(&[AgentId(0)], false, &mut out).unwrap();
@@ -909,7 +1206,8 @@ mod tests {
         q.add_framework(&framework(1, "b"), &[], true, &FrameworkOptions::default()).unwrap();
         q.add_agent(&agent(0), None, &res("cpus:5;mem:100"), &used).unwrap();
         for fw in [0, 1] {
-            q.request_resources(FrameworkId(fw), &[one.clone(), one.clone(), one.clone()]).unwrap();
+            let role = ["a", "b"][fw as usize];
+            q.request(FrameworkId(fw), &[Request::tasks(role, 3, one.clone())]).unwrap();
         }
         out.clear();
         q.allocate(&[AgentId(0)], false, &mut out).unwrap();
@@ -940,11 +1238,16 @@ mod tests {
         let mut p = PlacementAllocator::new(Heard::default(), &AllocatorOptions::default());
         p.add_framework(&framework(0, "a"), &[], true, &FrameworkOptions::default()).unwrap();
         let (one, two) = (res("cpus:1;mem:10"), res("cpus:2;mem:10"));
-        p.request_resources(FrameworkId(0), &[one.clone(), one.clone()]).unwrap();
-        p.request_resources(FrameworkId(0), &[one.clone(), one.clone(), two.clone()]).unwrap();
-        p.request_resources(FrameworkId(0), &[one.clone(), two.clone()]).unwrap();
+        let state = |p: &mut PlacementAllocator<Heard>, tasks: &[&Resources]| {
+            let requests: Vec<Request> =
+                tasks.iter().map(|r| Request::task("a", (*r).clone())).collect();
+            p.request(FrameworkId(0), &requests).unwrap();
+        };
+        state(&mut p, &[&one, &one]);
+        state(&mut p, &[&one, &one, &two]);
+        state(&mut p, &[&one, &two]);
         assert_eq!(p.policy().0, 3, "two of one shape, then one of another");
-        p.request_resources(FrameworkId(0), &[one.clone(), one, two]).unwrap();
+        state(&mut p, &[&one, &one, &two]);
         assert_eq!(p.policy().0, 4, "a third task of the first shape is new");
     }
 
@@ -973,7 +1276,7 @@ mod tests {
         a.allocate(&[AgentId(0)], false, &mut out).unwrap();
         let offered = out.offers[0].resources.clone();
         a.recover_resources(FrameworkId(0), AgentId(0), "r", &offered, Some(2.0)).unwrap();
-        a.request_resources(FrameworkId(0), &[res("cpus:1;mem:10")]).unwrap();
+        a.request(FrameworkId(0), &[Request::task("r", res("cpus:1;mem:10"))]).unwrap();
         a.set_time(5.0).unwrap();
         out.clear();
         a.allocate(&[AgentId(0)], false, &mut out).unwrap();
@@ -982,5 +1285,142 @@ mod tests {
         a.allocate(&[AgentId(0)], false, &mut out).unwrap();
         assert_eq!(out.offers.len(), 1, "expired at 10, and this run is not periodic");
         assert_eq!(out.offers[0].resources, res("cpus:1;mem:10"));
+    }
+
+    /// One framework of role `r` and an agent per total; returns the allocator.
+    fn cluster(totals: &[&str]) -> PlacementAllocator<First> {
+        let mut p = PlacementAllocator::new(First, &AllocatorOptions::default());
+        let mut info = framework(0, "r");
+        info.capabilities = info.capabilities.with(FrameworkCapabilities::GPU_RESOURCES);
+        p.add_framework(&info, &[], true, &FrameworkOptions::default()).unwrap();
+        for (i, t) in totals.iter().enumerate() {
+            p.add_agent(&agent(i as u32), None, &res(t), &[]).unwrap();
+        }
+        p
+    }
+
+    fn run(p: &mut PlacementAllocator<First>) -> Vec<Allocation> {
+        let agents: Vec<AgentId> = p.agents.iter().map(|a| a.id).collect();
+        let mut out = OfferBatch::default();
+        p.allocate(&agents, true, &mut out).unwrap();
+        out.offers.into_iter().collect()
+    }
+
+    fn gpus_offered(offers: &[Allocation]) -> f64 {
+        offers.iter().map(|o| o.resources.scalar("gpus").as_f64()).sum()
+    }
+
+    #[test]
+    fn a_gang_that_does_not_fit_whole_is_offered_nothing_and_waits() {
+        let mut p = cluster(&["cpus:8;mem:800;gpus[0]:1;gpus[1]:1"]);
+        p.request(FrameworkId(0), &[Request::gang("r", 4, res("cpus:1;mem:10;gpus:1"))]).unwrap();
+        assert!(run(&mut p).is_empty(), "2 of 4 would fit: none is offered");
+        assert_eq!(p.frameworks[&FrameworkId(0)].requests[0].left, 4, "still outstanding");
+        assert_eq!(p.agents[0].free, res("cpus:8;mem:800;gpus[0]:1;gpus[1]:1"), "rolled back");
+    }
+
+    #[test]
+    fn a_gang_is_offered_whole_in_one_run_once_it_fits() {
+        let mut p = cluster(&["cpus:8;mem:800;gpus[0]:1;gpus[1]:1", "cpus:8;mem:800;gpus[0]:1"]);
+        p.request(FrameworkId(0), &[Request::gang("r", 4, res("cpus:1;mem:10;gpus:1"))]).unwrap();
+        assert!(run(&mut p).is_empty());
+        p.remove_agent(AgentId(1)).unwrap();
+        p.add_agent(&agent(1), None, &res("cpus:8;mem:800;gpus[0]:1;gpus[1]:1"), &[]).unwrap();
+        let offers = run(&mut p);
+        assert_eq!(gpus_offered(&offers), 4.0, "{offers:?}");
+        assert!(p.frameworks[&FrameworkId(0)].requests.is_empty(), "placed: done");
+    }
+
+    #[test]
+    fn a_group_of_requests_is_placed_all_or_nothing() {
+        // A driver (no GPU) and two GPU workers: room for the driver and one worker only.
+        let mut p = cluster(&["cpus:8;mem:800;gpus[0]:1"]);
+        let g = allocator_api::GroupId(7);
+        let driver = Request::task("r", res("cpus:2;mem:10")).in_group(g);
+        let workers = Request::gang("r", 2, res("cpus:1;mem:10;gpus:1")).in_group(g);
+        p.request(FrameworkId(0), &[driver.clone(), workers.clone()]).unwrap();
+        assert!(run(&mut p).is_empty(), "the driver alone is not placed");
+        p.remove_agent(AgentId(0)).unwrap();
+        p.add_agent(&agent(0), None, &res("cpus:8;mem:800;gpus[0]:1;gpus[1]:1"), &[]).unwrap();
+        let offers = run(&mut p);
+        assert_eq!(offers.len(), 1);
+        assert_eq!(offers[0].resources.scalar("cpus").as_f64(), 4.0, "{offers:?}");
+        assert_eq!(gpus_offered(&offers), 2.0);
+    }
+
+    #[test]
+    fn min_count_places_at_least_that_many_at_once_then_the_rest_one_by_one() {
+        let mut p = cluster(&["cpus:3;mem:800"]);
+        let elastic = Request { min_count: 2, ..Request::tasks("r", 5, res("cpus:1;mem:10")) };
+        p.request(FrameworkId(0), &[elastic]).unwrap();
+        let offers = run(&mut p);
+        assert_eq!(offers[0].resources.scalar("cpus").as_f64(), 3.0, "two at once, then one");
+        let left = &p.frameworks[&FrameworkId(0)].requests[0];
+        assert_eq!((left.left, left.min), (2, 1), "the rest go one by one");
+    }
+
+    #[test]
+    fn constraints_keep_tasks_off_agents_that_do_not_meet_them() {
+        let mut p = cluster(&["cpus:4;mem:800", "cpus:4;mem:800"]);
+        let only_a1 = Request::tasks("r", 2, res("cpus:1;mem:10"))
+            .with_constraint(Constraint::is_in("hostname", &["a1"]));
+        p.request(FrameworkId(0), &[only_a1]).unwrap();
+        let offers = run(&mut p);
+        assert!(offers.iter().all(|o| o.agent == AgentId(1)), "{offers:?}");
+        assert_eq!(offers[0].resources.scalar("cpus").as_f64(), 2.0);
+    }
+
+    #[test]
+    fn a_request_under_a_role_the_framework_does_not_have_is_rejected() {
+        let mut p = cluster(&["cpus:4;mem:800"]);
+        let e = p.request(FrameworkId(0), &[Request::task("other", res("cpus:1"))]).unwrap_err();
+        assert!(e.message.contains("'other'"), "{e}");
+        assert!(p.frameworks[&FrameworkId(0)].requests.is_empty(), "nothing changed");
+    }
+
+    #[test]
+    fn requests_survive_deactivation_and_are_placed_after_reactivation() {
+        let mut p = cluster(&["cpus:4;mem:800"]);
+        p.request(FrameworkId(0), &[Request::gang("r", 2, res("cpus:1;mem:10"))]).unwrap();
+        p.deactivate_framework(FrameworkId(0)).unwrap();
+        assert!(run(&mut p).is_empty());
+        p.activate_framework(FrameworkId(0)).unwrap();
+        assert_eq!(run(&mut p)[0].resources.scalar("cpus").as_f64(), 2.0);
+    }
+
+    /// Keeps a gang's members together: the agents they took first.
+    struct Together;
+    impl Placement for Together {
+        fn score(&mut self, _node: &Node, _ask: &Ask) -> i64 {
+            0
+        }
+        fn score_member(&mut self, node: &Node, _ask: &Ask, group: &Members<'_>) -> i64 {
+            group.placed.iter().filter(|a| **a == node.agent).count() as i64
+        }
+    }
+
+    #[test]
+    fn a_policy_sees_where_the_group_members_went_and_can_keep_them_together() {
+        let mut p = PlacementAllocator::new(Together, &AllocatorOptions::default());
+        p.add_framework(&framework(0, "r"), &[], true, &FrameworkOptions::default()).unwrap();
+        for i in 0..3 {
+            p.add_agent(&agent(i), None, &res("cpus:4;mem:800"), &[]).unwrap();
+        }
+        p.request(FrameworkId(0), &[Request::gang("r", 4, res("cpus:1;mem:10"))]).unwrap();
+        let mut out = OfferBatch::default();
+        p.allocate(&[AgentId(0), AgentId(1), AgentId(2)], true, &mut out).unwrap();
+        assert_eq!(out.offers.len(), 1, "all four on one agent: {:?}", out.offers);
+    }
+
+    #[test]
+    fn explain_says_how_many_members_of_a_waiting_gang_are_missing() {
+        let mut p = cluster(&["cpus:8;mem:800;gpus[0]:1;gpus[1]:1"]);
+        p.request(FrameworkId(0), &[Request::gang("r", 4, res("cpus:1;mem:10;gpus:1"))]).unwrap();
+        run(&mut p);
+        let mut out = RVec::new();
+        p.explain(&ExplainSubject::framework(FrameworkId(0)), &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].code.as_str(), "gang_waiting");
+        assert!(out[0].text.contains("2 fit now on 1 agent(s), 2 missing"), "{}", out[0].text);
     }
 }

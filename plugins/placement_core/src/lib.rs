@@ -3,8 +3,9 @@
 //! exactly that slice.
 //!
 //! A policy is a [`Placement`]: a score per feasible agent ([`Node`] for the agent, [`Ask`]
-//! for the task) and, for a share of one GPU, the device. [`PlacementAllocator`] does the
-//! rest, once for every policy: the bookkeeping of agents, frameworks and what they hold,
+//! for the task), for a gang's member a score that may look at where its gang went
+//! ([`Placement::score_member`], [`Members`]), and, for a share of one GPU, the device.
+//! [`PlacementAllocator`] does the rest, once for every policy: groups placed all or nothing, the bookkeeping of agents, frameworks and what they hold,
 //! feasibility (CPU, memory, GPU model, the sharing rule: a share on one device, whole GPUs on
 //! fully free devices), refuse filters, GPU filtering, the whitelist, and ties broken by a
 //! random agent order drawn once per seed ([`order`]). The shipped policies, each its own
@@ -21,5 +22,5 @@ pub mod frag;
 mod node;
 pub mod order;
 
-pub use allocator::{Placement, PlacementAllocator};
+pub use allocator::{Members, Placement, PlacementAllocator};
 pub use node::{Ask, Node, Shape};

@@ -2,12 +2,15 @@
 
 use allocator_api::resources::ResourceFlags;
 use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, MODEL_ATTRIBUTE};
-use allocator_api::{AgentInfo, Resource, Resources};
+use allocator_api::{AgentId, AgentInfo, Resource, Resources};
 
 /// An agent's free, placeable resources: unreserved, non-revocable CPUs, memory and GPU
 /// devices, and its GPU model.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {
+    /// The agent's handle (what [`Placement::score_member`](crate::Placement::score_member)
+    /// compares with the agents a group's members took).
+    pub agent: AgentId,
     /// Free CPUs, in milli-CPU.
     pub cpu: i64,
     /// Free memory, in thousandths of a MiB (the resource's fixed point).
@@ -40,6 +43,12 @@ impl Node {
         self.gpu_tasks.iter().find(|(s, _)| *s == shape).map_or(0, |(_, n)| *n)
     }
 
+    /// How many tasks of `ask` fit here together, up to `most` (CPU, memory, the GPU model
+    /// and the sharing rule: each share on its tightest device, whole GPUs on idle devices).
+    pub fn copies(&self, ask: &Ask, most: u32) -> u32 {
+        copies_that_fit(self, ask, most)
+    }
+
     /// Whether the node can take `ask`: CPU, memory, the GPU model and the sharing rule
     /// (other resources are checked by the allocator).
     pub fn fits(&self, ask: &Ask) -> bool {
@@ -52,6 +61,7 @@ impl Node {
     /// Rebuilds the view from an agent's free resources, its devices (from its total) and its
     /// info.
     pub(crate) fn refresh(&mut self, free: &Resources, devices: &[Device], info: &AgentInfo) {
+        self.agent = info.id;
         let plain = |r: &&Resource| r.is_unreserved() && r.flags == ResourceFlags::NONE;
         self.cpu =
             free.iter().filter(plain).filter(|r| r.name.as_str() == "cpus").map(millis).sum();
@@ -116,6 +126,38 @@ impl Ask {
             demand,
         }
     }
+}
+
+/// How many tasks of `ask` fit on `node` together, up to `most` (CPU, memory and the GPU
+/// sharing rule; each share on its tightest device, whole GPUs on idle devices).
+pub(crate) fn copies_that_fit(node: &Node, ask: &Ask, most: u32) -> u32 {
+    let mut n = node.clone();
+    let mut copies = 0;
+    while copies < most && n.fits(ask) {
+        n.cpu -= ask.cpu;
+        n.mem -= ask.mem;
+        match ask.gpu {
+            GpuAsk::None => {}
+            GpuAsk::Share(m) => {
+                let Some(i) = allocator_api::resources::tightest_fit(&n.gpus, m) else { break };
+                n.gpus[i] -= m;
+            }
+            GpuAsk::Whole(k) => {
+                let mut picks = Vec::new();
+                if !allocator_api::resources::lowest_free(&n.gpus, k, &mut picks) {
+                    break;
+                }
+                for i in picks {
+                    n.gpus[i] = 0;
+                }
+            }
+        }
+        copies += 1;
+        if ask.cpu == 0 && ask.mem == 0 && ask.gpu == GpuAsk::None {
+            return most; // nothing is used up: as many as asked fit
+        }
+    }
+    copies
 }
 
 /// Counts of GPU tasks by shape (see [`Node::gpu_tasks`]).

@@ -50,7 +50,12 @@ impl Tree {
 
     /// Unweighted dominant share of a node over the pool (excluded names and names with an
     /// empty pool contribute nothing).
+    /// When the tree shares on usage ([`share_on_usage`](Self::share_on_usage)), the share is
+    /// of `usage + current_weight × holdings` instead.
     pub(crate) fn compute_share(&self, i: NodeIndex) -> f64 {
+        if let Some(current_weight) = self.on_usage {
+            return self.usage_share(i, current_weight);
+        }
         let n = &self.nodes[i];
         let mut share = 0.0f64;
         for (id, &total) in self.pool.iter().enumerate() {

@@ -25,8 +25,13 @@
 //! One concept a file, each using only the files listed before it: `siblings.rs` (a node's
 //! ordered children), `held.rs` (what a node holds on one agent), `tree.rs` (nodes, paths,
 //! weights), `holdings.rs` (allocations at every ancestor, the agent pool, shares),
+//! `usage.rs` (shares over usage instead of holdings, for a policy that keeps usage over time),
 //! `clients.rs` (adding and removing clients, virtual leaves), `ordering.rs` (orders,
 //! incremental re-ordering, the active order, [`Policy`] and [`TreeSorter`]).
+//!
+//! A policy whose order depends on time (the `drf_decay` sorter) hears the allocation run's
+//! clock through [`Policy::set_time`], keeps what it needs, and gives the tree a usage per node
+//! ([`Tree::add_usage`]) that shares are then computed on ([`Tree::share_on_usage`]).
 
 #![deny(missing_docs)]
 
@@ -37,6 +42,7 @@ mod holdings;
 mod ordering;
 mod siblings;
 mod tree;
+mod usage;
 
 pub use ordering::{Order, Ordered, Policy, TreeSorter};
 pub use tree::{Node, NodeKind, Tree};

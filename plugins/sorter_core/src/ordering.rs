@@ -240,6 +240,12 @@ fn extend_clients(out: &mut RVec<ClientId>, entries: &[Entry]) {
 
 /// What distinguishes one tree sorter from another: how it answers `sort`.
 pub trait Policy: Send + 'static {
+    /// Called once, on the new and empty tree, when the sorter is created (a policy that
+    /// shares on usage says so here: [`Tree::share_on_usage`]). The default does nothing.
+    fn configure(&self, tree: &mut Tree) {
+        let _ = tree;
+    }
+
     /// Called after `allocated` on a tree that is not dirty (to keep an incremental order).
     fn on_allocated(&mut self, tree: &mut Tree, leaf: NodeIndex);
     /// Writes the active clients in order; `dirty` is true when anything but an allocation
@@ -264,6 +270,14 @@ pub trait Policy: Send + 'static {
     /// Called when a client is deactivated. DRF keeps its order (the inactive leaf just leaves
     /// the walk); policies that cache the set of active clients refresh it.
     fn invalidate(&mut self) {}
+
+    /// The host's clock ([`Sorter::set_time`]); returns whether the order may have changed, in
+    /// which case the next sort recomputes every share and re-sorts (`dirty`). The default
+    /// ignores time.
+    fn set_time(&mut self, tree: &mut Tree, now: f64) -> bool {
+        let _ = (tree, now);
+        false
+    }
 }
 
 /// A [`Policy`] that keeps siblings ordered by `O` (DRF, weighted priority).
@@ -313,7 +327,9 @@ pub struct TreeSorter<P: Policy> {
 impl<P: Policy> TreeSorter<P> {
     /// A new, empty sorter.
     pub fn new(config: &SorterConfig, policy: P) -> TreeSorter<P> {
-        TreeSorter { tree: Tree::new(config), dirty: true, policy }
+        let mut tree = Tree::new(config);
+        policy.configure(&mut tree);
+        TreeSorter { tree, dirty: true, policy }
     }
 
     /// The underlying tree.
@@ -448,6 +464,15 @@ impl<P: Policy> Sorter for TreeSorter<P> {
         true
     }
 
+    /// Passes the time to the policy ([`Policy::set_time`]); re-sorts in full at the next sort
+    /// when the policy says the order may have changed.
+    fn set_time(&mut self, now: f64) -> Result<()> {
+        if self.policy.set_time(&mut self.tree, now) {
+            self.dirty = true;
+        }
+        Ok(())
+    }
+
     fn contains(&self, client: ClientId) -> bool {
         self.tree.contains(client)
     }
@@ -456,7 +481,8 @@ impl<P: Policy> Sorter for TreeSorter<P> {
         self.tree.client_count()
     }
 
-    /// The unweighted dominant share of the client (Mesos's `shares/dominant` metric).
+    /// The unweighted dominant share of the client (Mesos's `shares/dominant` metric); on
+    /// usage when the tree shares on usage ([`Tree::share_on_usage`]).
     fn dominant_share(&self, client: ClientId) -> Option<f64> {
         let leaf = self.tree.clients.get(&client)?;
         Some(self.tree.compute_share(*leaf))

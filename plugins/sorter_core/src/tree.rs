@@ -54,6 +54,9 @@ pub struct Node {
     pub(crate) client: Option<ClientId>,
     /// Allocated scalar quantities by interned name id (shared resources once).
     pub(crate) totals: Vec<i64>,
+    /// Usage by interned name id, in the units of `totals`, when the tree shares on usage
+    /// ([`Tree::share_on_usage`]); empty otherwise (a missing entry is 0).
+    pub(crate) usage: Vec<f64>,
     /// Per-agent resources: every resource for leaves, only shared ones for inner nodes and,
     /// when the tree keeps scalars only, for leaves too (they are needed to count each shared
     /// resource once).
@@ -116,6 +119,9 @@ pub struct Tree {
     ///
     /// [`Sorter::keep_scalars_only`]: allocator_api::Sorter::keep_scalars_only
     pub(crate) scalars_only: bool,
+    /// `Some(current_weight)` when shares are computed on each node's `usage` plus
+    /// `current_weight` × what it holds ([`share_on_usage`](Self::share_on_usage)).
+    pub(crate) on_usage: Option<f64>,
 }
 
 impl Tree {
@@ -134,6 +140,7 @@ impl Tree {
             children: Siblings::default(),
             client: None,
             totals: Vec::new(),
+            usage: Vec::new(),
             per_agent: IdMap::default(),
         };
         Tree {
@@ -155,6 +162,7 @@ impl Tree {
             full_order: None,
             ids_scratch: Vec::new(),
             scalars_only: false,
+            on_usage: None,
         }
     }
 
@@ -202,6 +210,7 @@ impl Tree {
             children: Siblings::default(),
             client: None,
             totals: vec![0; self.names.len()],
+            usage: Vec::new(),
             per_agent: IdMap::default(),
         };
         let i = match self.free.pop() {
