@@ -200,12 +200,11 @@ pub struct PendingAsk<'a> {
     pub models: &'a [String],
 }
 
-/// The demand a framework states for its pending pods, in their order: one request a pod
-/// (Mesos's `requestResources`; placement allocators place each, the built-in ignores it).
+/// The demand a framework states for its pending pods, in their order: one request of one
+/// task a pod, under the framework's role (ABI 3's `Request`; placement allocators place each,
+/// the built-in ignores it).
 ///
-/// This is the one place requests are built (the core's request type is changing: a
-/// `Request` with a count, an all-or-nothing minimum and attribute constraints will carry
-/// `nodeSelector` and required node affinity too).
+/// This is the one place requests are built.
 pub fn requests_of(framework: &str, pods: &[PendingAsk<'_>]) -> Command {
     let requests = pods
         .iter()
@@ -216,6 +215,7 @@ pub fn requests_of(framework: &str, pods: &[PendingAsk<'_>]) -> Command {
             }
             Err(_) => p.ask.clone(),
         })
+        .map(|r| allocator_api::Request::task("", r))
         .collect();
     Command::RequestResources { framework: framework.to_owned(), requests }
 }
