@@ -45,6 +45,9 @@ pub struct KubeOptions {
     pub refuse_seconds: f64,
     /// The least time between two reports (event, condition) of why one pod waits.
     pub report_interval: Duration,
+    /// Leader election on a Lease ([`crate::lease`]): nothing is watched (so nothing is
+    /// bound) before this replica leads. `None`: it leads alone.
+    pub leader_election: Option<crate::lease::LeaderElection>,
 }
 
 impl KubeOptions {
@@ -60,6 +63,7 @@ impl KubeOptions {
             concurrency: 32,
             refuse_seconds: 2.0,
             report_interval: Duration::from_secs(30),
+            leader_election: None,
         }
     }
 }
@@ -287,6 +291,9 @@ async fn run(
     tx: std_mpsc::Sender<Input>,
     mut actions: mpsc::UnboundedReceiver<Action>,
 ) {
+    if let Some(le) = options.leader_election.clone() {
+        crate::lease::lead(client.clone(), le).await;
+    }
     let live = "status.phase!=Succeeded,status.phase!=Failed";
     let name = &options.scheduler_name;
     let ours = watcher::Config::default().fields(&format!("spec.schedulerName={name},{live}"));

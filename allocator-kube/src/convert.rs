@@ -16,6 +16,7 @@ use allocator_host::master::Command;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use crate::gang::GangAsk;
 use crate::quantity::{MIB, parse};
 
 /// The extended resource of NVIDIA's device plugin: whole GPUs.
@@ -206,23 +207,51 @@ pub struct PendingAsk<'a> {
     pub models: &'a [String],
 }
 
-/// The demand a framework states for its pending pods, in their order: one request a pod
-/// (Mesos's `requestResources`; placement allocators place each, the built-in ignores it).
+/// The demand a framework states for its pending pods, in their order: one request of one
+/// task a pod, under the framework's role (ABI 3's `Request`; placement allocators place each,
+/// the built-in ignores it).
 ///
-/// This is the one place requests are built (the core's request type is changing: a
-/// `Request` with a count, an all-or-nothing minimum and attribute constraints will carry
-/// `nodeSelector` and required node affinity too).
-pub fn requests_of(framework: &str, pods: &[PendingAsk<'_>]) -> Command {
-    let requests = pods
-        .iter()
-        .map(|p| match Demand::from_request(p.ask) {
-            Ok(mut d) => {
-                d.models = p.models.to_vec();
-                d.to_request()
+/// A gang (`gang`: a pod group, [`crate::gang`]) is stated all or nothing instead: its pods,
+/// one request per distinct ask (and accepted models), all in the gang's group; when all its
+/// pods ask the same, one request of `count` pods of which at least `need` are placed at once
+/// (`min_count`), else each request whole (`min_count == count`), so that every pending pod
+/// of the group is placed in one run or none is.
+///
+/// This is the one place requests are built.
+pub fn requests_of(framework: &str, pods: &[PendingAsk<'_>], gang: Option<GangAsk>) -> Command {
+    let stated = |p: &PendingAsk<'_>| match Demand::from_request(p.ask) {
+        Ok(mut d) => {
+            d.models = p.models.to_vec();
+            d.to_request()
+        }
+        Err(_) => p.ask.clone(),
+    };
+    let requests = match gang {
+        None => pods.iter().map(|p| allocator_api::Request::task("", stated(p))).collect(),
+        Some(_) if pods.is_empty() => Vec::new(),
+        Some(GangAsk { group, need }) => {
+            let mut shapes: Vec<(Resources, u32)> = Vec::new();
+            for p in pods {
+                let r = stated(p);
+                match shapes.iter_mut().find(|(s, _)| *s == r) {
+                    Some((_, n)) => *n += 1,
+                    None => shapes.push((r, 1)),
+                }
             }
-            Err(_) => p.ask.clone(),
-        })
-        .collect();
+            let one_shape = shapes.len() == 1;
+            shapes
+                .into_iter()
+                .map(|(r, n)| {
+                    let min = if one_shape { need.clamp(1, n) } else { n };
+                    allocator_api::Request {
+                        min_count: min,
+                        ..allocator_api::Request::tasks("", n, r)
+                    }
+                    .in_group(group)
+                })
+                .collect()
+        }
+    };
     Command::RequestResources { framework: framework.to_owned(), requests }
 }
 
@@ -355,13 +384,35 @@ mod tests {
         let ask: Resources = "cpus:1;gpus:0.5;pods:1".parse().unwrap();
         let models = vec!["V100".to_string()];
         let Command::RequestResources { framework, requests } =
-            requests_of("f", &[PendingAsk { ask: &ask, models: &models }])
+            requests_of("f", &[PendingAsk { ask: &ask, models: &models }], None)
         else {
             panic!("a request")
         };
         assert_eq!(framework, "f");
         assert_eq!(requests.len(), 1);
         assert!(requests[0].to_string().contains("gpu_models:{V100}"), "{}", requests[0]);
+    }
+
+    #[test]
+    fn a_gang_is_one_all_or_nothing_group() {
+        let ask: Resources = "cpus:1;gpus:1;pods:1".parse().unwrap();
+        let pods = vec![PendingAsk { ask: &ask, models: &[] }; 4];
+        let group = allocator_api::GroupId(7);
+        let Command::RequestResources { requests, .. } =
+            requests_of("g", &pods, Some(GangAsk { group, need: 4 }))
+        else {
+            panic!("a request")
+        };
+        assert_eq!(requests.len(), 1);
+        assert_eq!((requests[0].count, requests[0].min_count), (4, 4));
+        assert!(requests[0].is_gang());
+        assert_eq!(requests[0].group.clone().into_option(), Some(group));
+        let Command::RequestResources { requests, .. } =
+            requests_of("g", &pods, Some(GangAsk { group, need: 3 }))
+        else {
+            panic!("a request")
+        };
+        assert_eq!((requests[0].count, requests[0].min_count), (4, 3));
     }
 
     #[test]

@@ -16,6 +16,8 @@
 pub mod api;
 pub mod convert;
 pub mod filter;
+pub mod gang;
+pub mod lease;
 pub mod quantity;
 pub mod scheduler;
 

@@ -35,6 +35,7 @@ use kube::runtime::watcher::Event as WatchEvent;
 use crate::api::{Action, BindFailure, Connection, Input, KubeOptions, Source};
 use crate::convert::{self, AgentSpec, PendingAsk};
 use crate::filter::{Filtered, NodeView, Placement};
+use crate::gang::GangAsk;
 
 /// The data key of the roles ConfigMap: JSON, `{"ROLE": {"weight": W, "quota":
 /// {"guarantees": "cpus:2", "limits": "cpus:8;mem:4096"}}, …}`.
@@ -134,6 +135,21 @@ struct FwState {
     members: usize,
     suppressed: bool,
     requested: Vec<String>,
+    /// A pod group's `minMember` (the largest its pods state): its pods go all or nothing.
+    gang: Option<u32>,
+    /// The gang ask last stated with `requested`.
+    requested_gang: Option<GangAsk>,
+}
+
+impl FwState {
+    /// For a pod group: its `minMember`, and how many of its pods must still be placed at
+    /// once (`minMember` less those placed already).
+    /// `elsewhere`: its pods bound before this scheduler started or by someone else.
+    fn gang_need(&self, elsewhere: usize) -> Option<(u32, u32)> {
+        let min = self.gang?;
+        let placed = self.members.saturating_sub(self.pending.len() + self.held.len()) + elsewhere;
+        Some((min, min.saturating_sub(placed as u32)))
+    }
 }
 
 /// A role's weight and quota as the ConfigMap says.
@@ -174,6 +190,14 @@ pub struct KubeScheduler {
     roles_dirty: bool,
     /// Tasks to kill at the next reconcile (their pods ended or went elsewhere).
     kills: Vec<(FrameworkId, u64)>,
+    /// Pods of each pod group (by its framework) bound before this scheduler started or by
+    /// someone else: placed members of the group.
+    group_elsewhere: HashMap<String, HashSet<String>>,
+    /// Something was freed or a node changed: waiting pod groups are revived at the next
+    /// reconcile, so that the refusals of their declined offers (set in one run, some cleared
+    /// by an agent's update) do not keep their agents out of step and a group that fits now
+    /// sees all its room in one run.
+    revive_groups: bool,
     /// The master's run count when the scheduler started: no pod is told why it waits before
     /// a run after it has had its chance.
     start_run: u64,
@@ -191,9 +215,13 @@ impl std::fmt::Debug for KubeScheduler {
     }
 }
 
-/// The framework a pod belongs to: its controller's `NS/KIND/NAME`, else `NS/pods`.
+/// The framework a pod belongs to: its pod group's `NS/podgroup/NAME` ([`crate::gang`]), else
+/// its controller's `NS/KIND/NAME`, else `NS/pods`.
 pub fn framework_of(pod: &Pod) -> String {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    if let Some(group) = crate::gang::group_of(pod) {
+        return crate::gang::framework_of_group(ns, &group.name);
+    }
     let owner = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
     match owner {
         Some(o) => format!("{ns}/{}/{}", o.kind, o.name),
@@ -236,6 +264,8 @@ impl KubeScheduler {
             dirty_frameworks: BTreeSet::new(),
             roles_dirty: false,
             kills: Vec::new(),
+            group_elsewhere: HashMap::new(),
+            revive_groups: false,
             start_run: 0,
             counts: Counts::default(),
         })
@@ -413,6 +443,7 @@ impl KubeScheduler {
         let st = self.nodes.entry(name.clone()).or_default();
         st.view = NodeView::of(node);
         st.spec = Some(spec);
+        self.revive_groups = true;
         self.dirty_nodes.insert(name);
     }
 
@@ -461,7 +492,8 @@ impl KubeScheduler {
     fn add_pending(&mut self, uid: String, pod: &Pod, run: u64) {
         let framework = framework_of(pod);
         let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        let state = PodState {
+        let group = crate::gang::group_of(pod);
+        let mut state = PodState {
             name: pod.metadata.name.clone().unwrap_or_default(),
             namespace: namespace.clone(),
             framework: framework.clone(),
@@ -480,6 +512,11 @@ impl KubeScheduler {
             .entry(framework.clone())
             .or_insert_with(|| FwState { role: namespace, ..FwState::default() });
         fw.members += 1;
+        match group.map(|g| g.min_member) {
+            Some(Ok(min)) => fw.gang = Some(fw.gang.unwrap_or(0).max(min)),
+            Some(Err(why)) => state.unsupported = state.unsupported.or(Some(why)),
+            None => {}
+        }
         if state.schedulable() {
             fw.pending.insert((state.order.clone(), uid.clone()));
         } else {
@@ -515,6 +552,9 @@ impl KubeScheduler {
             r
         });
         let usage = self.usage_on(pod, &ask, &node);
+        if crate::gang::group_of(pod).is_some() {
+            self.group_elsewhere.entry(framework_of(pod)).or_default().insert(uid.clone());
+        }
         let st = self.nodes.entry(node.clone()).or_default();
         st.foreign.insert(uid.clone(), usage);
         self.dirty_nodes.insert(node.clone());
@@ -546,6 +586,9 @@ impl KubeScheduler {
         if let Some(fw) = self.frameworks.get_mut(&framework) {
             fw.members = fw.members.saturating_sub(1);
             fw.held.remove(uid);
+            if fw.gang.is_some() {
+                self.group_elsewhere.entry(framework.clone()).or_default().insert(uid.to_owned());
+            }
             self.dirty_frameworks.insert(framework);
         }
         self.nodes.entry(node.clone()).or_default().foreign.insert(uid.to_owned(), usage);
@@ -584,6 +627,7 @@ impl KubeScheduler {
     }
 
     fn pod_deleted(&mut self, uid: &str) {
+        self.revive_groups = true;
         let Some(state) = self.pods.get(uid) else { return };
         match state.phase.clone() {
             Phase::Pending => self.forget_pending(uid),
@@ -593,6 +637,10 @@ impl KubeScheduler {
                     st.foreign.remove(uid);
                     self.dirty_nodes.insert(node);
                 }
+                self.group_elsewhere.retain(|_, uids| {
+                    uids.remove(uid);
+                    !uids.is_empty()
+                });
             }
         }
         let Some(state) = self.pods.remove(uid) else { return };
@@ -725,6 +773,19 @@ impl KubeScheduler {
         for name in std::mem::take(&mut self.dirty_frameworks) {
             self.reconcile_framework(&name, master)?;
         }
+        if std::mem::take(&mut self.revive_groups) {
+            for (name, fw) in &self.frameworks {
+                if fw.gang.is_none() || fw.pending.is_empty() || fw.id.is_none() {
+                    continue;
+                }
+                let revive = Command::ReviveOffers(name.clone(), Vec::new());
+                if let Err(e) = master.apply_from(allocator_host::master::Origin::Derived, &revive)
+                    && master.stopped().is_some()
+                {
+                    return Err(e.to_string());
+                }
+            }
+        }
         Ok(())
     }
 
@@ -854,9 +915,18 @@ impl KubeScheduler {
             }
             fw.suppressed = false;
         }
-        let keys: Vec<String> =
+        let mut keys: Vec<String> =
             fw.pending.iter().take(REQUEST_WINDOW).map(|(_, uid)| uid.clone()).collect();
-        if keys != fw.requested {
+        let elsewhere = self.group_elsewhere.get(name).map_or(0, HashSet::len);
+        let gang = fw
+            .gang_need(elsewhere)
+            .filter(|(_, need)| *need > 0)
+            .map(|(_, need)| GangAsk { group: crate::gang::group_id(name), need });
+        if gang.is_some_and(|g| (keys.len() as u32) < g.need) {
+            keys.clear(); // not enough of the group's pods exist yet: nothing can be placed
+        }
+        if keys != fw.requested || gang != fw.requested_gang {
+            fw.requested_gang = gang;
             let asks: Vec<PendingAsk<'_>> = keys
                 .iter()
                 .filter_map(|uid| self.pods.get(uid))
@@ -864,7 +934,7 @@ impl KubeScheduler {
                     p.ask.as_ref().ok().map(|ask| PendingAsk { ask, models: &p.models })
                 })
                 .collect();
-            let request = convert::requests_of(name, &asks);
+            let request = convert::requests_of(name, &asks, gang);
             match master.apply(&request) {
                 Ok(_) => {}
                 Err(e) if master.stopped().is_some() => return Err(e.to_string()),
@@ -880,13 +950,16 @@ impl KubeScheduler {
     fn answer(
         &mut self,
         offer: &std::sync::Arc<allocator_api::Allocation>,
+        closed: bool,
         master: &mut Master<'_>,
     ) -> Result<(), String> {
         let framework = master.framework_name(offer.framework).to_owned();
         let node = master.agent_name(offer.agent).to_owned();
         let mut remaining = offer.resources.clone();
         let mut chosen: Vec<(String, Resources)> = Vec::new();
-        if let (Some(fw), Some(st)) = (self.frameworks.get(&framework), self.nodes.get(&node)) {
+        if let (Some(fw), Some(st), false) =
+            (self.frameworks.get(&framework), self.nodes.get(&node), closed)
+        {
             for (_, uid) in &fw.pending {
                 if remaining.scalar(convert::PODS).millis() < 1000 {
                     break;
@@ -1005,6 +1078,9 @@ impl KubeScheduler {
                 }
             }
         }
+        if let Some(why) = self.gang_waiting(p, master) {
+            return why;
+        }
         let (mut inactive, mut selector, mut taint, mut resources, mut fit) = (0, 0, 0, 0, 0);
         let mut total = 0;
         for (name, st) in &self.nodes {
@@ -1054,10 +1130,14 @@ impl KubeScheduler {
 
 impl allocator_sim::driver::Client for KubeScheduler {
     fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String> {
+        let gates = self.gang_gates(events, master);
         let mut ran = false;
         for event in events {
             match event {
-                Event::Offer(offer) => self.answer(offer, master)?,
+                Event::Offer(offer) => {
+                    let closed = gates.get(&offer.framework).is_some_and(|open| !open);
+                    self.answer(offer, closed, master)?
+                }
                 Event::TaskEnded { task, framework, .. } => {
                     if let Some(uid) = self.tasks.remove(&(*framework, *task))
                         && let Some(p) = self.pods.get_mut(&uid)
@@ -1080,5 +1160,90 @@ impl allocator_sim::driver::Client for KubeScheduler {
             self.report_waiting(master);
         }
         Ok(())
+    }
+}
+
+/// Pod groups: the gate on their offers, and why they wait ([`crate::gang`]).
+impl KubeScheduler {
+    /// A group's pending pods that can be demand, in order: their asks and placement rules.
+    fn gang_pods<'a>(&'a self, fw: &FwState) -> Vec<(&'a Resources, &'a Placement)> {
+        fw.pending
+            .iter()
+            .filter_map(|(_, uid)| self.pods.get(uid))
+            .filter_map(|p| p.ask.as_ref().ok().map(|a| (a, &p.placement)))
+            .collect()
+    }
+
+    /// For each pod group with offers among `events` (one allocation run's): whether they
+    /// take together at least the pods it must place at once (`true`, answered as usual), or
+    /// not (`false`: every one of its offers is declined, so no pod of it is bound).
+    fn gang_gates(&self, events: &[Event], master: &Master<'_>) -> HashMap<FrameworkId, bool> {
+        let mut offers: BTreeMap<FrameworkId, Vec<&allocator_api::Allocation>> = BTreeMap::new();
+        for event in events {
+            if let Event::Offer(o) = event {
+                offers.entry(o.framework).or_default().push(o);
+            }
+        }
+        let mut gates = HashMap::new();
+        for (id, offers) in offers {
+            let Some(fw) = self.frameworks.get(master.framework_name(id)) else { continue };
+            let elsewhere =
+                self.group_elsewhere.get(master.framework_name(id)).map_or(0, HashSet::len);
+            let Some((_, need)) = fw.gang_need(elsewhere).filter(|(_, need)| *need > 0) else {
+                continue;
+            };
+            let pods = self.gang_pods(fw);
+            let mut nodes: Vec<(&NodeView, Resources)> = offers
+                .iter()
+                .filter_map(|o| {
+                    let st = self.nodes.get(master.agent_name(o.agent))?;
+                    Some((&st.view, o.resources.clone()))
+                })
+                .collect();
+            let (fit, _) = crate::gang::placed(&crate::gang::assign(&pods, &mut nodes));
+            gates.insert(id, fit >= need as usize);
+        }
+        gates
+    }
+
+    /// Why a pod group's pods wait, or `None` when the pod is in no group that still needs
+    /// pods placed at once: how many of the pods it needs fit now on how many nodes, and how
+    /// many are missing.
+    fn gang_waiting(&self, p: &PodState, master: &Master<'_>) -> Option<String> {
+        let fw = self.frameworks.get(&p.framework)?;
+        let elsewhere = self.group_elsewhere.get(&p.framework).map_or(0, HashSet::len);
+        let (min, need) = fw.gang_need(elsewhere).filter(|(_, need)| *need > 0)?;
+        let group = p.framework.replacen("/podgroup/", "/", 1);
+        let placed = min - need;
+        let pods = self.gang_pods(fw);
+        if (pods.len() as u32) < need {
+            return Some(format!(
+                "pod group '{group}' waits for its pods (minMember {min}): {placed} placed, {} waiting, {} more must be created",
+                pods.len(),
+                need - pods.len() as u32
+            ));
+        }
+        let mut nodes: Vec<(&NodeView, Resources)> = Vec::new();
+        for (name, st) in &self.nodes {
+            if !st.in_master.as_ref().is_some_and(|m| m.active) {
+                continue;
+            }
+            let Ok(id) = master.agent_id(name) else { continue };
+            let mut free = master.agent_total(id).cloned().unwrap_or_default();
+            free.subtract(&master.agent_used(id));
+            nodes.push((&st.view, free));
+        }
+        let total = nodes.len();
+        let (fit, on) = crate::gang::placed(&crate::gang::assign(&pods, &mut nodes));
+        let fit = fit.min(need as usize);
+        let missing = need as usize - fit;
+        let head = format!(
+            "pod group '{group}' is scheduled all or nothing (minMember {min}, {placed} placed): {fit} of the {need} pods it needs at once fit now on {on} of {total} node(s)"
+        );
+        Some(if missing > 0 {
+            format!("{head}, {missing} missing; no pod of the group is bound until all {need} fit")
+        } else {
+            format!("{head}; it waits for its turn (role '{}')", p.namespace)
+        })
     }
 }

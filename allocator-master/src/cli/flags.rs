@@ -620,6 +620,36 @@ pub struct KubeArgs {
     /// The least time between two reports (event and condition) of why one pod waits.
     #[arg(long = "report_interval", alias = "report-interval", default_value = "30secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
     pub report_interval: f64,
+    /// Run as one of several replicas: only the one that holds the Lease watches the cluster
+    /// and binds (kube-scheduler's `--leader-elect`; default off: it leads alone).
+    #[arg(long = "leader_elect", alias = "leader-elect", num_args = 0..=1, require_equals = true,
+          default_value_t = false, default_missing_value = "true", value_name = "BOOL")]
+    pub leader_elect: bool,
+    /// The Lease of the election.
+    #[arg(
+        long = "leader_elect_resource_name",
+        alias = "leader-elect-resource-name",
+        default_value = "allocator-scheduler",
+        value_name = "NAME"
+    )]
+    pub leader_elect_resource_name: String,
+    /// The namespace of the election's Lease.
+    #[arg(
+        long = "leader_elect_resource_namespace",
+        alias = "leader-elect-resource-namespace",
+        default_value = "kube-system",
+        value_name = "NS"
+    )]
+    pub leader_elect_resource_namespace: String,
+    /// How long a lease holds without renewal before another replica takes it.
+    #[arg(long = "leader_elect_lease_duration", alias = "leader-elect-lease-duration", default_value = "15secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
+    pub leader_elect_lease_duration: f64,
+    /// How long the leader tries to renew before it stops (less than the lease duration).
+    #[arg(long = "leader_elect_renew_deadline", alias = "leader-elect-renew-deadline", default_value = "10secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
+    pub leader_elect_renew_deadline: f64,
+    /// Between two tries to take or renew the lease.
+    #[arg(long = "leader_elect_retry_period", alias = "leader-elect-retry-period", default_value = "2secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
+    pub leader_elect_retry_period: f64,
     /// Everything `serve` takes: modules, allocator, sorters, weights, the HTTP endpoints.
     #[command(flatten)]
     pub serve: ServeArgs,
@@ -649,6 +679,17 @@ impl KubeArgs {
         o.burst = self.kube_api_burst;
         o.refuse_seconds = self.refuse_seconds;
         o.report_interval = std::time::Duration::from_secs_f64(self.report_interval.max(0.0));
+        if self.leader_elect {
+            let d = |s: f64| std::time::Duration::from_secs_f64(s.max(0.0));
+            let mut le =
+                allocator_kube::lease::LeaderElection::new(&self.leader_elect_resource_name);
+            le.namespace = self.leader_elect_resource_namespace.clone();
+            le.lease_duration = d(self.leader_elect_lease_duration);
+            le.renew_deadline = d(self.leader_elect_renew_deadline);
+            le.retry_period = d(self.leader_elect_retry_period);
+            le.validate()?;
+            o.leader_election = Some(le);
+        }
         Ok(o)
     }
 }
