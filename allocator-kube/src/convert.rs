@@ -406,7 +406,7 @@ mod tests {
         assert_eq!(requests.len(), 1);
         assert_eq!((requests[0].count, requests[0].min_count), (4, 4));
         assert!(requests[0].is_gang());
-        assert_eq!(requests[0].group.clone().into_option(), Some(group));
+        assert_eq!(requests[0].group.into_option(), Some(group));
         let Command::RequestResources { requests, .. } =
             requests_of("g", &pods, Some(GangAsk { group, need: 3 }))
         else {

@@ -96,7 +96,7 @@ pub fn assign(
     let mut out = vec![None; pods.len()];
     for (n, (view, free)) in nodes.iter_mut().enumerate() {
         for (i, (ask, placement)) in pods.iter().enumerate() {
-            if out[i].is_some() || placement.check(*view).is_err() {
+            if out[i].is_some() || placement.check(view).is_err() {
                 continue;
             }
             if let Some(piece) = take(free, ask) {

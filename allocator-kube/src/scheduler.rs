@@ -442,9 +442,37 @@ impl KubeScheduler {
         let name = spec.name.clone();
         let st = self.nodes.entry(name.clone()).or_default();
         st.view = NodeView::of(node);
+        let first = st.spec.is_none();
         st.spec = Some(spec);
         self.revive_groups = true;
+        if first {
+            self.place_foreign_gpus(&name);
+        }
         self.dirty_nodes.insert(name);
+    }
+
+    /// Pods listed on a node before the node itself (without a device index annotation) got
+    /// no GPU devices there, there being none known: now that the node is, their GPUs are put
+    /// on its devices, so that they count as used.
+    fn place_foreign_gpus(&mut self, name: &str) {
+        let Some(st) = self.nodes.get(name) else { return };
+        let uids: Vec<String> = st.foreign.keys().cloned().collect();
+        for uid in uids {
+            let Some(ask) = self.pods.get(&uid).and_then(|p| p.ask.as_ref().ok()) else { continue };
+            if gpu_milli(ask) <= 0 {
+                continue;
+            }
+            let gpus = ask.filter(|r| r.name.as_str() == GPUS);
+            let Some(st) = self.nodes.get_mut(name) else { return };
+            if st.foreign.get(&uid).is_some_and(|u| u.iter().any(|r| r.is_gpu_device())) {
+                continue;
+            }
+            if let Some(piece) = take(&st.total(), &gpus)
+                && let Some(used) = st.foreign.get_mut(&uid)
+            {
+                used.add(&piece);
+            }
+        }
     }
 
     fn node_deleted(&mut self, name: &str) {
