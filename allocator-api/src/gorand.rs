@@ -102,6 +102,16 @@ impl GoRand {
         (self.uint64() & ((1u64 << 63) - 1)) as i64
     }
 
+    /// `Float64`: an `Int63` over 2^63, redrawn in the (rare) case it rounds to 1.
+    pub fn float64(&mut self) -> f64 {
+        loop {
+            let f = self.int63() as f64 / (1u64 << 63) as f64;
+            if f < 1.0 {
+                return f;
+            }
+        }
+    }
+
     /// `Int31`: the top 31 bits of an `Int63`.
     pub fn int31(&mut self) -> i32 {
         (self.int63() >> 32) as i32

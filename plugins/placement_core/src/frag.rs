@@ -71,6 +71,84 @@ pub fn typical_tasks<'a>(
         .collect()
 }
 
+/// How a node's fragmentation is summed in floating point (the value is the same up to
+/// rounding; the last bits decide FGD's ties).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FragSum {
+    /// `Σ_t p_t · F_n(t)` in typical-task order.
+    #[default]
+    Direct,
+    /// As the FGD artifact sums it (`NodeGpuShareFragAmount`, `FragAmountSumExceptQ3`): each
+    /// task's `p_t · amount` is added to one of seven category totals (Q1 lack both, Q2 lack
+    /// GPU, Q3 satisfied, Q4 lack CPU, XL, XR, no access; a task that fits adds its fragment
+    /// to Q2 and the rest to Q3), in typical-task order; then the totals other than Q3 are
+    /// added up in that category order, from 0.
+    Artifact,
+}
+
+/// [`fragmentation`] summed as `sum` says.
+pub fn fragmentation_by(
+    sum: FragSum,
+    cpu: i64,
+    gpus: &[i64],
+    model: Option<&str>,
+    typical: &[TypicalTask],
+) -> f64 {
+    match sum {
+        FragSum::Direct => fragmentation(cpu, gpus, model, typical),
+        FragSum::Artifact => fragmentation_artifact(cpu, gpus, model, typical),
+    }
+}
+
+fn fragmentation_artifact(
+    cpu: i64,
+    gpus: &[i64],
+    model: Option<&str>,
+    typical: &[TypicalTask],
+) -> f64 {
+    const Q1: usize = 0;
+    const Q2: usize = 1;
+    const Q3: usize = 2;
+    const Q4: usize = 3;
+    const XL: usize = 4;
+    const XR: usize = 5;
+    const NO_ACCESS: usize = 6;
+    let free = gpus.iter().sum::<i64>() as f64;
+    let mut data = [0.0f64; 7];
+    for t in typical {
+        let cpu_ok = cpu >= t.cpu;
+        if t.gpu_milli == 0 {
+            data[if cpu_ok { XL } else { XR }] += t.p * free;
+            continue;
+        }
+        let model_ok =
+            t.models.is_empty() || model.is_some_and(|m| t.models.iter().any(|x| x == m));
+        if !model_ok {
+            data[NO_ACCESS] += t.p * free;
+            continue;
+        }
+        let with_room = gpus.iter().filter(|&&r| r >= t.gpu_milli).count();
+        if with_room >= t.gpus as usize {
+            if cpu_ok {
+                let frag: i64 = gpus.iter().filter(|&&r| r < t.gpu_milli).sum();
+                data[Q2] += t.p * frag as f64;
+                data[Q3] += t.p * (free - frag as f64);
+            } else {
+                data[Q4] += t.p * free;
+            }
+        } else {
+            data[if cpu_ok { Q2 } else { Q1 }] += t.p * free;
+        }
+    }
+    let mut out = 0.0;
+    for (i, v) in data.iter().enumerate() {
+        if i != Q3 {
+            out += v;
+        }
+    }
+    out
+}
+
 /// The node's fragmentation against the typical tasks, in milli-GPU.
 pub fn node_fragmentation(node: &Node, typical: &[TypicalTask]) -> f64 {
     fragmentation(node.cpu, &node.gpus, node.model.as_deref(), typical)
