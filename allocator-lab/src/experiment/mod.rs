@@ -257,10 +257,7 @@ fn one(
     let (order, nodes, knobs) = match kind {
         Order::Ours => {
             let knobs = run::Knobs {
-                parameters: vec![(
-                    "order_seed".into(),
-                    tie_break_seed(seed, &w.name).to_string(),
-                )],
+                parameters: vec![("order_seed".into(), tie_break_seed(seed, &w.name).to_string())],
                 sum: FragSum::Direct,
             };
             (trace::arrival_order(&w.pods, seed, target), nodes.to_vec(), knobs)

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use allocator_api::resources::{DEVICE_MILLI, Demand, GpuAsk};
 use allocator_api::gorand::GoRand;
+use allocator_api::resources::{DEVICE_MILLI, Demand, GpuAsk};
 use allocator_api::rng::Rng;
 use allocator_api::{Resources, Scalar};
 
