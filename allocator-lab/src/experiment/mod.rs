@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use allocator_host::ModuleRegistry;
-use placement_core::frag::{FragSum, TypicalTask, typical_tasks};
+use placement_core::frag::{FragSum, TypicalTask, typical_tasks, typical_tasks_by};
 
 use run::Curve;
 use trace::{NodeSpec, Pod};
@@ -116,6 +116,8 @@ struct Workload {
     name: String,
     pods: Vec<Pod>,
     typical: Vec<TypicalTask>,
+    /// The same tasks with the frequencies in the artifact's arithmetic ([`Order::Artifact`]).
+    typical_artifact: Vec<TypicalTask>,
 }
 
 /// Python's `round` to an integer (half to even), for the bucket of an arrived %.
@@ -236,11 +238,12 @@ fn load_workload(path: &Path) -> Result<Workload, String> {
         .iter()
         .map(|p| (p.cpu, p.gpu.per_device(), p.gpu.devices(), p.models.as_slice()))
         .collect();
-    let typical = typical_tasks(shapes, 0.95);
+    let typical = typical_tasks(shapes.iter().copied(), 0.95);
+    let typical_artifact = typical_tasks_by(shapes, 0.95, FragSum::Artifact);
     let name = path
         .file_stem()
         .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
-    Ok(Workload { name, pods, typical })
+    Ok(Workload { name, pods, typical, typical_artifact })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -254,6 +257,10 @@ fn one(
     capacity: i64,
     kind: Order,
 ) -> Result<Row, String> {
+    let typical = match kind {
+        Order::Ours => &w.typical,
+        Order::Artifact => &w.typical_artifact,
+    };
     let (order, nodes, knobs) = match kind {
         Order::Ours => {
             let knobs = run::Knobs {
@@ -287,7 +294,7 @@ fn one(
         }
     };
     let curve: Curve =
-        run::run_one(registry, allocator, seed, &nodes, &w.pods, &order, &w.typical, &knobs)
+        run::run_one(registry, allocator, seed, &nodes, &w.pods, &order, typical, &knobs)
             .map_err(|e| format!("{} with {allocator}, seed {seed}: {e}", w.name))?;
     let cap = capacity as f64;
     let allocated: Vec<f64> = curve.allocated.iter().map(|&a| 100.0 * a as f64 / cap).collect();

@@ -252,6 +252,28 @@ mod tests {
     }
 
     #[test]
+    fn the_artifacts_order_shuffles_tunes_then_draws_the_node_prefixes() {
+        let pods: Vec<Pod> = (0..30).map(|i| pod(100 * (i % 10) + 50, 1)).collect();
+        let a = artifact_order(&pods, 12, 42, 40_000);
+        let mut first: Vec<usize> = a.pods[..30].to_vec();
+        first.sort();
+        assert_eq!(first, (0..30).collect::<Vec<_>>(), "the original list first, shuffled");
+        assert!(a.pods.len() > 30, "tuned up with clones");
+        let mut prefixes = a.prefixes.clone();
+        prefixes.sort();
+        assert_eq!(prefixes, (0..12).collect::<Vec<_>>());
+        // The shuffle is Go's: one `Int` drawn first, then `Shuffle`.
+        let mut go = GoRand::new(42);
+        go.int();
+        let mut shuffled: Vec<usize> = (0..30).collect();
+        go.shuffle(&mut shuffled);
+        assert_eq!(a.pods[..30], shuffled[..]);
+        assert_eq!(a, artifact_order(&pods, 12, 42, 40_000));
+        let down = artifact_order(&pods, 12, 42, 5_000);
+        assert!(down.pods.len() < 30);
+    }
+
+    #[test]
     fn the_order_depends_on_the_seed() {
         let pods: Vec<Pod> = (0..50).map(|i| pod(10 * i + 1, 1)).collect();
         assert_eq!(arrival_order(&pods, 1, 40_000), arrival_order(&pods, 1, 40_000));

@@ -36,7 +36,9 @@
 //! The parameter `fragmentation_sum` = `artifact` sums each node's fragmentation in the
 //! artifact's floating-point order ([`FragSum::Artifact`]; the default, `direct`, sums over
 //! the typical tasks directly). The value differs in the last bits only, but those decide
-//! some of the sigmoid's integer ties. The placement modules' common parameters
+//! some of the sigmoid's integer ties. With it the table's weights are taken as written, not
+//! renormalised (the artifact's frequencies, computed by
+//! [`placement_core::frag::typical_tasks_by`], already are). The placement modules' common parameters
 //! (`tie_break`, `order_seed`: [`placement_core::TieBreak`]) apply too.
 
 #![deny(missing_docs)]
@@ -44,7 +46,8 @@
 use allocator_api::Parameters;
 use allocator_api::resources::GpuAsk;
 use placement_core::frag::{
-    FragSum, TYPICAL_TASKS_PARAMETER, TypicalTask, fragmentation_by, parse_table, typical_tasks,
+    FragSum, TYPICAL_TASKS_PARAMETER, TypicalTask, fragmentation_by, parse_table_with,
+    typical_tasks,
 };
 use placement_core::{Ask, Node, Placement, PlacementAllocator};
 use rustc_hash::FxHashMap;
@@ -156,13 +159,16 @@ impl Fgd {
                 ));
             }
         };
-        Self::from_table_parameters(params).map(|mut f| {
+        Self::from_table_parameters(params, sum).map(|mut f| {
             f.sum = sum;
             f
         })
     }
 
-    fn from_table_parameters(params: Parameters<'_>) -> Result<Fgd, String> {
+    fn from_table_parameters(params: Parameters<'_>, sum: FragSum) -> Result<Fgd, String> {
+        // In the artifact's arithmetic the frequencies are taken as given (the artifact
+        // normalises them once, as the table's writer did).
+        let parse_table = |text: &str| parse_table_with(text, sum == FragSum::Direct);
         if let Some(text) = params.get(TYPICAL_TASKS_PARAMETER) {
             return parse_table(text)
                 .map(Fgd::with_table)

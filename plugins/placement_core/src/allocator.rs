@@ -1270,6 +1270,84 @@ mod tests {
         }
     }
 
+    fn named(id: u32, name: &str) -> AgentInfo {
+        AgentInfo { name: name.into(), hostname: name.into(), ..agent(id) }
+    }
+
+    /// Where one 1-CPU task of framework 0 goes, on agents added in `names` order.
+    fn placed_on<P: Placement>(mut p: PlacementAllocator<P>, names: &[&str]) -> AgentId {
+        p.add_framework(&framework(0, "r"), &[], true, &FrameworkOptions::default()).unwrap();
+        for (i, n) in names.iter().enumerate() {
+            p.add_agent(&named(i as u32, n), None, &res("cpus:4;mem:100"), &[]).unwrap();
+        }
+        p.request(FrameworkId(0), &[Request::task("r", res("cpus:1;mem:10"))]).unwrap();
+        let mut out = OfferBatch::default();
+        // The host's candidate order (here the reverse) is not the order agents were added in.
+        let ids: Vec<AgentId> = (0..names.len() as u32).rev().map(AgentId).collect();
+        p.allocate(&ids, false, &mut out).unwrap();
+        assert_eq!(out.offers.len(), 1, "{:?}", out.offers);
+        out.offers[0].agent
+    }
+
+    #[test]
+    fn tie_break_name_gives_ties_to_the_smallest_name() {
+        let params =
+            [allocator_api::abi::Parameter { key: "tie_break".into(), value: "name".into() }];
+        let p = PlacementAllocator::new(First, &AllocatorOptions::default())
+            .with_parameters(allocator_api::Parameters(&params))
+            .unwrap();
+        assert_eq!(p.tie_break(), TieBreak::Name);
+        assert_eq!(placed_on(p, &["0002-c", "0000-b", "0001-a"]), AgentId(1));
+        let bad = [allocator_api::abi::Parameter { key: "tie_break".into(), value: "x".into() }];
+        let e = PlacementAllocator::new(First, &AllocatorOptions::default())
+            .with_parameters(allocator_api::Parameters(&bad))
+            .err()
+            .unwrap();
+        assert!(e.contains("tie_break"), "{e}");
+    }
+
+    #[test]
+    fn order_seed_replaces_the_hosts_seed_in_the_seeded_order() {
+        let names: Vec<String> = (0..40).map(|i| format!("agent-{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let with = |seed: u64, order_seed: Option<&str>| {
+            let options = AllocatorOptions { seed, ..AllocatorOptions::default() };
+            let params: Vec<allocator_api::abi::Parameter> = order_seed
+                .map(|v| allocator_api::abi::Parameter {
+                    key: "order_seed".into(),
+                    value: v.into(),
+                })
+                .into_iter()
+                .collect();
+            let p = PlacementAllocator::new(First, &options)
+                .with_parameters(allocator_api::Parameters(&params))
+                .unwrap();
+            placed_on(p, &names)
+        };
+        assert_eq!(with(1, Some("7")), with(2, Some("7")));
+        assert_eq!(with(7, None), with(1, Some("7")));
+    }
+
+    struct Third;
+    impl Placement for Third {
+        fn score(&mut self, _node: &Node, _ask: &Ask) -> i64 {
+            unreachable!("a policy that picks is not asked for scores")
+        }
+        fn picks(&self) -> bool {
+            true
+        }
+        fn pick(&mut self, feasible: usize, _ask: &Ask) -> usize {
+            assert_eq!(feasible, 4);
+            2
+        }
+    }
+
+    #[test]
+    fn a_policy_that_picks_gets_the_feasible_agents_in_the_order_they_were_added() {
+        let p = PlacementAllocator::new(Third, &AllocatorOptions::default());
+        assert_eq!(placed_on(p, &["d", "c", "b", "a"]), AgentId(2));
+    }
+
     #[test]
     fn requests_are_placed_role_by_role_in_weighted_drf_order() {
         // Room for three 1-CPU tasks; two roles each ask for three. Role `a` already holds 2

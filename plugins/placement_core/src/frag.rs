@@ -43,6 +43,19 @@ pub fn typical_tasks<'a>(
     tasks: impl IntoIterator<Item = (i64, i64, u32, &'a [String])>,
     coverage: f64,
 ) -> Vec<TypicalTask> {
+    typical_tasks_by(tasks, coverage, FragSum::Direct)
+}
+
+/// [`typical_tasks`], with the frequencies computed as `sum` says: [`FragSum::Direct`] cuts
+/// where the covered count reaches `coverage × total` and gives `count / covered`;
+/// [`FragSum::Artifact`] computes them as the artifact's `GetTypicalPods` does, in its
+/// floating-point steps: it cuts where the covered count reaches `100·coverage × total / 100`
+/// and gives `(count / total) / (covered / total)`.
+pub fn typical_tasks_by<'a>(
+    tasks: impl IntoIterator<Item = (i64, i64, u32, &'a [String])>,
+    coverage: f64,
+    sum: FragSum,
+) -> Vec<TypicalTask> {
     let mut counts: HashMap<(i64, i64, u32, Vec<String>), u64> = HashMap::new();
     let mut total = 0u64;
     for (cpu, milli, gpus, models) in tasks {
@@ -53,8 +66,12 @@ pub fn typical_tasks<'a>(
     shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     let mut kept = Vec::new();
     let mut covered = 0u64;
+    let threshold = match sum {
+        FragSum::Direct => coverage * total as f64,
+        FragSum::Artifact => (coverage * 100.0).round() * total as f64 / 100.0,
+    };
     for (shape, n) in shapes {
-        if total > 0 && covered as f64 >= coverage * total as f64 {
+        if total > 0 && covered as f64 >= threshold {
             break;
         }
         covered += n;
@@ -66,7 +83,10 @@ pub fn typical_tasks<'a>(
             gpu_milli,
             gpus,
             models,
-            p: n as f64 / covered as f64,
+            p: match sum {
+                FragSum::Direct => n as f64 / covered as f64,
+                FragSum::Artifact => (n as f64 / total as f64) / (covered as f64 / total as f64),
+            },
         })
         .collect()
 }
@@ -205,6 +225,12 @@ pub fn format_table(typical: &[TypicalTask]) -> String {
 /// ones and `#` comments are skipped, as is a header line starting `cpu_milli`). The
 /// frequencies are renormalised to sum to 1.
 pub fn parse_table(text: &str) -> Result<Vec<TypicalTask>, String> {
+    parse_table_with(text, true)
+}
+
+/// [`parse_table`], renormalising the weights or (`renormalise` false) taking them as
+/// written (for a table whose frequencies already sum to 1 in the bits they must have).
+pub fn parse_table_with(text: &str, renormalise: bool) -> Result<Vec<TypicalTask>, String> {
     let mut out = Vec::new();
     for (i, row) in text.split(['\n', ';']).map(str::trim).enumerate() {
         if row.is_empty() || row.starts_with('#') || row.starts_with("cpu_milli") {
@@ -232,8 +258,10 @@ pub fn parse_table(text: &str) -> Result<Vec<TypicalTask>, String> {
     if out.is_empty() {
         return Err("the typical-task table is empty".into());
     }
-    for t in &mut out {
-        t.p /= total;
+    if renormalise {
+        for t in &mut out {
+            t.p /= total;
+        }
     }
     Ok(out)
 }
