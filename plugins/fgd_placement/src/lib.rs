@@ -295,6 +295,7 @@ allocator_api::export_modules! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use placement_core::frag::parse_table;
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
         Node { cpu, mem: 1 << 40, gpus: gpus.to_vec(), ..Node::default() }

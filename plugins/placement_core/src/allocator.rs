@@ -386,7 +386,7 @@ impl<P: Placement> PlacementAllocator<P> {
             a.node.fits(ask)
                 && offerable(a, self.whitelist.as_ref())
                 && !gated(&self.options, f, a, role)
-                && !other.as_ref().is_some_and(|q| !a.free.unreserved().contains_quantities(q))
+                && other.as_ref().is_none_or(|q| a.free.unreserved().contains_quantities(q))
                 && !filtered(a)
                 && t.constraints.iter().all(|c| c.holds(&a.info))
         };
