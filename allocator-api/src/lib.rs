@@ -65,6 +65,9 @@ mod error;
 pub mod explain;
 mod export;
 pub mod filters;
+pub mod gorand;
+#[rustfmt::skip]
+mod gorand_table;
 pub mod ids;
 pub mod logging;
 #[doc(hidden)]

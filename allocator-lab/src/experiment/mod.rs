@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use allocator_host::ModuleRegistry;
-use placement_core::frag::{TypicalTask, typical_tasks};
+use placement_core::frag::{FragSum, TypicalTask, typical_tasks, typical_tasks_by};
 
 use run::Curve;
 use trace::{NodeSpec, Pod};
@@ -40,6 +40,51 @@ pub struct Options {
     pub inflation: f64,
     /// Worker threads.
     pub jobs: usize,
+    /// Whose arrival and node order.
+    pub order: Order,
+}
+
+/// Whose arrival order, node order and random draws an experiment uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Ours: the arrival order from our generator ([`trace::arrival_order`]), ties broken by
+    /// a random agent order drawn from the seed and the pod list's name
+    /// ([`tie_break_seed`]), `Random` drawing from our generator.
+    #[default]
+    Ours,
+    /// The artifact's, seed for seed ([`trace::artifact_order`]): Go's `math/rand` stream as
+    /// the artifact draws it, nodes named with its `%04d-` prefixes and ties going to the
+    /// smallest name, `Random` continuing Go's stream, and FGD's fragmentation summed in the
+    /// artifact's floating-point order.
+    Artifact,
+}
+
+impl std::str::FromStr for Order {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Order, String> {
+        match s {
+            "ours" => Ok(Order::Ours),
+            "artifact" => Ok(Order::Artifact),
+            _ => Err(format!("'{s}': expected ours or artifact")),
+        }
+    }
+}
+
+/// The seed of the tie-break order in [`Order::Ours`]: the experiment's seed mixed with the
+/// pod list's name, so that one seed gives each pod list its own agent order (the artifact's
+/// node order also differs between pod lists for a seed, since its draws before it depend
+/// on the pod list).
+pub fn tie_break_seed(seed: u64, workload: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in workload.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut z = h ^ seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// One experiment's result row.
@@ -71,6 +116,8 @@ struct Workload {
     name: String,
     pods: Vec<Pod>,
     typical: Vec<TypicalTask>,
+    /// The same tasks with the frequencies in the artifact's arithmetic ([`Order::Artifact`]).
+    typical_artifact: Vec<TypicalTask>,
 }
 
 /// Python's `round` to an integer (half to even), for the bucket of an arrived %.
@@ -149,8 +196,16 @@ pub fn run_all(
                         break;
                     }
                     let (w, allocator, seed) = &jobs[i];
-                    let row =
-                        one(registry, &nodes, &workloads[*w], allocator, *seed, target, capacity);
+                    let row = one(
+                        registry,
+                        &nodes,
+                        &workloads[*w],
+                        allocator,
+                        *seed,
+                        target,
+                        capacity,
+                        options.order,
+                    );
                     let failed = row.is_err();
                     results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(row);
                     progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
@@ -183,13 +238,15 @@ fn load_workload(path: &Path) -> Result<Workload, String> {
         .iter()
         .map(|p| (p.cpu, p.gpu.per_device(), p.gpu.devices(), p.models.as_slice()))
         .collect();
-    let typical = typical_tasks(shapes, 0.95);
+    let typical = typical_tasks(shapes.iter().copied(), 0.95);
+    let typical_artifact = typical_tasks_by(shapes, 0.95, FragSum::Artifact);
     let name = path
         .file_stem()
         .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
-    Ok(Workload { name, pods, typical })
+    Ok(Workload { name, pods, typical, typical_artifact })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one(
     registry: &ModuleRegistry,
     nodes: &[NodeSpec],
@@ -198,10 +255,47 @@ fn one(
     seed: u64,
     target: i64,
     capacity: i64,
+    kind: Order,
 ) -> Result<Row, String> {
-    let order = trace::arrival_order(&w.pods, seed, target);
-    let curve: Curve = run::run_one(registry, allocator, seed, nodes, &w.pods, &order, &w.typical)
-        .map_err(|e| format!("{} with {allocator}, seed {seed}: {e}", w.name))?;
+    let typical = match kind {
+        Order::Ours => &w.typical,
+        Order::Artifact => &w.typical_artifact,
+    };
+    let (order, nodes, knobs) = match kind {
+        Order::Ours => {
+            let knobs = run::Knobs {
+                parameters: vec![("order_seed".into(), tie_break_seed(seed, &w.name).to_string())],
+                sum: FragSum::Direct,
+            };
+            (trace::arrival_order(&w.pods, seed, target), nodes.to_vec(), knobs)
+        }
+        Order::Artifact => {
+            let mut sorted: Vec<&NodeSpec> = nodes.iter().collect();
+            sorted.sort_by(|a, b| a.name.cmp(&b.name));
+            let a = trace::artifact_order(&w.pods, sorted.len(), seed, target);
+            let renamed: Vec<NodeSpec> = sorted
+                .iter()
+                .zip(&a.prefixes)
+                .map(|(n, p)| NodeSpec { name: format!("{p:04}-{}", n.name), ..(*n).clone() })
+                .collect();
+            let knobs = run::Knobs {
+                parameters: [
+                    ("tie_break", "name".to_owned()),
+                    ("go_seed", seed.to_string()),
+                    ("go_draws", a.draws.to_string()),
+                    ("fragmentation_sum", "artifact".to_owned()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+                sum: FragSum::Artifact,
+            };
+            (a.pods, renamed, knobs)
+        }
+    };
+    let curve: Curve =
+        run::run_one(registry, allocator, seed, &nodes, &w.pods, &order, typical, &knobs)
+            .map_err(|e| format!("{} with {allocator}, seed {seed}: {e}", w.name))?;
     let cap = capacity as f64;
     let allocated: Vec<f64> = curve.allocated.iter().map(|&a| 100.0 * a as f64 / cap).collect();
     let amount: Vec<f64> = curve.fragmentation.iter().map(|&f| 100.0 * f / cap).collect();

@@ -15,9 +15,7 @@ use allocator_api::{Allocation, Attribute, FrameworkCapabilities, Request};
 use allocator_host::ModuleRegistry;
 use allocator_host::master::{Command, Event, Master, Setup};
 use placement_core::Node;
-use placement_core::frag::{
-    TYPICAL_TASKS_PARAMETER, TypicalTask, format_table, node_fragmentation,
-};
+use placement_core::frag::{FragSum, TYPICAL_TASKS_PARAMETER, TypicalTask, format_table};
 
 use super::trace::{NodeSpec, Pod};
 use allocator_sim::clients::simulated::take;
@@ -45,10 +43,15 @@ struct Cluster {
     nodes: Vec<Node>,
     frag: Vec<f64>,
     total_frag: f64,
+    sum: FragSum,
+}
+
+fn node_fragmentation(sum: FragSum, n: &Node, typical: &[TypicalTask]) -> f64 {
+    placement_core::frag::fragmentation_by(sum, n.cpu, &n.gpus, n.model.as_deref(), typical)
 }
 
 impl Cluster {
-    fn new(specs: &[NodeSpec], typical: &[TypicalTask]) -> Cluster {
+    fn new(specs: &[NodeSpec], typical: &[TypicalTask], sum: FragSum) -> Cluster {
         let nodes: Vec<Node> = specs
             .iter()
             .map(|n| Node {
@@ -59,9 +62,9 @@ impl Cluster {
                 ..Node::default()
             })
             .collect();
-        let frag: Vec<f64> = nodes.iter().map(|n| node_fragmentation(n, typical)).collect();
+        let frag: Vec<f64> = nodes.iter().map(|n| node_fragmentation(sum, n, typical)).collect();
         let total_frag = frag.iter().sum();
-        Cluster { nodes, frag, total_frag }
+        Cluster { nodes, frag, total_frag, sum }
     }
 
     fn launched(
@@ -79,13 +82,23 @@ impl Cluster {
                 *g -= r.value.quantity().millis();
             }
         }
-        let f = node_fragmentation(node, typical);
+        let f = node_fragmentation(self.sum, node, typical);
         self.total_frag += f - self.frag[agent];
         self.frag[agent] = f;
     }
 }
 
-/// Runs one experiment: `order` indexes `pods`.
+/// How one experiment runs besides its inputs.
+#[derive(Clone, Debug, Default)]
+pub struct Knobs {
+    /// Module parameters besides the typical tasks (the tie-break, Go's stream, …).
+    pub parameters: Vec<(String, String)>,
+    /// How the recorded fragmentation is summed.
+    pub sum: FragSum,
+}
+
+/// Runs one experiment: `order` indexes `pods`; agents are added in the order of `nodes`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_one(
     registry: &ModuleRegistry,
     allocator: &str,
@@ -94,6 +107,7 @@ pub fn run_one(
     pods: &[Pod],
     order: &[usize],
     typical: &[TypicalTask],
+    knobs: &Knobs,
 ) -> Result<Curve, String> {
     let mut setup = Setup::new(allocator, "drf", "drf");
     setup.options.seed = seed;
@@ -103,6 +117,12 @@ pub fn run_one(
         key: TYPICAL_TASKS_PARAMETER.into(),
         value: format_table(typical).into(),
     }];
+    setup.allocator_parameters.extend(
+        knobs
+            .parameters
+            .iter()
+            .map(|(k, v)| Parameter { key: k.as_str().into(), value: v.as_str().into() }),
+    );
     let mut master = Master::new(registry, setup)?;
     let mut add = Command::add_framework(FRAMEWORK, &[ROLE]);
     if let Command::AddFramework { capabilities, active, .. } = &mut add {
@@ -133,7 +153,7 @@ pub fn run_one(
     }
     master.take_events();
 
-    let mut cluster = Cluster::new(nodes, typical);
+    let mut cluster = Cluster::new(nodes, typical, knobs.sum);
     let mut curve = Curve::default();
     let (mut arrived, mut allocated) = (0i64, 0i64);
     for (k, &p) in order.iter().enumerate() {

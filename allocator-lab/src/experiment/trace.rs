@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use allocator_api::gorand::GoRand;
 use allocator_api::resources::{DEVICE_MILLI, Demand, GpuAsk};
 use allocator_api::rng::Rng;
 use allocator_api::{Resources, Scalar};
@@ -153,6 +154,64 @@ pub fn arrival_order(pods: &[Pod], seed: u64, target: i64) -> Vec<usize> {
     order
 }
 
+/// The FGD artifact's own order for a seed, drawn exactly as it draws it from Go's global
+/// `math/rand` (reference §1.2; `pkg/simulator/core.go` `Simulate`, `simulator.go`):
+/// `rand.Seed(seed)`; one `rand.Int()` (evaluated as a log argument); `rand.Shuffle` of the
+/// name-sorted pods; tune up (`rand.Intn(n)` over the name-sorted original list, appending a
+/// copy until the first whose per-GPU milli would pass the target) or tune down (removing
+/// `pods[rand.Intn(len)]` while above the target); then `rand.Perm(#nodes)` over the
+/// name-sorted nodes (after the scheduler's start-up draws, [`ARTIFACT_STARTUP_DRAWS`]),
+/// whose entry becomes node i's `%04d-` name prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactOrder {
+    /// The arrival order: indices into the name-sorted pods.
+    pub pods: Vec<usize>,
+    /// Per node of the name-sorted node list, its name prefix (a permutation of 0..#nodes).
+    pub prefixes: Vec<usize>,
+    /// How many values the start-up took from Go's source: the scheduler's later draws
+    /// (`Random`'s) continue from there.
+    pub draws: u64,
+}
+
+/// The values the artifact's scheduler takes from Go's global source when it starts, between
+/// the tuning and `rand.Perm` (`RunCluster` starts the scheduler, then
+/// `syncClusterResourceList` draws the node prefixes). Measured: with 10 (and no other
+/// count from 0 to 30) every cell of DotProd's seed-42 default run matches the artifact's
+/// cached row, and then every policy's cell on every pod list and seed (docs/faithfulness.md).
+/// It agrees with one `rand.Float64()` per informer the scheduler starts: client-go's
+/// reflector draws its watch timeout that way when it first watches.
+pub const ARTIFACT_STARTUP_DRAWS: usize = 10;
+
+/// The artifact's order for `seed` over `pods` (name-sorted, as [`read_pods`] returns them)
+/// and `nodes` nodes, tuned to `target` milli-GPU (see [`ArtifactOrder`]).
+pub fn artifact_order(pods: &[Pod], nodes: usize, seed: u64, target: i64) -> ArtifactOrder {
+    let mut go = GoRand::new(seed as i64);
+    go.int();
+    let mut order: Vec<usize> = (0..pods.len()).collect();
+    go.shuffle(&mut order);
+    let mut total: i64 = pods.iter().map(Pod::gpu_milli).sum();
+    if total > target {
+        while total > target && !order.is_empty() {
+            let k = go.intn(order.len());
+            total -= pods[order.remove(k)].gpu_milli();
+        }
+    } else if total < target && !pods.is_empty() {
+        loop {
+            let i = go.intn(pods.len());
+            if total + pods[i].gpu.per_device() > target {
+                break;
+            }
+            total += pods[i].gpu_milli();
+            order.push(i);
+        }
+    }
+    for _ in 0..ARTIFACT_STARTUP_DRAWS {
+        go.float64();
+    }
+    let prefixes = if nodes > 0 { go.perm(nodes) } else { Vec::new() };
+    ArtifactOrder { pods: order, prefixes, draws: go.draws() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +249,28 @@ mod tests {
         let pods: Vec<Pod> = (0..20).map(|_| pod(1000, 1)).collect();
         let order = arrival_order(&pods, 7, 10_000);
         assert_eq!(order.len(), 10);
+    }
+
+    #[test]
+    fn the_artifacts_order_shuffles_tunes_then_draws_the_node_prefixes() {
+        let pods: Vec<Pod> = (0..30).map(|i| pod(100 * (i % 10) + 50, 1)).collect();
+        let a = artifact_order(&pods, 12, 42, 40_000);
+        let mut first: Vec<usize> = a.pods[..30].to_vec();
+        first.sort();
+        assert_eq!(first, (0..30).collect::<Vec<_>>(), "the original list first, shuffled");
+        assert!(a.pods.len() > 30, "tuned up with clones");
+        let mut prefixes = a.prefixes.clone();
+        prefixes.sort();
+        assert_eq!(prefixes, (0..12).collect::<Vec<_>>());
+        // The shuffle is Go's: one `Int` drawn first, then `Shuffle`.
+        let mut go = GoRand::new(42);
+        go.int();
+        let mut shuffled: Vec<usize> = (0..30).collect();
+        go.shuffle(&mut shuffled);
+        assert_eq!(a.pods[..30], shuffled[..]);
+        assert_eq!(a, artifact_order(&pods, 12, 42, 40_000));
+        let down = artifact_order(&pods, 12, 42, 5_000);
+        assert!(down.pods.len() < 30);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::{CallLimitFlags, ModuleFlags, load_modules};
 use allocator_host::master::{Master, Setup};
-use allocator_lab::experiment::{self, Measure, Options};
+use allocator_lab::experiment::{self, Measure, Options, Order};
 
 /// `allocator-master experiment` arguments.
 #[derive(clap::Args, Debug, Clone)]
@@ -27,6 +27,11 @@ pub struct ExperimentArgs {
     /// Target GPU demand as a multiple of the cluster's GPUs.
     #[arg(long, default_value_t = 1.3, value_name = "X")]
     pub inflation: f64,
+    /// Whose arrival order, node order and random draws: `ours` (our generator) or
+    /// `artifact` (the FGD artifact's, seed for seed: Go's `math/rand` stream as the artifact
+    /// draws it; see docs/faithfulness.md).
+    #[arg(long, default_value = "ours", value_name = "ours|artifact")]
+    pub order: Order,
     /// Experiments run at once (default: every core).
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -152,6 +157,7 @@ pub fn run(
         seeds: seeds.clone(),
         inflation: a.inflation,
         jobs,
+        order: a.order,
     };
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(

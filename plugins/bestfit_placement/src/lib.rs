@@ -44,7 +44,7 @@ allocator_api::export_modules! {
         name: "BestFit",
         author: "allocator project",
         description: "places each requested task where it leaves the least CPU and GPU free (FGD artifact's BestFit)",
-        create: |options, _params| Ok::<_, String>(BestFitAllocator::new(BestFit, options)),
+        create: |options, params| BestFitAllocator::new(BestFit, options).with_parameters(params),
     },
 }
 

@@ -45,7 +45,7 @@ allocator_api::export_modules! {
         name: "DotProd",
         author: "allocator project",
         description: "places each requested task where free CPU/GPU align least with its demand (FGD artifact's DotProd)",
-        create: |options, _params| Ok::<_, String>(DotProdAllocator::new(DotProd, options)),
+        create: |options, params| DotProdAllocator::new(DotProd, options).with_parameters(params),
     },
 }
 

@@ -32,13 +32,22 @@
 //!   counted and cut at `coverage` (parameter, default 0.95), relearned after every
 //!   `relearn_every` (parameter, default 64) stated tasks, and after the first. Until a task has
 //!   been stated every node's fragmentation is 0 and every score 50.
+//!
+//! The parameter `fragmentation_sum` = `artifact` sums each node's fragmentation in the
+//! artifact's floating-point order ([`FragSum::Artifact`]; the default, `direct`, sums over
+//! the typical tasks directly). The value differs in the last bits only, but those decide
+//! some of the sigmoid's integer ties. With it the table's weights are taken as written, not
+//! renormalised (the artifact's frequencies, computed by
+//! [`placement_core::frag::typical_tasks_by`], already are). The placement modules' common parameters
+//! (`tie_break`, `order_seed`: [`placement_core::TieBreak`]) apply too.
 
 #![deny(missing_docs)]
 
 use allocator_api::Parameters;
 use allocator_api::resources::GpuAsk;
 use placement_core::frag::{
-    TYPICAL_TASKS_PARAMETER, TypicalTask, fragmentation, parse_table, typical_tasks,
+    FragSum, TYPICAL_TASKS_PARAMETER, TypicalTask, fragmentation_by, parse_table_with,
+    typical_tasks,
 };
 use placement_core::{Ask, Node, Placement, PlacementAllocator};
 use rustc_hash::FxHashMap;
@@ -61,6 +70,8 @@ pub struct Fgd {
     after: Vec<i64>,
     /// Scores already computed, by node state and task shape (see [`Memo`]).
     memo: Memo,
+    /// How a node's fragmentation is summed (parameter `fragmentation_sum`).
+    sum: FragSum,
 }
 
 /// Node scores already computed. A score depends only on the node's free CPU, its GPU model
@@ -115,18 +126,49 @@ impl Memo {
 impl Fgd {
     /// A policy with a fixed typical-task table.
     pub fn with_table(typical: Vec<TypicalTask>) -> Fgd {
-        Fgd { typical, source: Source::Given, after: Vec::new(), memo: Memo::default() }
+        Fgd {
+            typical,
+            source: Source::Given,
+            after: Vec::new(),
+            memo: Memo::default(),
+            sum: FragSum::Direct,
+        }
     }
 
     /// A policy that learns the table from the tasks it sees stated, cut at `coverage` and
     /// relearned after every `every` tasks.
     pub fn learning(coverage: f64, every: usize) -> Fgd {
         let source = Source::Learned { seen: Vec::new(), coverage, every: every.max(1), since: 0 };
-        Fgd { typical: Vec::new(), source, after: Vec::new(), memo: Memo::default() }
+        Fgd {
+            typical: Vec::new(),
+            source,
+            after: Vec::new(),
+            memo: Memo::default(),
+            sum: FragSum::Direct,
+        }
     }
 
     /// The policy its module parameters describe (see the crate documentation).
     pub fn from_parameters(params: Parameters<'_>) -> Result<Fgd, String> {
+        let sum = match params.get("fragmentation_sum") {
+            None | Some("direct") => FragSum::Direct,
+            Some("artifact") => FragSum::Artifact,
+            Some(other) => {
+                return Err(format!(
+                    "parameter 'fragmentation_sum' = '{other}': expected direct or artifact"
+                ));
+            }
+        };
+        Self::from_table_parameters(params, sum).map(|mut f| {
+            f.sum = sum;
+            f
+        })
+    }
+
+    fn from_table_parameters(params: Parameters<'_>, sum: FragSum) -> Result<Fgd, String> {
+        // In the artifact's arithmetic the frequencies are taken as given (the artifact
+        // normalises them once, as the table's writer did).
+        let parse_table = |text: &str| parse_table_with(text, sum == FragSum::Direct);
         if let Some(text) = params.get(TYPICAL_TASKS_PARAMETER) {
             return parse_table(text)
                 .map(Fgd::with_table)
@@ -154,14 +196,14 @@ impl Fgd {
     /// The score of placing `ask` on `node` with the node's devices becoming `after`.
     fn gradient(&self, node: &Node, ask: &Ask, before: f64, after: &[i64]) -> i64 {
         let model = node.model.as_deref();
-        let f_after = fragmentation(node.cpu - ask.cpu, after, model, &self.typical);
+        let f_after = fragmentation_by(self.sum, node.cpu - ask.cpu, after, model, &self.typical);
         (100.0 * sigmoid((before - f_after) / 1000.0)) as i64
     }
 
     /// The best score on `node` and, for a share, the first device reaching it.
     fn best(&mut self, node: &Node, ask: &Ask) -> (i64, Option<usize>) {
         let model = node.model.as_deref();
-        let before = fragmentation(node.cpu, &node.gpus, model, &self.typical);
+        let before = fragmentation_by(self.sum, node.cpu, &node.gpus, model, &self.typical);
         let mut after = std::mem::take(&mut self.after);
         after.clear();
         after.extend_from_slice(&node.gpus);
@@ -245,13 +287,15 @@ allocator_api::export_modules! {
         name: "FGD",
         author: "allocator project",
         description: "places each requested task where GPU fragmentation grows least (Fragmentation Gradient Descent, Weng et al. ATC '23)",
-        create: |options, params| Fgd::from_parameters(params).map(|p| FgdAllocator::new(p, options)),
+        create: |options, params| Fgd::from_parameters(params)
+            .and_then(|p| FgdAllocator::new(p, options).with_parameters(params)),
     },
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use placement_core::frag::parse_table;
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
         Node { cpu, mem: 1 << 40, gpus: gpus.to_vec(), ..Node::default() }

@@ -67,7 +67,7 @@ allocator_api::export_modules! {
         name: "GpuClustering",
         author: "allocator project",
         description: "places each requested task with GPU tasks of its own class (FGD artifact's GpuClustering)",
-        create: |options, _params| Ok::<_, String>(GpuClusteringAllocator::new(GpuClustering, options)),
+        create: |options, params| GpuClusteringAllocator::new(GpuClustering, options).with_parameters(params),
     },
 }
 

@@ -70,7 +70,7 @@ allocator_api::export_modules! {
         name: "GpuPacking",
         author: "allocator project",
         description: "places each requested task on GPUs in use first, then free GPUs of used agents, then idle agents (FGD artifact's GpuPacking)",
-        create: |options, _params| Ok::<_, String>(GpuPackingAllocator::new(GpuPacking::default(), options)),
+        create: |options, params| GpuPackingAllocator::new(GpuPacking::default(), options).with_parameters(params),
     },
 }
 

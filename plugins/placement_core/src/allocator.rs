@@ -46,6 +46,32 @@ pub trait Placement: Send {
         let _ = group;
         self.score(node, ask)
     }
+
+    /// Whether the policy picks a lone task's agent by its place in the list of agents that
+    /// can take it ([`pick`](Self::pick)) instead of by scores. The default is no.
+    fn picks(&self) -> bool {
+        false
+    }
+
+    /// For a policy that [`picks`](Self::picks): the index of the winner among the
+    /// `feasible` (≥ 1) agents that can take `ask`, listed in the order the agents were added
+    /// (the FGD artifact's `Random` draws one index over its feasible-node list). The
+    /// default takes the first.
+    fn pick(&mut self, feasible: usize, ask: &Ask) -> usize {
+        let _ = (feasible, ask);
+        0
+    }
+}
+
+/// How ties between equal scores are broken (the module parameter `tie_break`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TieBreak {
+    /// `seeded` (the default): a random agent order drawn once per seed ([`crate::order`]);
+    /// the parameter `order_seed` (an integer) draws it from that seed instead of the host's.
+    Seeded,
+    /// `name`: the agent whose name is smallest (byte order) wins, as the FGD artifact's
+    /// scheduler does (its node names start with a per-seed random prefix).
+    Name,
 }
 
 /// A group being placed, as a policy sees it when scoring one of its members
@@ -103,6 +129,8 @@ struct Agent {
     devices: Vec<Device>,
     active: bool,
     rank: u64,
+    /// When it was added (0, 1, …): the order [`Placement::pick`] lists agents in.
+    seq: u64,
 }
 
 struct Framework {
@@ -180,6 +208,14 @@ pub struct PlacementAllocator<P> {
     tasks: BTreeMap<(FrameworkId, AgentId), Vec<(GpuAsk, u32)>>,
     /// Whose requests are placed first: roles by weighted DRF.
     roles: RoleOrder,
+    /// How ties are broken.
+    tie_break: TieBreak,
+    /// The seed of the [`TieBreak::Seeded`] order.
+    order_seed: u64,
+    /// Under [`TieBreak::Name`], ranks must be recomputed (agents were added).
+    ranks_stale: bool,
+    /// Agents added so far.
+    added: u64,
 }
 
 /// Whether `agent` is closed to `fw` under `role` whatever is free there: GPU gating (R24)
@@ -224,6 +260,46 @@ impl<P: Placement> PlacementAllocator<P> {
                     .map(|n| n.to_string())
                     .collect::<Vec<_>>(),
             ),
+            tie_break: TieBreak::Seeded,
+            order_seed: options.seed,
+            ranks_stale: false,
+            added: 0,
+        }
+    }
+
+    /// Applies the tie-break parameters every placement module accepts: `tie_break`
+    /// (`seeded`, the default, or `name`; see [`TieBreak`]) and `order_seed` (the seed of the
+    /// `seeded` order, by default the host's `--seed`). Call it before agents are added.
+    pub fn with_parameters(
+        mut self,
+        params: allocator_api::Parameters<'_>,
+    ) -> std::result::Result<Self, String> {
+        self.tie_break = match params.get("tie_break") {
+            None | Some("seeded") => TieBreak::Seeded,
+            Some("name") => TieBreak::Name,
+            Some(other) => {
+                return Err(format!("parameter 'tie_break' = '{other}': expected seeded or name"));
+            }
+        };
+        self.order_seed = params.parse_or("order_seed", self.options.seed)?;
+        Ok(self)
+    }
+
+    /// The tie-break in use.
+    pub fn tie_break(&self) -> TieBreak {
+        self.tie_break
+    }
+
+    /// Under [`TieBreak::Name`]: ranks agents by name after agents were added.
+    fn rerank(&mut self) {
+        if !self.ranks_stale {
+            return;
+        }
+        self.ranks_stale = false;
+        let mut by_name: Vec<usize> = (0..self.agents.len()).collect();
+        by_name.sort_by(|&a, &b| self.agents[a].info.name.cmp(&self.agents[b].info.name));
+        for (r, i) in by_name.into_iter().enumerate() {
+            self.agents[i].rank = r as u64;
         }
     }
 
@@ -296,6 +372,7 @@ impl<P: Placement> PlacementAllocator<P> {
         periodic: bool,
         group: Option<&Members<'_>>,
     ) -> Option<AgentId> {
+        self.rerank();
         let (role, ask) = (t.role.as_str(), &t.ask);
         let f = &self.frameworks[&fw];
         let filtered = |a: &Agent| {
@@ -305,16 +382,32 @@ impl<P: Placement> PlacementAllocator<P> {
                     .is_some_and(|x| x.in_force(self.now, periodic))
         };
         let other = ask.has_other.then(|| ask.demand.resources.scalar_quantities());
+        let can_take = |a: &Agent| {
+            a.node.fits(ask)
+                && offerable(a, self.whitelist.as_ref())
+                && !gated(&self.options, f, a, role)
+                && other.as_ref().is_none_or(|q| a.free.unreserved().contains_quantities(q))
+                && !filtered(a)
+                && a.info.meets_all(&t.constraints)
+        };
+        if group.is_none() && self.policy.picks() {
+            let mut feasible: Vec<(u64, AgentId)> = slots
+                .iter()
+                .map(|&slot| &self.agents[slot])
+                .filter(|a| can_take(a))
+                .map(|a| (a.seq, a.id))
+                .collect();
+            if feasible.is_empty() {
+                return None;
+            }
+            feasible.sort_unstable();
+            let k = self.policy.pick(feasible.len(), ask).min(feasible.len() - 1);
+            return Some(feasible[k].1);
+        }
         let mut best: Option<(i64, u64, AgentId)> = None;
         for &slot in slots {
             let a = &self.agents[slot];
-            if !a.node.fits(ask)
-                || !offerable(a, self.whitelist.as_ref())
-                || gated(&self.options, f, a, role)
-                || other.as_ref().is_some_and(|q| !a.free.unreserved().contains_quantities(q))
-                || filtered(a)
-                || !a.info.meets_all(&t.constraints)
-            {
+            if !can_take(a) {
                 continue;
             }
             let score = match group {
@@ -657,6 +750,7 @@ impl<P: Placement> PlacementAllocator<P> {
         if fws.is_empty() {
             return;
         }
+        self.rerank();
         let mut order: Vec<(u64, AgentId)> = slots
             .iter()
             .map(|&i| &self.agents[i])
@@ -879,8 +973,14 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             free: total.clone(),
             devices,
             active: true,
-            rank: rank(self.options.seed, &info.name),
+            rank: match self.tie_break {
+                TieBreak::Seeded => rank(self.order_seed, &info.name),
+                TieBreak::Name => 0,
+            },
+            seq: self.added,
         };
+        self.added += 1;
+        self.ranks_stale = self.tie_break == TieBreak::Name;
         self.roles.add_agent(info.id, total)?;
         self.index.insert(info.id, self.agents.len());
         self.agents.push(agent);
@@ -1172,6 +1272,84 @@ mod tests {
             attributes: RVec::new(),
             capabilities: AgentCapabilities::all(),
         }
+    }
+
+    fn named(id: u32, name: &str) -> AgentInfo {
+        AgentInfo { name: name.into(), hostname: name.into(), ..agent(id) }
+    }
+
+    /// Where one 1-CPU task of framework 0 goes, on agents added in `names` order.
+    fn placed_on<P: Placement>(mut p: PlacementAllocator<P>, names: &[&str]) -> AgentId {
+        p.add_framework(&framework(0, "r"), &[], true, &FrameworkOptions::default()).unwrap();
+        for (i, n) in names.iter().enumerate() {
+            p.add_agent(&named(i as u32, n), None, &res("cpus:4;mem:100"), &[]).unwrap();
+        }
+        p.request(FrameworkId(0), &[Request::task("r", res("cpus:1;mem:10"))]).unwrap();
+        let mut out = OfferBatch::default();
+        // The host's candidate order (here the reverse) is not the order agents were added in.
+        let ids: Vec<AgentId> = (0..names.len() as u32).rev().map(AgentId).collect();
+        p.allocate(&ids, false, &mut out).unwrap();
+        assert_eq!(out.offers.len(), 1, "{:?}", out.offers);
+        out.offers[0].agent
+    }
+
+    #[test]
+    fn tie_break_name_gives_ties_to_the_smallest_name() {
+        let params =
+            [allocator_api::abi::Parameter { key: "tie_break".into(), value: "name".into() }];
+        let p = PlacementAllocator::new(First, &AllocatorOptions::default())
+            .with_parameters(allocator_api::Parameters(&params))
+            .unwrap();
+        assert_eq!(p.tie_break(), TieBreak::Name);
+        assert_eq!(placed_on(p, &["0002-c", "0000-b", "0001-a"]), AgentId(1));
+        let bad = [allocator_api::abi::Parameter { key: "tie_break".into(), value: "x".into() }];
+        let e = PlacementAllocator::new(First, &AllocatorOptions::default())
+            .with_parameters(allocator_api::Parameters(&bad))
+            .err()
+            .unwrap();
+        assert!(e.contains("tie_break"), "{e}");
+    }
+
+    #[test]
+    fn order_seed_replaces_the_hosts_seed_in_the_seeded_order() {
+        let names: Vec<String> = (0..40).map(|i| format!("agent-{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let with = |seed: u64, order_seed: Option<&str>| {
+            let options = AllocatorOptions { seed, ..AllocatorOptions::default() };
+            let params: Vec<allocator_api::abi::Parameter> = order_seed
+                .map(|v| allocator_api::abi::Parameter {
+                    key: "order_seed".into(),
+                    value: v.into(),
+                })
+                .into_iter()
+                .collect();
+            let p = PlacementAllocator::new(First, &options)
+                .with_parameters(allocator_api::Parameters(&params))
+                .unwrap();
+            placed_on(p, &names)
+        };
+        assert_eq!(with(1, Some("7")), with(2, Some("7")));
+        assert_eq!(with(7, None), with(1, Some("7")));
+    }
+
+    struct Third;
+    impl Placement for Third {
+        fn score(&mut self, _node: &Node, _ask: &Ask) -> i64 {
+            unreachable!("a policy that picks is not asked for scores")
+        }
+        fn picks(&self) -> bool {
+            true
+        }
+        fn pick(&mut self, feasible: usize, _ask: &Ask) -> usize {
+            assert_eq!(feasible, 4);
+            2
+        }
+    }
+
+    #[test]
+    fn a_policy_that_picks_gets_the_feasible_agents_in_the_order_they_were_added() {
+        let p = PlacementAllocator::new(Third, &AllocatorOptions::default());
+        assert_eq!(placed_on(p, &["d", "c", "b", "a"]), AgentId(2));
     }
 
     #[test]

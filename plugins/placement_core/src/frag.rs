@@ -43,6 +43,19 @@ pub fn typical_tasks<'a>(
     tasks: impl IntoIterator<Item = (i64, i64, u32, &'a [String])>,
     coverage: f64,
 ) -> Vec<TypicalTask> {
+    typical_tasks_by(tasks, coverage, FragSum::Direct)
+}
+
+/// [`typical_tasks`], with the frequencies computed as `sum` says: [`FragSum::Direct`] cuts
+/// where the covered count reaches `coverage × total` and gives `count / covered`;
+/// [`FragSum::Artifact`] computes them as the artifact's `GetTypicalPods` does, in its
+/// floating-point steps: it cuts where the covered count reaches `100·coverage × total / 100`
+/// and gives `(count / total) / (covered / total)`.
+pub fn typical_tasks_by<'a>(
+    tasks: impl IntoIterator<Item = (i64, i64, u32, &'a [String])>,
+    coverage: f64,
+    sum: FragSum,
+) -> Vec<TypicalTask> {
     let mut counts: HashMap<(i64, i64, u32, Vec<String>), u64> = HashMap::new();
     let mut total = 0u64;
     for (cpu, milli, gpus, models) in tasks {
@@ -53,8 +66,12 @@ pub fn typical_tasks<'a>(
     shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     let mut kept = Vec::new();
     let mut covered = 0u64;
+    let threshold = match sum {
+        FragSum::Direct => coverage * total as f64,
+        FragSum::Artifact => (coverage * 100.0).round() * total as f64 / 100.0,
+    };
     for (shape, n) in shapes {
-        if total > 0 && covered as f64 >= coverage * total as f64 {
+        if total > 0 && covered as f64 >= threshold {
             break;
         }
         covered += n;
@@ -66,9 +83,90 @@ pub fn typical_tasks<'a>(
             gpu_milli,
             gpus,
             models,
-            p: n as f64 / covered as f64,
+            p: match sum {
+                FragSum::Direct => n as f64 / covered as f64,
+                FragSum::Artifact => (n as f64 / total as f64) / (covered as f64 / total as f64),
+            },
         })
         .collect()
+}
+
+/// How a node's fragmentation is summed in floating point (the value is the same up to
+/// rounding; the last bits decide FGD's ties).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FragSum {
+    /// `Σ_t p_t · F_n(t)` in typical-task order.
+    #[default]
+    Direct,
+    /// As the FGD artifact sums it (`NodeGpuShareFragAmount`, `FragAmountSumExceptQ3`): each
+    /// task's `p_t · amount` is added to one of seven category totals (Q1 lack both, Q2 lack
+    /// GPU, Q3 satisfied, Q4 lack CPU, XL, XR, no access; a task that fits adds its fragment
+    /// to Q2 and the rest to Q3), in typical-task order; then the totals other than Q3 are
+    /// added up in that category order, from 0.
+    Artifact,
+}
+
+/// [`fragmentation`] summed as `sum` says.
+pub fn fragmentation_by(
+    sum: FragSum,
+    cpu: i64,
+    gpus: &[i64],
+    model: Option<&str>,
+    typical: &[TypicalTask],
+) -> f64 {
+    match sum {
+        FragSum::Direct => fragmentation(cpu, gpus, model, typical),
+        FragSum::Artifact => fragmentation_artifact(cpu, gpus, model, typical),
+    }
+}
+
+fn fragmentation_artifact(
+    cpu: i64,
+    gpus: &[i64],
+    model: Option<&str>,
+    typical: &[TypicalTask],
+) -> f64 {
+    const Q1: usize = 0;
+    const Q2: usize = 1;
+    const Q3: usize = 2;
+    const Q4: usize = 3;
+    const XL: usize = 4;
+    const XR: usize = 5;
+    const NO_ACCESS: usize = 6;
+    let free = gpus.iter().sum::<i64>() as f64;
+    let mut data = [0.0f64; 7];
+    for t in typical {
+        let cpu_ok = cpu >= t.cpu;
+        if t.gpu_milli == 0 {
+            data[if cpu_ok { XL } else { XR }] += t.p * free;
+            continue;
+        }
+        let model_ok =
+            t.models.is_empty() || model.is_some_and(|m| t.models.iter().any(|x| x == m));
+        if !model_ok {
+            data[NO_ACCESS] += t.p * free;
+            continue;
+        }
+        let with_room = gpus.iter().filter(|&&r| r >= t.gpu_milli).count();
+        if with_room >= t.gpus as usize {
+            if cpu_ok {
+                let frag: i64 = gpus.iter().filter(|&&r| r < t.gpu_milli).sum();
+                data[Q2] += t.p * frag as f64;
+                data[Q3] += t.p * (free - frag as f64);
+            } else {
+                data[Q4] += t.p * free;
+            }
+        } else {
+            data[if cpu_ok { Q2 } else { Q1 }] += t.p * free;
+        }
+    }
+    let mut out = 0.0;
+    for (i, v) in data.iter().enumerate() {
+        if i != Q3 {
+            out += v;
+        }
+    }
+    out
 }
 
 /// The node's fragmentation against the typical tasks, in milli-GPU.
@@ -127,6 +225,12 @@ pub fn format_table(typical: &[TypicalTask]) -> String {
 /// ones and `#` comments are skipped, as is a header line starting `cpu_milli`). The
 /// frequencies are renormalised to sum to 1.
 pub fn parse_table(text: &str) -> Result<Vec<TypicalTask>, String> {
+    parse_table_with(text, true)
+}
+
+/// [`parse_table`], renormalising the weights or (`renormalise` false) taking them as
+/// written (for a table whose frequencies already sum to 1 in the bits they must have).
+pub fn parse_table_with(text: &str, renormalise: bool) -> Result<Vec<TypicalTask>, String> {
     let mut out = Vec::new();
     for (i, row) in text.split(['\n', ';']).map(str::trim).enumerate() {
         if row.is_empty() || row.starts_with('#') || row.starts_with("cpu_milli") {
@@ -154,8 +258,10 @@ pub fn parse_table(text: &str) -> Result<Vec<TypicalTask>, String> {
     if out.is_empty() {
         return Err("the typical-task table is empty".into());
     }
-    for t in &mut out {
-        t.p /= total;
+    if renormalise {
+        for t in &mut out {
+            t.p /= total;
+        }
     }
     Ok(out)
 }

@@ -22,5 +22,5 @@ pub mod frag;
 mod node;
 pub mod order;
 
-pub use allocator::{Members, Placement, PlacementAllocator};
+pub use allocator::{Members, Placement, PlacementAllocator, TieBreak};
 pub use node::{Ask, Node, Shape};

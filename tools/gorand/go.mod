@@ -1,0 +1,3 @@
+module gorand
+
+go 1.22
