@@ -109,6 +109,31 @@ struct RunSetup<'a> {
     kube: Option<&'a KubeArgs>,
 }
 
+/// `serve`, or `kube` with its `serve` flags: the live master, its flags merged with the outer
+/// ones.
+fn run_live(
+    args: &Args,
+    name: &str,
+    serve: &ServeArgs,
+    kube: Option<&KubeArgs>,
+) -> Result<u8, String> {
+    refuse_outer_flags(args, name, Applies::RUN)?;
+    serve.refuse_unsupported()?;
+    let registry = load_modules(
+        &serve.modules.clone().or(&args.modules),
+        &serve.allocator.limits.clone().or(&args.allocator.limits),
+    )?;
+    let setup = RunSetup {
+        engine: serve.engine.clone().or(&args.engine),
+        allocator: serve.allocator.clone().or(&args.allocator),
+        run: serve.run.clone().or(&args.run),
+        report: None,
+        serve: Some(serve),
+        kube,
+    };
+    run_allocation(&registry, &setup)
+}
+
 /// Runs with parsed arguments; `Err` is a one-line message for exit code 2.
 pub fn run(args: &Args) -> Result<u8, String> {
     let Some(command) = &args.command else {
@@ -169,41 +194,8 @@ pub fn run(args: &Args) -> Result<u8, String> {
             let engine = bench.engine.clone().or(&args.engine);
             bench::run(&engine, bench, &registry)
         }
-        Command::Serve(serve) => {
-            refuse_outer_flags(args, "serve", Applies::RUN)?;
-            serve.refuse_unsupported()?;
-            let registry = load_modules(
-                &serve.modules.clone().or(&args.modules),
-                &serve.allocator.limits.clone().or(&args.allocator.limits),
-            )?;
-            let setup = RunSetup {
-                engine: serve.engine.clone().or(&args.engine),
-                allocator: serve.allocator.clone().or(&args.allocator),
-                run: serve.run.clone().or(&args.run),
-                report: None,
-                serve: Some(serve),
-                kube: None,
-            };
-            run_allocation(&registry, &setup)
-        }
-        Command::Kube(kube) => {
-            refuse_outer_flags(args, "kube", Applies::RUN)?;
-            let serve = &kube.serve;
-            serve.refuse_unsupported()?;
-            let registry = load_modules(
-                &serve.modules.clone().or(&args.modules),
-                &serve.allocator.limits.clone().or(&args.allocator.limits),
-            )?;
-            let setup = RunSetup {
-                engine: serve.engine.clone().or(&args.engine),
-                allocator: serve.allocator.clone().or(&args.allocator),
-                run: serve.run.clone().or(&args.run),
-                report: None,
-                serve: Some(serve),
-                kube: Some(kube),
-            };
-            run_allocation(&registry, &setup)
-        }
+        Command::Serve(serve) => run_live(args, "serve", serve, None),
+        Command::Kube(kube) => run_live(args, "kube", &kube.serve, Some(kube)),
         Command::Experiment(e) => {
             refuse_outer_flags(args, "experiment", Applies::MODULES)?;
             experiment::run(e, &args.modules, &args.allocator.limits)

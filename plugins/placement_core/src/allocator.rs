@@ -571,29 +571,27 @@ impl<P: Placement> PlacementAllocator<P> {
     /// group with a member that has nothing to try (its role suppressed, or tried already) is
     /// not placed in this run.
     fn next_unit(requests: &[Outstanding]) -> Option<Unit> {
-        let i = requests.iter().position(|r| r.todo > 0)?;
-        let head = &requests[i];
-        if !head.grouped() {
-            return Some(Unit::Task(i));
-        }
-        let members: Vec<(usize, u32)> = match head.group {
-            None => vec![(i, head.min.min(head.left))],
-            Some(g) => requests
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.group == Some(g) && r.left > 0)
-                .map(|(k, r)| (k, r.min.clamp(1, r.left)))
-                .collect(),
-        };
-        if members.iter().all(|&(k, n)| requests[k].todo >= n) {
-            Some(Unit::Group(members))
-        } else {
-            // Not placeable now: drop the whole group from this run and look further.
-            let mut rest = requests.to_vec();
-            for &(k, _) in &members {
-                rest[k].todo = 0;
+        // Requests of groups that cannot be placed in this run, passed over.
+        let mut blocked: Vec<usize> = Vec::new();
+        loop {
+            let i = (0..requests.len()).find(|k| requests[*k].todo > 0 && !blocked.contains(k))?;
+            let head = &requests[i];
+            if !head.grouped() {
+                return Some(Unit::Task(i));
             }
-            Self::next_unit(&rest)
+            let members: Vec<(usize, u32)> = match head.group {
+                None => vec![(i, head.min.min(head.left))],
+                Some(g) => requests
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.group == Some(g) && r.left > 0)
+                    .map(|(k, r)| (k, r.min.clamp(1, r.left)))
+                    .collect(),
+            };
+            if members.iter().all(|&(k, n)| requests[k].todo >= n && !blocked.contains(&k)) {
+                return Some(Unit::Group(members));
+            }
+            blocked.extend(members.iter().map(|m| m.0));
         }
     }
 
