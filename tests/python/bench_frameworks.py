@@ -1,4 +1,5 @@
-"""Benchmark load for `serve` (BENCHMARKS.md, "serve with real frameworks"): N pymesos
+"""Benchmark load for `serve` (BENCHMARKS.md, "The live master"; its log: docs/history/benchmarks.md,
+"Issue 19: `serve` with real frameworks"): N pymesos
 frameworks in roles r00.., each launching every 2-CPU/4 GB slot it is offered as a 20 s task.
 
     python tests/python/bench_frameworks.py HOST:PORT N SECONDS

@@ -375,11 +375,12 @@ fn trickling_heads_from_a_few_addresses_make_room_for_newcomers() {
     assert!(closed >= 5, "only {closed} trickling connections made room for 5 newcomers");
 }
 
-/// The benchmark of BENCHMARKS.md ("Issue 31"): the periodic allocation's lateness
-/// (`allocator/mesos/allocation_run_latency_ms`) on the default workload at `--speed 10` (ten
-/// allocation runs a second), over 30 s, without and with 1,000 idle keep-alive connections
-/// (125 from each of 127.0.0.1 to 127.0.0.8). Not a pass/fail test: run it with
-/// `cargo test -p workspace-tests --test serve_attacks -- --ignored --nocapture`.
+/// A benchmark of docs/history/benchmarks.md ("Issue 31: the allocation interval with 1,000
+/// idle connections open"; BENCHMARKS.md's current figure is the plan flood's, below): the
+/// periodic allocation's lateness (`allocator/mesos/allocation_run_latency_ms`) on the default
+/// workload at `--speed 10` (ten allocation runs a second), over 30 s, without and with 1,000
+/// idle keep-alive connections (125 from each of 127.0.0.1 to 127.0.0.8). Not a pass/fail test:
+/// run it with `cargo test -p workspace-tests --test serve_attacks -- --ignored --nocapture`.
 #[test]
 #[ignore = "a benchmark (about 70 s); run by hand"]
 fn bench_allocation_latency_with_1000_idle_connections() {

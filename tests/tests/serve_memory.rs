@@ -341,7 +341,8 @@ fn anonymous_operator_streams_cannot_take_the_frameworks_stream_places() {
     assert_eq!(status, 200, "a framework finds a stream place");
 }
 
-/// The benchmark of BENCHMARKS.md ("Issue 43"): the master's resident memory with 1,000
+/// The benchmark of BENCHMARKS.md ("The live master"; its log: docs/history/benchmarks.md,
+/// "Issue 43: memory with 1,000 operator subscribers"): the master's resident memory with 1,000
 /// anonymous operator subscribers that never read (63 from each of 16 loopback addresses, the
 /// operator share raised to 1,000 places) while a framework with a 1 MB `FrameworkInfo` fails
 /// over 60 times (a 1 MB `FRAMEWORK_UPDATED` to every subscriber each pass). Not a pass/fail

@@ -1,8 +1,8 @@
 //! Stopping: SIGINT/SIGTERM end `serve` with frameworks connected (the master closes their
 //! streams, prints the summary, exits 0), a recording is valid JSON even when a second signal
 //! ends the process at once, and a run in the middle of one huge offer stops promptly. The
-//! bounds below only catch a hang (a generous multiple of what a stop takes); the times are
-//! measured in BENCHMARKS.md, not here.
+//! bounds below only catch a hang (a generous multiple of what a stop takes); they are not a
+//! measurement of it (BENCHMARKS.md has none).
 
 use std::io::Read;
 use std::process::{Command, Stdio};

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B (BENCHMARKS.md, "Isolated sorters: fewer round trips"): the isolated DRF sorter modules
+# A/B (docs/history/benchmarks.md, "Isolated sorters: fewer round trips"): the isolated DRF sorter modules
 # built two ways — OLD=<a copy of the committed release build> (the reply poll yields) and
 # target/release (a build with the variant under test, e.g. spinning) — beside in-process;
 # alternating, 3 rounds. DeclineOffers 10,000 x 1,000.

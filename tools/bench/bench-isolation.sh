@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 22 measurements (BENCHMARKS.md, "Issue 22: isolation"): the DRF sorter module and the
+# Isolation measurements (BENCHMARKS.md, "Isolation, the sandbox and explanations"; the log:
+# docs/history/benchmarks.md, "Issue 22: isolation" and its steps): the DRF sorter module and the
 # binpack allocator module (examples/custom-allocator), in-process against isolated,
 # alternating, in one sequence. Build first:
 #   cargo build --release -p allocator-master -p drf_sorter -p binpack_allocator

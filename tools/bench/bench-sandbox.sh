@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 31 measurements (BENCHMARKS.md, "Issue 31: the worker sandbox"): the binpack allocator
+# Sandbox measurements (BENCHMARKS.md, "Isolation, the sandbox and explanations"; the log:
+# docs/history/benchmarks.md, "Issue 31: the worker sandbox"): the binpack allocator
 # module (examples/custom-allocator) and the DRF sorter modules, in-process, isolated without
 # the sandbox and isolated with it, alternating, ROUNDS rounds (default 3). DeclineOffers 10,000 x 1,000.
 # Build first, the commit before the sandbox and the one with it, each copied aside in
