@@ -253,7 +253,7 @@ impl AgentCapabilities {
     pub fn admit(self, framework: FrameworkCapabilities, role: &str) -> bool {
         (!framework.has(FrameworkCapabilities::MULTI_ROLE)
             || self.has(AgentCapabilities::MULTI_ROLE))
-            && (!role.contains('/') || self.has(AgentCapabilities::HIERARCHICAL_ROLE))
+            && (self.has(AgentCapabilities::HIERARCHICAL_ROLE) || !role.contains('/'))
     }
 }
 

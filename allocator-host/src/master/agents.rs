@@ -80,6 +80,7 @@ impl Master<'_> {
         } else {
             self.agents[id.index()] = record;
         }
+        self.present_agents.take();
         self.cluster.add(&new.resources.scalar_quantities());
         for a in allocations {
             self.ledger.add(a.framework, id, &a.role, &a.resources);
@@ -99,6 +100,7 @@ impl Master<'_> {
         }
         let rec = &mut self.agents[id.index()];
         rec.present = false;
+        self.present_agents.take();
         self.cluster.subtract(&rec.total.scalar_quantities());
         self.outbox.push(super::Event::AgentRemoved(id));
         Ok(())

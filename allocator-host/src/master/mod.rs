@@ -149,6 +149,9 @@ pub struct Master<'r> {
     runs: u64,
     agent_ids: BTreeMap<String, AgentId>,
     agents: Vec<AgentRecord>,
+    /// [`all_agents`](Self::all_agents), kept until an agent is added or removed (a periodic
+    /// run would otherwise walk `agent_ids` once per run).
+    present_agents: std::sync::OnceLock<Vec<AgentId>>,
     framework_ids: BTreeMap<String, FrameworkId>,
     frameworks: Vec<Option<FrameworkRecord>>,
     framework_names: Vec<String>,
@@ -206,6 +209,7 @@ impl<'r> Master<'r> {
             runs: 0,
             agent_ids: BTreeMap::new(),
             agents: Vec::new(),
+            present_agents: std::sync::OnceLock::new(),
             framework_ids: BTreeMap::new(),
             frameworks: Vec::new(),
             framework_names: Vec::new(),
@@ -397,7 +401,12 @@ impl<'r> Master<'r> {
 
     /// Present agents, in name order.
     pub fn all_agents(&self) -> Vec<AgentId> {
-        self.agent_ids.values().copied().filter(|id| self.agents[id.index()].present).collect()
+        self.present_agents
+            .get_or_init(|| {
+                let present = |id: &AgentId| self.agents[id.index()].present;
+                self.agent_ids.values().copied().filter(present).collect()
+            })
+            .clone()
     }
 
     /// Present agents as the host records them.

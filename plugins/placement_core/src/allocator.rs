@@ -222,9 +222,10 @@ pub struct PlacementAllocator<P> {
 /// and agent capabilities (R15, R16).
 fn gated(options: &AllocatorOptions, fw: &Framework, agent: &Agent, role: &str) -> bool {
     let caps = fw.info.capabilities;
+    // Cheapest test first: a framework with GPU_RESOURCES never needs the agent's GPU count.
     options.filter_gpu_resources
-        && agent.total.scalar("gpus").is_positive()
         && !caps.has(FrameworkCapabilities::GPU_RESOURCES)
+        && agent.total.scalar("gpus").is_positive()
         || !agent.info.capabilities.admit(caps, role)
 }
 
@@ -388,7 +389,7 @@ impl<P: Placement> PlacementAllocator<P> {
                 && !gated(&self.options, f, a, role)
                 && other.as_ref().is_none_or(|q| a.free.unreserved().contains_quantities(q))
                 && !filtered(a)
-                && a.info.meets_all(&t.constraints)
+                && (t.constraints.is_empty() || a.info.meets_all(&t.constraints))
         };
         if group.is_none() && self.policy.picks() {
             let mut feasible: Vec<(u64, AgentId)> = slots
