@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use allocator_api::resources::{Demand, GPUS, MODEL_ATTRIBUTE, ResourceFlags, Value};
-use allocator_api::{Attribute, Name, Resource, Resources, Scalar};
+use allocator_api::{Attribute, Constraint, Name, Resource, Resources, Scalar};
 use allocator_host::master::Command;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -108,6 +108,7 @@ pub fn agent_of(node: &Node) -> AgentSpec {
     if let Some(model) = GPU_MODEL_LABELS.iter().find_map(|l| labels.get(*l)) {
         attributes.push(Attribute { name: MODEL_ATTRIBUTE.into(), value: model.as_str().into() });
     }
+    attributes.extend(crate::filter::NodeView::of(node).taint_attributes());
     let cordoned = node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
     let ready = status
         .and_then(|s| s.conditions.as_ref())
@@ -205,11 +206,14 @@ pub struct PendingAsk<'a> {
     pub ask: &'a Resources,
     /// The GPU models it accepts ([`models_of`]; empty: any).
     pub models: &'a [String],
+    /// Where it may go: its selector, node affinity and taints as constraints
+    /// ([`crate::filter::Placement::constraints`]).
+    pub constraints: Vec<Constraint>,
 }
 
 /// The demand a framework states for its pending pods, in their order: one request of one
-/// task a pod, under the framework's role (ABI 3's `Request`; placement allocators place each,
-/// the built-in ignores it).
+/// task a pod, under the framework's role, with the pod's constraints (ABI 3's `Request`;
+/// placement allocators place each where its constraints hold, the built-in ignores it).
 ///
 /// A gang (`gang`: a pod group, [`crate::gang`]) is stated all or nothing instead: its pods,
 /// one request per distinct ask (and accepted models), all in the gang's group; when all its
@@ -227,24 +231,32 @@ pub fn requests_of(framework: &str, pods: &[PendingAsk<'_>], gang: Option<GangAs
         Err(_) => p.ask.clone(),
     };
     let requests = match gang {
-        None => pods.iter().map(|p| allocator_api::Request::task("", stated(p))).collect(),
+        None => pods
+            .iter()
+            .map(|p| allocator_api::Request {
+                constraints: p.constraints.clone().into(),
+                ..allocator_api::Request::task("", stated(p))
+            })
+            .collect(),
         Some(_) if pods.is_empty() => Vec::new(),
         Some(GangAsk { group, need }) => {
-            let mut shapes: Vec<(Resources, u32)> = Vec::new();
+            let mut shapes: Vec<(Resources, &[Constraint], u32)> = Vec::new();
             for p in pods {
                 let r = stated(p);
-                match shapes.iter_mut().find(|(s, _)| *s == r) {
-                    Some((_, n)) => *n += 1,
-                    None => shapes.push((r, 1)),
+                match shapes.iter_mut().find(|(s, c, _)| *s == r && *c == p.constraints.as_slice())
+                {
+                    Some((_, _, n)) => *n += 1,
+                    None => shapes.push((r, &p.constraints, 1)),
                 }
             }
             let one_shape = shapes.len() == 1;
             shapes
                 .into_iter()
-                .map(|(r, n)| {
+                .map(|(r, c, n)| {
                     let min = if one_shape { need.clamp(1, n) } else { n };
                     allocator_api::Request {
                         min_count: min,
+                        constraints: c.to_vec().into(),
                         ..allocator_api::Request::tasks("", n, r)
                     }
                     .in_group(group)
@@ -383,9 +395,11 @@ mod tests {
     fn requests_carry_each_pod_and_its_gpu_models() {
         let ask: Resources = "cpus:1;gpus:0.5;pods:1".parse().unwrap();
         let models = vec!["V100".to_string()];
-        let Command::RequestResources { framework, requests } =
-            requests_of("f", &[PendingAsk { ask: &ask, models: &models }], None)
-        else {
+        let Command::RequestResources { framework, requests } = requests_of(
+            "f",
+            &[PendingAsk { ask: &ask, models: &models, constraints: vec![] }],
+            None,
+        ) else {
             panic!("a request")
         };
         assert_eq!(framework, "f");
@@ -394,9 +408,60 @@ mod tests {
     }
 
     #[test]
+    fn requests_carry_each_pods_constraints() {
+        let ask: Resources = "cpus:1;pods:1".parse().unwrap();
+        let zone = allocator_api::Constraint::is_in("zone", &["a"]);
+        let pods = [PendingAsk { ask: &ask, models: &[], constraints: vec![zone.clone()] }];
+        let Command::RequestResources { requests, .. } = requests_of("f", &pods, None) else {
+            panic!("a request")
+        };
+        assert_eq!(requests[0].constraints.to_vec(), vec![zone]);
+    }
+
+    #[test]
+    fn gang_pods_with_other_constraints_are_requests_of_their_own() {
+        let ask: Resources = "cpus:1;pods:1".parse().unwrap();
+        let a = allocator_api::Constraint::is_in("zone", &["a"]);
+        let b = allocator_api::Constraint::is_in("zone", &["b"]);
+        let pods = [
+            PendingAsk { ask: &ask, models: &[], constraints: vec![a.clone()] },
+            PendingAsk { ask: &ask, models: &[], constraints: vec![b.clone()] },
+            PendingAsk { ask: &ask, models: &[], constraints: vec![a.clone()] },
+        ];
+        let group = allocator_api::GroupId(3);
+        let Command::RequestResources { requests, .. } =
+            requests_of("g", &pods, Some(GangAsk { group, need: 3 }))
+        else {
+            panic!("a request")
+        };
+        let shapes: Vec<(u32, u32, Vec<allocator_api::Constraint>)> =
+            requests.iter().map(|r| (r.count, r.min_count, r.constraints.to_vec())).collect();
+        assert_eq!(shapes, vec![(2, 2, vec![a]), (1, 1, vec![b])]);
+    }
+
+    #[test]
+    fn a_nodes_taints_are_among_its_attributes() {
+        let mut n = node("0", false);
+        n.spec.as_mut().unwrap().taints = Some(vec![k8s_openapi::api::core::v1::Taint {
+            key: "gpu".into(),
+            value: Some("yes".into()),
+            effect: "NoSchedule".into(),
+            time_added: None,
+        }]);
+        let a = agent_of(&n);
+        assert!(
+            a.attributes
+                .iter()
+                .any(|x| x.name.as_str() == "taint:NoSchedule:gpu" && x.value.as_str() == "yes"),
+            "{:?}",
+            a.attributes
+        );
+    }
+
+    #[test]
     fn a_gang_is_one_all_or_nothing_group() {
         let ask: Resources = "cpus:1;gpus:1;pods:1".parse().unwrap();
-        let pods = vec![PendingAsk { ask: &ask, models: &[] }; 4];
+        let pods = vec![PendingAsk { ask: &ask, models: &[], constraints: vec![] }; 4];
         let group = allocator_api::GroupId(7);
         let Command::RequestResources { requests, .. } =
             requests_of("g", &pods, Some(GangAsk { group, need: 4 }))

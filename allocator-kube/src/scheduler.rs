@@ -4,8 +4,12 @@
 //! pods, other schedulers' bound pods, the roles ConfigMap. After each batch of inputs it
 //! brings the master in line with them ([`KubeScheduler::tick`]), one `Command` each:
 //!
-//! * a node is an agent (added, updated, (de)activated, removed); its total is its allocatable
-//!   less what other schedulers' pods (and pods found bound at start) use there;
+//! * a node is an agent (added, updated, (de)activated, removed) with its allocatable as its
+//!   total;
+//! * a pod bound elsewhere (by another scheduler, by its `spec.nodeName`, or before this
+//!   scheduler started) is held by a framework of its own in its namespace's role, added
+//!   inactive with the pod's usage as its `used` ([`elsewhere_framework`]) and removed when the
+//!   pod ends: the role's share and quota count it, and its node never offers what it uses;
 //! * a namespace is a role; a framework is a pod's owning workload (its controller
 //!   `ownerReference`: Job, ReplicaSet, StatefulSet, …, `NS/KIND/NAME`), or `NS/pods` for pods
 //!   without one. A framework is added with its first pod and removed with its last; it is
@@ -19,7 +23,7 @@
 //! * after an allocation run, each pod still waiting is told why (rate-limited per pod).
 //!
 //! Nothing is kept outside the API: on start the watches list everything, the pods already
-//! bound count as used where they are, and nothing is bound before every list is complete (the
+//! bound count as used where they are (and in their roles), and nothing is bound before every list is complete (the
 //! allocation is paused meanwhile, so the first run sees the whole cluster and demand).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -31,10 +35,11 @@ use allocator_host::master::{Applied, Command, Event, Master};
 use allocator_sim::clients::simulated::take;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use kube::runtime::watcher::Event as WatchEvent;
+use serde_json::{Value, json};
 
 use crate::api::{Action, BindFailure, Connection, Input, KubeOptions, Source};
 use crate::convert::{self, AgentSpec, PendingAsk};
-use crate::filter::{Filtered, NodeView, Placement};
+use crate::filter::{ClusterTaints, Filtered, NodeView, Placement};
 use crate::gang::GangAsk;
 
 /// The data key of the roles ConfigMap: JSON, `{"ROLE": {"weight": W, "quota":
@@ -70,17 +75,45 @@ struct NodeState {
     view: NodeView,
     /// What pods not bound by this scheduler in this life use here, by pod uid.
     foreign: BTreeMap<String, Resources>,
+    /// Those of `foreign` the master holds as allocations of a framework of their own in
+    /// their namespace's role ([`elsewhere_framework`]): the framework's name and what it was
+    /// added with.
+    counted: BTreeMap<String, (String, Resources)>,
     in_master: Option<InMaster>,
 }
 
 impl NodeState {
+    /// The node's total for the master: its allocatable, less what pods bound elsewhere use
+    /// that the master does not hold as theirs (yet: the node is not in the master, or the
+    /// master refused their framework), so that it is never offered.
     fn total(&self) -> Resources {
         let mut total = self.spec.as_ref().map(|s| s.resources.clone()).unwrap_or_default();
-        for used in self.foreign.values() {
-            total.subtract(used);
+        for (uid, used) in &self.foreign {
+            if !self.counted.contains_key(uid) {
+                total.subtract(used);
+            }
         }
         total
     }
+
+    /// What is free here for placing pods bound elsewhere on GPU devices: the allocatable
+    /// less every pod bound elsewhere.
+    fn free_of_foreign(&self) -> Resources {
+        let mut free = self.spec.as_ref().map(|s| s.resources.clone()).unwrap_or_default();
+        for used in self.foreign.values() {
+            free.subtract(used);
+        }
+        free
+    }
+}
+
+/// The framework that holds, in the master, what a pod bound elsewhere (by another scheduler,
+/// by `spec.nodeName`, or before this scheduler started) uses: one per pod, in the pod's
+/// namespace's role, added inactive (it is never offered anything) with the pod's usage as
+/// its `used` (as Mesos recovers an agent's running tasks), and removed when the pod ends, so
+/// that the role's share, its quota and the explanations count the pod while it runs.
+pub fn elsewhere_framework(namespace: &str, name: &str) -> String {
+    format!("{namespace}/bound/{name}")
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -201,6 +234,8 @@ pub struct KubeScheduler {
     /// The master's run count when the scheduler started: no pod is told why it waits before
     /// a run after it has had its chance.
     start_run: u64,
+    /// The taints on the cluster's nodes, which the pods' constraints name.
+    taints: ClusterTaints,
     counts: Counts,
 }
 
@@ -267,6 +302,7 @@ impl KubeScheduler {
             group_elsewhere: HashMap::new(),
             revive_groups: false,
             start_run: 0,
+            taints: ClusterTaints::new(),
             counts: Counts::default(),
         })
     }
@@ -286,6 +322,40 @@ impl KubeScheduler {
         self.pods.values().filter(|p| p.phase == Phase::Pending).count()
     }
 
+    /// Why pod `namespace/name` is where it is, for `GET /explain?pod=NS/NAME`: its role,
+    /// framework and phase; while it waits, why (the message of its `FailedScheduling`
+    /// event, computed now) and the constraints its request states to the allocator. `None`
+    /// when the scheduler knows no such pod.
+    pub fn explain_pod(&self, namespace: &str, name: &str, master: &Master<'_>) -> Option<Value> {
+        let (uid, p) =
+            self.pods.iter().find(|(_, p)| p.namespace == namespace && p.name == name)?;
+        let pod = format!("{namespace}/{name}");
+        let (phase, node) = match &p.phase {
+            Phase::Pending => ("pending", None),
+            Phase::Binding { node, .. } => ("binding", Some(node)),
+            Phase::Bound { node, .. } => ("bound", Some(node)),
+            Phase::Foreign { node } => ("bound_elsewhere", Some(node)),
+        };
+        let mut out = json!({"pod": pod, "uid": uid, "role": namespace, "phase": phase});
+        if let Some(node) = node.filter(|n| !n.is_empty()) {
+            out["node"] = json!(node);
+        }
+        if let Phase::Foreign { node } = &p.phase {
+            let held = self.nodes.get(node).and_then(|st| st.counted.get(uid));
+            out["framework"] = json!(held.map(|(f, _)| f.as_str()));
+            out["counted_in_role"] = json!(held.is_some());
+            return Some(out);
+        }
+        out["framework"] = json!(p.framework);
+        if p.phase == Phase::Pending {
+            out["why"] = json!(self.why_waiting(p, master));
+            let constraints: Vec<String> =
+                p.placement.constraints(&self.taints).iter().map(|c| c.to_string()).collect();
+            out["constraints"] = json!(constraints);
+        }
+        Some(out)
+    }
+
     /// The scheduler's metrics, flat, in the master's naming style.
     pub fn metrics(&self) -> Vec<(String, f64)> {
         vec![
@@ -299,6 +369,14 @@ impl KubeScheduler {
             ("kubernetes/bindings_done".into(), self.counts.bound as f64),
             ("kubernetes/binding_failures".into(), self.counts.bind_failures as f64),
             ("kubernetes/failed_scheduling_reports".into(), self.counts.reports as f64),
+            (
+                "kubernetes/pods_bound_elsewhere".into(),
+                self.nodes.values().map(|n| n.foreign.len()).sum::<usize>() as f64,
+            ),
+            (
+                "kubernetes/pods_bound_elsewhere_in_shares".into(),
+                self.nodes.values().map(|n| n.counted.len()).sum::<usize>() as f64,
+            ),
         ]
     }
 
@@ -441,9 +519,14 @@ impl KubeScheduler {
         let spec = convert::agent_of(node);
         let name = spec.name.clone();
         let st = self.nodes.entry(name.clone()).or_default();
-        st.view = NodeView::of(node);
+        let view = NodeView::of(node);
+        let taints_changed = st.spec.is_none() || st.view.taints != view.taints;
+        st.view = view;
         let first = st.spec.is_none();
         st.spec = Some(spec);
+        if taints_changed {
+            self.taints_changed();
+        }
         self.revive_groups = true;
         if first {
             self.place_foreign_gpus(&name);
@@ -467,7 +550,7 @@ impl KubeScheduler {
             if st.foreign.get(&uid).is_some_and(|u| u.iter().any(|r| r.is_gpu_device())) {
                 continue;
             }
-            if let Some(piece) = take(&st.total(), &gpus)
+            if let Some(piece) = take(&st.free_of_foreign(), &gpus)
                 && let Some(used) = st.foreign.get_mut(&uid)
             {
                 used.add(&piece);
@@ -479,6 +562,25 @@ impl KubeScheduler {
         if let Some(st) = self.nodes.get_mut(name) {
             st.spec = None;
             self.dirty_nodes.insert(name.to_owned());
+            self.taints_changed();
+        }
+    }
+
+    /// A node's taints may have changed: when the cluster's set of taints did, every
+    /// framework states its demand again, its constraints naming the new set.
+    fn taints_changed(&mut self) {
+        let mut taints = ClusterTaints::new();
+        for st in self.nodes.values().filter(|st| st.spec.is_some()) {
+            st.view.add_taints_to(&mut taints);
+        }
+        if taints == self.taints {
+            return;
+        }
+        self.taints = taints;
+        for (name, fw) in &mut self.frameworks {
+            fw.requested.clear();
+            fw.requested_gang = None;
+            self.dirty_frameworks.insert(name.clone());
         }
     }
 
@@ -562,7 +664,8 @@ impl KubeScheduler {
             if let Some(devices) = convert::devices_of_annotation(pod, ask) {
                 usage.add(&devices);
             } else if let Some(st) = self.nodes.get(node)
-                && let Some(piece) = take(&st.total(), &ask.filter(|r| r.name.as_str() == GPUS))
+                && let Some(piece) =
+                    take(&st.free_of_foreign(), &ask.filter(|r| r.name.as_str() == GPUS))
             {
                 usage.add(&piece);
             }
@@ -819,18 +922,40 @@ impl KubeScheduler {
 
     fn reconcile_node(&mut self, name: &str, master: &mut Master<'_>) -> Result<(), String> {
         let Some(st) = self.nodes.get(name) else { return Ok(()) };
-        let total = st.total();
-        match (&st.spec, &st.in_master) {
+        match (st.spec.clone(), st.in_master.clone()) {
             (Some(spec), None) => {
-                apply(master, &convert::add_agent_command(spec, total.clone()))?;
+                // Added with its whole allocatable, then its pods bound elsewhere as their
+                // frameworks' allocations, with allocation paused meanwhile so that nothing
+                // they use is offered in between.
+                let pause = !st.foreign.is_empty() && !master.paused();
+                if pause {
+                    apply(master, &Command::Pause)?;
+                }
+                apply(master, &convert::add_agent_command(&spec, spec.resources.clone()))?;
                 if !spec.active {
                     apply(master, &Command::DeactivateAgent(name.to_owned()))?;
+                }
+                self.count_elsewhere(name, master)?;
+                let total = self.nodes.get(name).map(NodeState::total).unwrap_or_default();
+                if total != spec.resources {
+                    let update = Command::UpdateAgent {
+                        agent: name.to_owned(),
+                        resources: Some(total.clone()),
+                        capabilities: None,
+                        attributes: None,
+                    };
+                    apply(master, &update)?;
+                }
+                if pause {
+                    apply(master, &Command::Resume)?;
                 }
                 let m =
                     InMaster { total, active: spec.active, attributes: spec.attributes.clone() };
                 self.nodes.get_mut(name).expect("present").in_master = Some(m);
             }
             (Some(spec), Some(m)) => {
+                self.count_elsewhere(name, master)?;
+                let total = self.nodes.get(name).map(NodeState::total).unwrap_or_default();
                 let resources = (m.total != total).then(|| total.clone());
                 let attributes = (m.attributes != spec.attributes).then(|| spec.attributes.clone());
                 if resources.is_some() || attributes.is_some() {
@@ -857,6 +982,12 @@ impl KubeScheduler {
                 self.nodes.get_mut(name).expect("present").in_master = Some(m);
             }
             (None, Some(_)) => {
+                // Its pods' frameworks go first (what they held there goes with the agent).
+                let counted =
+                    std::mem::take(&mut self.nodes.get_mut(name).expect("present").counted);
+                for (framework, _) in counted.into_values() {
+                    apply(master, &Command::RemoveFramework(framework))?;
+                }
                 apply(master, &Command::RemoveAgent(name.to_owned()))?;
                 let st = self.nodes.get_mut(name).expect("present");
                 st.in_master = None;
@@ -868,6 +999,56 @@ impl KubeScheduler {
                 if st.foreign.is_empty() {
                     self.nodes.remove(name);
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the master's allocations for the pods bound elsewhere on node `name` (in the
+    /// master) in line with the books: a framework of their own each
+    /// ([`elsewhere_framework`]) is removed when its pod ended or its usage changed, and added
+    /// (inactive, its usage as `used`) for each pod not held yet. A refused one stays out of
+    /// `counted`, so its usage is taken off the node's total instead.
+    fn count_elsewhere(&mut self, name: &str, master: &mut Master<'_>) -> Result<(), String> {
+        let Some(st) = self.nodes.get(name) else { return Ok(()) };
+        let stale: Vec<String> = st
+            .counted
+            .iter()
+            .filter(|(uid, (_, usage))| st.foreign.get(*uid) != Some(usage))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        let missing: Vec<(String, Resources)> = st
+            .foreign
+            .iter()
+            .filter(|(uid, _)| !st.counted.contains_key(*uid) || stale.contains(uid))
+            .map(|(uid, usage)| (uid.clone(), usage.clone()))
+            .collect();
+        for uid in stale {
+            let st = self.nodes.get_mut(name).expect("present");
+            if let Some((framework, _)) = st.counted.remove(&uid) {
+                apply(master, &Command::RemoveFramework(framework))?;
+            }
+        }
+        for (uid, usage) in missing {
+            let Some(pod) = self.pods.get(&uid) else { continue };
+            let mut framework = elsewhere_framework(&pod.namespace, &pod.name);
+            if master.framework_id(&framework).is_ok() {
+                // A pod of the same name not gone yet (deleted and created again).
+                framework = format!("{framework}/{uid}");
+            }
+            let add = Command::AddFramework {
+                framework: framework.clone(),
+                roles: vec![pod.namespace.clone()],
+                capabilities: FrameworkCapabilities::MULTI_ROLE
+                    .with(FrameworkCapabilities::GPU_RESOURCES),
+                active: false,
+                used: vec![(name.to_owned(), usage.clone())],
+                suppressed_roles: vec![],
+                min_allocatable: vec![],
+            };
+            if let Some(Applied::Framework(_)) = apply(master, &add)? {
+                let st = self.nodes.get_mut(name).expect("present");
+                st.counted.insert(uid, (framework, usage));
             }
         }
         Ok(())
@@ -959,7 +1140,11 @@ impl KubeScheduler {
                 .iter()
                 .filter_map(|uid| self.pods.get(uid))
                 .filter_map(|p| {
-                    p.ask.as_ref().ok().map(|ask| PendingAsk { ask, models: &p.models })
+                    p.ask.as_ref().ok().map(|ask| PendingAsk {
+                        ask,
+                        models: &p.models,
+                        constraints: p.placement.constraints(&self.taints),
+                    })
                 })
                 .collect();
             let request = convert::requests_of(name, &asks, gang);

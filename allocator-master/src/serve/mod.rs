@@ -22,6 +22,7 @@
 //! | `POST /weights` | the `update_weights` event's fields: `weights` {role: number} |
 //! | `POST /sorters` | the `set_sorters` event's fields: [`role_sorter`, `framework_sorter`] |
 //! | `GET /explain?role=R`, `?framework=F` | why it got what it got at the last run ([`allocator_sim::explain`]) |
+//! | `GET /explain?pod=NS/NAME` | kube mode: where the pod is and, while it waits, why ([`allocator_kube::KubeScheduler::explain_pod`]) |
 //! | `POST /plan` | one scenario event (a change); answers [`allocator_sim::plan::Plan::to_json`], changes nothing |
 //! | `POST /api/v1/scheduler` | the Mesos v1 scheduler API ([`crate::clients::mesos`]) |
 //! | `POST /api/v1` | the Mesos v1 operator API ([`crate::clients::operator`]) |
@@ -921,7 +922,8 @@ fn check_media_types(request: &Incoming) -> Result<(), allocator_http::Response>
     Ok(())
 }
 
-/// `GET /explain?role=R` or `?framework=F`: why it got what it got at the last run.
+/// `GET /explain?role=R` or `?framework=F`: why it got what it got at the last run;
+/// `?pod=NS/NAME` in kube mode ([`explain_pod`]).
 fn explain(driver: &Driver<'_>, query: &str) -> (u16, Value) {
     let mut pairs = query.split('&').filter_map(|p| p.split_once('='));
     match pairs.next() {
@@ -931,7 +933,27 @@ fn explain(driver: &Driver<'_>, query: &str) -> (u16, Value) {
         Some(("framework", f)) if !f.is_empty() => {
             (200, driver.explain_framework(&allocator_http::percent_decode(f)))
         }
-        _ => (400, json!({"error": "give ?role=ROLE or ?framework=FRAMEWORK"})),
+        Some(("pod", p)) if !p.is_empty() => {
+            explain_pod(driver, &allocator_http::percent_decode(p))
+        }
+        _ => (
+            400,
+            json!({"error": "give ?role=ROLE or ?framework=FRAMEWORK (or ?pod=NAMESPACE/NAME in kube mode)"}),
+        ),
+    }
+}
+
+/// `GET /explain?pod=NAMESPACE/NAME` (kube mode): where the pod is and, while it waits, why.
+fn explain_pod(driver: &Driver<'_>, pod: &str) -> (u16, Value) {
+    let Some(kube) = driver.client::<allocator_kube::KubeScheduler>() else {
+        return (400, json!({"error": "?pod= is answered in kube mode only"}));
+    };
+    let Some((namespace, name)) = pod.split_once('/') else {
+        return (400, json!({"error": "give ?pod=NAMESPACE/NAME"}));
+    };
+    match kube.explain_pod(namespace, name, driver.master()) {
+        Some(answer) => (200, answer),
+        None => (404, json!({"error": format!("no pod '{pod}' is known to this scheduler")})),
     }
 }
 
