@@ -41,11 +41,16 @@ use crate::gang::GangAsk;
 /// {"guarantees": "cpus:2", "limits": "cpus:8;mem:4096"}}, …}`.
 pub const ROLES_KEY: &str = "roles.json";
 
-/// How many of a framework's pending pods it states to the allocator at once.
-const REQUEST_WINDOW: usize = 256;
+/// How many of a framework's pending pods it states to the allocator at once, by default
+/// ([`KubeOptions::request_window`]).
+pub const REQUEST_WINDOW: usize = 256;
 
 /// Reports of why pods wait, at most, after one allocation run.
 const REPORTS_PER_RUN: usize = 200;
+
+/// How often pods parked as unplaceable are stated again whatever happened (kube-scheduler
+/// flushes its unschedulable queue likewise), for what no watch tells of: refusals expiring.
+const PARK_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The watches whose first complete list the scheduler waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -201,6 +206,18 @@ pub struct KubeScheduler {
     /// The master's run count when the scheduler started: no pod is told why it waits before
     /// a run after it has had its chance.
     start_run: u64,
+    /// Pending pods (uid → framework) that an allocation run was asked to place and did not:
+    /// left out of their framework's stated demand, so that a head of pods no node can take
+    /// does not keep the pods behind it from being stated (the window is
+    /// [`REQUEST_WINDOW`] pods), until something that could make them fit happens (a node
+    /// added or changed, a pod gone, the roles changed) or [`PARK_FLUSH`] passes. Pod groups
+    /// are never parked.
+    parked: HashMap<String, String>,
+    /// When the parked pods were last all stated again.
+    parked_flush: Instant,
+    /// The master's run count when each framework last stated its demand: only a periodic
+    /// run after it (every agent, allocation not paused) parks what it did not place.
+    stated_run: HashMap<String, u64>,
     counts: Counts,
 }
 
@@ -267,6 +284,9 @@ impl KubeScheduler {
             group_elsewhere: HashMap::new(),
             revive_groups: false,
             start_run: 0,
+            parked: HashMap::new(),
+            parked_flush: Instant::now(),
+            stated_run: HashMap::new(),
             counts: Counts::default(),
         })
     }
@@ -443,7 +463,11 @@ impl KubeScheduler {
         let st = self.nodes.entry(name.clone()).or_default();
         st.view = NodeView::of(node);
         let first = st.spec.is_none();
+        let changed = st.spec.as_ref() != Some(&spec);
         st.spec = Some(spec);
+        if changed {
+            self.unpark();
+        }
         self.revive_groups = true;
         if first {
             self.place_foreign_gpus(&name);
@@ -656,6 +680,8 @@ impl KubeScheduler {
 
     fn pod_deleted(&mut self, uid: &str) {
         self.revive_groups = true;
+        self.parked.remove(uid);
+        self.unpark();
         let Some(state) = self.pods.get(uid) else { return };
         match state.phase.clone() {
             Phase::Pending => self.forget_pending(uid),
@@ -730,6 +756,48 @@ impl KubeScheduler {
         };
         self.wanted_roles = wanted;
         self.roles_dirty = true;
+        self.unpark();
+    }
+}
+
+impl KubeScheduler {
+    /// States every parked pod again (their frameworks' demand is restated at the next
+    /// reconcile).
+    fn unpark(&mut self) {
+        for (_, framework) in self.parked.drain() {
+            self.dirty_frameworks.insert(framework);
+        }
+        self.parked_flush = Instant::now();
+    }
+
+    /// After an allocation run: the stated pods it did not place are parked (see
+    /// `parked`), and their frameworks state the pods behind them instead.
+    fn park_unplaced(&mut self, master: &Master<'_>) {
+        if self.parked_flush.elapsed() >= PARK_FLUSH {
+            self.unpark();
+            return;
+        }
+        if master.paused() {
+            return;
+        }
+        for (name, fw) in &self.frameworks {
+            if fw.gang.is_some() || fw.requested.is_empty() {
+                continue;
+            }
+            if self.stated_run.get(name).is_none_or(|&run| run >= master.runs()) {
+                continue; // stated after the last run: not tried yet
+            }
+            let mut any = false;
+            for uid in &fw.requested {
+                if self.pods.get(uid).is_some_and(|p| p.phase == Phase::Pending) {
+                    self.parked.insert(uid.clone(), name.clone());
+                    any = true;
+                }
+            }
+            if any {
+                self.dirty_frameworks.insert(name.clone());
+            }
+        }
     }
 }
 
@@ -912,6 +980,7 @@ impl KubeScheduler {
                 apply(master, &Command::RemoveFramework(name.to_owned()))?;
             }
             self.frameworks.remove(name);
+            self.stated_run.remove(name);
             return Ok(());
         }
         if fw.id.is_none() {
@@ -943,8 +1012,19 @@ impl KubeScheduler {
             }
             fw.suppressed = false;
         }
-        let mut keys: Vec<String> =
-            fw.pending.iter().take(REQUEST_WINDOW).map(|(_, uid)| uid.clone()).collect();
+        let (parked, window) = (&self.parked, self.options.request_window.max(1));
+        let mut keys: Vec<String> = fw
+            .pending
+            .iter()
+            .filter(|(_, uid)| !parked.contains_key(uid))
+            .take(window)
+            .map(|(_, uid)| uid.clone())
+            .collect();
+        if keys.is_empty() {
+            // Every pending pod is parked: they stay the stated demand (tried again at each
+            // run, found not to fit at once), so that the framework gets no plain offers.
+            keys = fw.pending.iter().take(window).map(|(_, uid)| uid.clone()).collect();
+        }
         let elsewhere = self.group_elsewhere.get(name).map_or(0, HashSet::len);
         let gang = fw
             .gang_need(elsewhere)
@@ -969,6 +1049,7 @@ impl KubeScheduler {
                 Err(e) => log::debug!("kubernetes: the demand of {name}: {e}"),
             }
             fw.requested = keys;
+            self.stated_run.insert(name.to_owned(), master.runs());
         }
         Ok(())
     }
@@ -1159,7 +1240,7 @@ impl KubeScheduler {
 impl allocator_sim::driver::Client for KubeScheduler {
     fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String> {
         let gates = self.gang_gates(events, master);
-        let mut ran = false;
+        let (mut ran, mut periodic_ran) = (false, false);
         for event in events {
             match event {
                 Event::Offer(offer) => {
@@ -1167,6 +1248,9 @@ impl allocator_sim::driver::Client for KubeScheduler {
                     self.answer(offer, closed, master)?
                 }
                 Event::TaskEnded { task, framework, .. } => {
+                    if !self.parked.is_empty() {
+                        self.unpark();
+                    }
                     if let Some(uid) = self.tasks.remove(&(*framework, *task))
                         && let Some(p) = self.pods.get_mut(&uid)
                         && let Phase::Bound { task: t, .. } = &mut p.phase
@@ -1174,12 +1258,18 @@ impl allocator_sim::driver::Client for KubeScheduler {
                         *t = None;
                     }
                 }
-                Event::AllocationRun { .. } => ran = true,
+                Event::AllocationRun { periodic, .. } => {
+                    ran = true;
+                    periodic_ran |= *periodic;
+                }
                 _ => {}
             }
         }
         if !self.started {
             return Ok(()); // nothing reaches the master before every list is complete
+        }
+        if periodic_ran {
+            self.park_unplaced(master);
         }
         for name in std::mem::take(&mut self.dirty_frameworks) {
             self.reconcile_framework(&name, master)?;
