@@ -48,6 +48,10 @@ pub const REQUEST_WINDOW: usize = 256;
 /// Reports of why pods wait, at most, after one allocation run.
 const REPORTS_PER_RUN: usize = 200;
 
+/// How many pending pods a framework states at most right after its parked pods are
+/// unparked (see `KubeScheduler::retry`).
+const RETRY_WINDOW: usize = 4096;
+
 /// How often pods parked as unplaceable are stated again whatever happened (kube-scheduler
 /// flushes its unschedulable queue likewise), for what no watch tells of: refusals expiring.
 const PARK_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
@@ -215,6 +219,10 @@ pub struct KubeScheduler {
     parked: HashMap<String, String>,
     /// When the parked pods were last all stated again.
     parked_flush: Instant,
+    /// Frameworks whose parked pods were just unparked: their next demand holds every pending
+    /// pod (up to [`RETRY_WINDOW`]), the parked ones first as their order says, so that they
+    /// are all tried again in one run rather than one window at a time.
+    retry: HashSet<String>,
     /// The master's run count when each framework last stated its demand: only a periodic
     /// run after it (every agent, allocation not paused) parks what it did not place.
     stated_run: HashMap<String, u64>,
@@ -287,6 +295,7 @@ impl KubeScheduler {
             parked: HashMap::new(),
             parked_flush: Instant::now(),
             stated_run: HashMap::new(),
+            retry: HashSet::new(),
             counts: Counts::default(),
         })
     }
@@ -765,7 +774,8 @@ impl KubeScheduler {
     /// reconcile).
     fn unpark(&mut self) {
         for (_, framework) in self.parked.drain() {
-            self.dirty_frameworks.insert(framework);
+            self.dirty_frameworks.insert(framework.clone());
+            self.retry.insert(framework);
         }
         self.parked_flush = Instant::now();
     }
@@ -981,6 +991,7 @@ impl KubeScheduler {
             }
             self.frameworks.remove(name);
             self.stated_run.remove(name);
+            self.retry.remove(name);
             return Ok(());
         }
         if fw.id.is_none() {
@@ -1012,7 +1023,11 @@ impl KubeScheduler {
             }
             fw.suppressed = false;
         }
-        let (parked, window) = (&self.parked, self.options.request_window.max(1));
+        let mut window = self.options.request_window.max(1);
+        if self.retry.remove(name) {
+            window = window.max(RETRY_WINDOW);
+        }
+        let parked = &self.parked;
         let mut keys: Vec<String> = fw
             .pending
             .iter()

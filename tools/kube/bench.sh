@@ -6,12 +6,13 @@
 # before the next scheduler runs, so each starts on empty nodes.
 #
 #   tools/kube/bench.sh [--nodes 1000] [--pods 5000] [--qps 200] [--burst 400] [--out DIR]
-#                       [--schedulers kube-scheduler,DRF,FGD] [--kwok]
+#                       [--schedulers kube-scheduler,DRF,FGD] [--kwok] [--allocation_interval 100ms]
 #
 # The schedulers: `kube-scheduler` (the cached v1.37.2 binary, default plugins, no leader
 # election, client QPS/burst as given), `DRF` (`allocator-master kube` with the built-in
 # allocator and the drf sorters) and `FGD` (`--allocator FGD` from examples/modules.json), both
-# with `--kube_api_qps`/`--kube_api_burst` as given. Results: DIR/<scheduler>.json, and a
+# with `--kube_api_qps`/`--kube_api_burst` as given and `--allocation_interval` 100 ms (a backlog
+# is placed in runs of `--request_window` 256 pods; kube-scheduler schedules without pause). Results: DIR/<scheduler>.json, and a
 # Markdown table on stdout. Needs target/release/allocator-master and the plugins
 # (`cargo build --release -p allocator-master -p fgd_placement -p drf_sorter`).
 set -euo pipefail
@@ -19,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 MASTER=${MASTER:-$root/target/release/allocator-master}
-NODES=1000 PODS=5000 QPS=200 BURST=400 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0
+NODES=1000 PODS=5000 QPS=200 BURST=400 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0 INTERVAL=100ms
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) NODES=$2; shift 2 ;;
@@ -29,7 +30,8 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --schedulers) SCHEDULERS=$2; shift 2 ;;
     --kwok) KWOK=1; shift ;;
-    *) echo "usage: $0 [--nodes N] [--pods N] [--qps Q] [--burst B] [--out DIR] [--schedulers LIST] [--kwok]" >&2; exit 2 ;;
+    --allocation_interval) INTERVAL=$2; shift 2 ;;
+    *) echo "usage: $0 [--nodes N] [--pods N] [--qps Q] [--burst B] [--out DIR] [--schedulers LIST] [--kwok] [--allocation_interval D]" >&2; exit 2 ;;
   esac
 done
 [ -x "$MASTER" ] || { echo "bench.sh: $MASTER missing: cargo build --release -p allocator-master -p fgd_placement -p drf_sorter" >&2; exit 1; }
@@ -67,12 +69,12 @@ for s in "${list[@]}"; do
     DRF)
       name=allocator-scheduler
       cmd=("$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
-           --kube_api_qps "$QPS" --kube_api_burst "$BURST") ;;
+           --kube_api_qps "$QPS" --kube_api_burst "$BURST" --allocation_interval "$INTERVAL") ;;
     *)
       name=allocator-scheduler
       cmd=("$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
            --kube_api_qps "$QPS" --kube_api_burst "$BURST" --modules "$root/examples/modules.json"
-           --allocator "$s") ;;
+           --allocator "$s" --allocation_interval "$INTERVAL") ;;
   esac
   "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --pod_count "$PODS" \
     --scheduler_name "$name"

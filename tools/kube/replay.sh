@@ -47,7 +47,7 @@ for p in "${list[@]}"; do
     { cat "$OUT/$p-trace.log" >&2; "$here/cluster.sh" down "$dir"; exit 1; }
   pods=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pods"])' "$OUT/$p-trace.json")
   "$MASTER" kube-replay measure --kubeconfig "$kubeconfig" --namespace replay --expect "$pods" \
-    --settle 15 --timeout 1800 --apiserver_pid "$(cat "$dir/apiserver.pid")" --label "$p" \
+    --settle 60 --timeout 3600 --apiserver_pid "$(cat "$dir/apiserver.pid")" --label "$p" \
     --log "$OUT/$p-scheduler.log" --output "$OUT/$p-measure.json" -- \
     "$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none \
     --modules "$OUT/$p-modules.json" --allocator "$p" --seed "$SEED" --allocation_interval "$INTERVAL" \
