@@ -219,9 +219,10 @@ pub struct KubeScheduler {
     parked: HashMap<String, String>,
     /// When the parked pods were last all stated again.
     parked_flush: Instant,
-    /// Frameworks whose parked pods were just unparked: their next demand holds every pending
-    /// pod (up to [`RETRY_WINDOW`]), the parked ones first as their order says, so that they
-    /// are all tried again in one run rather than one window at a time.
+    /// Pods just unparked: their framework's next demand holds them all (up to
+    /// [`RETRY_WINDOW`]) besides its usual window, each in its place in the order, so that
+    /// they are all tried again in one run rather than one window at a time, while the pods
+    /// placed in that run are as many as usual.
     retry: HashSet<String>,
     /// The master's run count when each framework last stated its demand: only a periodic
     /// run after it (every agent, allocation not paused) parks what it did not place.
@@ -690,6 +691,7 @@ impl KubeScheduler {
     fn pod_deleted(&mut self, uid: &str) {
         self.revive_groups = true;
         self.parked.remove(uid);
+        self.retry.remove(uid);
         self.unpark();
         let Some(state) = self.pods.get(uid) else { return };
         match state.phase.clone() {
@@ -773,9 +775,9 @@ impl KubeScheduler {
     /// States every parked pod again (their frameworks' demand is restated at the next
     /// reconcile).
     fn unpark(&mut self) {
-        for (_, framework) in self.parked.drain() {
-            self.dirty_frameworks.insert(framework.clone());
-            self.retry.insert(framework);
+        for (uid, framework) in self.parked.drain() {
+            self.dirty_frameworks.insert(framework);
+            self.retry.insert(uid);
         }
         self.parked_flush = Instant::now();
     }
@@ -991,7 +993,6 @@ impl KubeScheduler {
             }
             self.frameworks.remove(name);
             self.stated_run.remove(name);
-            self.retry.remove(name);
             return Ok(());
         }
         if fw.id.is_none() {
@@ -1023,18 +1024,28 @@ impl KubeScheduler {
             }
             fw.suppressed = false;
         }
-        let mut window = self.options.request_window.max(1);
-        if self.retry.remove(name) {
-            window = window.max(RETRY_WINDOW);
-        }
-        let parked = &self.parked;
+        let window = self.options.request_window.max(1);
+        let (parked, retry) = (&self.parked, &self.retry);
+        let mut fresh = 0;
         let mut keys: Vec<String> = fw
             .pending
             .iter()
-            .filter(|(_, uid)| !parked.contains_key(uid))
-            .take(window)
+            .filter(|(_, uid)| {
+                if parked.contains_key(uid) {
+                    return false;
+                }
+                if retry.contains(uid) {
+                    return true;
+                }
+                fresh += 1;
+                fresh <= window
+            })
+            .take(window + RETRY_WINDOW)
             .map(|(_, uid)| uid.clone())
             .collect();
+        for uid in &keys {
+            self.retry.remove(uid);
+        }
         if keys.is_empty() {
             // Every pending pod is parked: they stay the stated demand (tried again at each
             // run, found not to fit at once), so that the framework gets no plain offers.
@@ -1141,9 +1152,19 @@ impl KubeScheduler {
         let runs = master.runs();
         let mut due = Vec::new();
         for fw in self.frameworks.values() {
-            for uid in fw.pending.iter().map(|(_, u)| u).chain(fw.held.iter()) {
+            // A pod behind its workload's request window has not had its chance yet (it
+            // waits its turn to be stated, as a pod in kube-scheduler's active queue does):
+            // only the stated and the parked pods are told why they wait.
+            let behind = fw.gang.is_none() && fw.pending.len() > fw.requested.len();
+            let stated: HashSet<&String> =
+                if behind { fw.requested.iter().collect() } else { HashSet::new() };
+            let pending = fw.pending.iter().map(|(_, u)| (u, true));
+            for (uid, demand) in pending.chain(fw.held.iter().map(|u| (u, false))) {
                 let Some(p) = self.pods.get(uid) else { continue };
                 if p.phase != Phase::Pending || p.since_run.max(self.start_run) + 1 >= runs {
+                    continue;
+                }
+                if behind && demand && !stated.contains(uid) && !self.parked.contains_key(uid) {
                     continue;
                 }
                 if p.report.as_ref().is_some_and(|(t, _)| now.duration_since(*t) < interval) {

@@ -82,7 +82,10 @@ for s in "${list[@]}"; do
   "$MASTER" kube-replay measure --kubeconfig "$kubeconfig" --namespace "$ns" --expect "$PODS" \
     --settle 30 --timeout 900 --apiserver_pid "$apiserver" --label "$s" \
     --log "$OUT/$s.log" --output "$OUT/$s.json" -- "${cmd[@]}" || true
-  "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --clean
+  # (Deleting thousands of pods can outlast the client's timeout on a loaded machine: the
+  # next scheduler then starts with these pods still bound, counted as others' where they are.)
+  "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --clean ||
+    echo "bench.sh: the pods of $ns were not all deleted" >&2
 done
 
 python3 - "$OUT" "${list[@]}" <<'EOF'
