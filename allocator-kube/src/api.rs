@@ -41,6 +41,9 @@ pub struct KubeOptions {
     pub burst: u32,
     /// Writes in flight at most.
     pub concurrency: usize,
+    /// How many of a framework's pending pods it states to the allocator at once (the rest
+    /// wait their turn); 1 states one pod a run, as the packing experiment does.
+    pub request_window: usize,
     /// Seconds a framework is not offered again what it declined on a node.
     pub refuse_seconds: f64,
     /// The least time between two reports (event, condition) of why one pod waits.
@@ -61,6 +64,7 @@ impl KubeOptions {
             qps: 100.0,
             burst: 200,
             concurrency: 32,
+            request_window: crate::scheduler::REQUEST_WINDOW,
             refuse_seconds: 2.0,
             report_interval: Duration::from_secs(30),
             leader_election: None,
@@ -209,8 +213,11 @@ pub fn connect(options: &KubeOptions) -> Result<Connection, String> {
     let thread = std::thread::Builder::new()
         .name("kube-client".into())
         .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+            // One thread for everything the API side does (watches, bindings, events, the
+            // lease): at a few hundred writes a second it keeps up, and it spends no CPU on
+            // waking other threads (with two worker threads, a third of its CPU time went to
+            // context switches; issue 47's benchmark).
+            let runtime = match tokio::runtime::Builder::new_current_thread()
                 .thread_name("kube-io")
                 .enable_all()
                 .build()

@@ -9,6 +9,8 @@
 //! * [`convert`]: nodes as agents, pods as asks and demand — every conversion, one function
 //!   each; [`filter`]: selectors, node affinity, taints, and what is not supported;
 //!   [`quantity`]: Kubernetes quantities.
+//! * [`replay`]: loading a test cluster with fake nodes and pods (the trace replay, the
+//!   benchmark) and reading back what is bound where.
 //!
 //! What this crate must never know: the command line and the HTTP endpoints (the binary wires
 //! it into `serve`'s loop), and Mesos's JSON.
@@ -19,6 +21,7 @@ pub mod filter;
 pub mod gang;
 pub mod lease;
 pub mod quantity;
+pub mod replay;
 pub mod scheduler;
 
 pub use api::KubeOptions;

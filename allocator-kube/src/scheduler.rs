@@ -46,11 +46,20 @@ use crate::gang::GangAsk;
 /// {"guarantees": "cpus:2", "limits": "cpus:8;mem:4096"}}, …}`.
 pub const ROLES_KEY: &str = "roles.json";
 
-/// How many of a framework's pending pods it states to the allocator at once.
-const REQUEST_WINDOW: usize = 256;
+/// How many of a framework's pending pods it states to the allocator at once, by default
+/// ([`KubeOptions::request_window`]).
+pub const REQUEST_WINDOW: usize = 256;
 
 /// Reports of why pods wait, at most, after one allocation run.
 const REPORTS_PER_RUN: usize = 200;
+
+/// How many pending pods a framework states at most right after its parked pods are
+/// unparked (see `KubeScheduler::retry`).
+const RETRY_WINDOW: usize = 4096;
+
+/// How often pods parked as unplaceable are stated again whatever happened (kube-scheduler
+/// flushes its unschedulable queue likewise), for what no watch tells of: refusals expiring.
+const PARK_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The watches whose first complete list the scheduler waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -236,6 +245,23 @@ pub struct KubeScheduler {
     start_run: u64,
     /// The taints on the cluster's nodes, which the pods' constraints name.
     taints: ClusterTaints,
+    /// Pending pods (uid → framework) that an allocation run was asked to place and did not:
+    /// left out of their framework's stated demand, so that a head of pods no node can take
+    /// does not keep the pods behind it from being stated (the window is
+    /// [`REQUEST_WINDOW`] pods), until something that could make them fit happens (a node
+    /// added or changed, a pod gone, the roles changed) or [`PARK_FLUSH`] passes. Pod groups
+    /// are never parked.
+    parked: HashMap<String, String>,
+    /// When the parked pods were last all stated again.
+    parked_flush: Instant,
+    /// Pods just unparked: their framework's next demand holds them all (up to
+    /// [`RETRY_WINDOW`]) besides its usual window, each in its place in the order, so that
+    /// they are all tried again in one run rather than one window at a time, while the pods
+    /// placed in that run are as many as usual.
+    retry: HashSet<String>,
+    /// The master's run count when each framework last stated its demand: only a periodic
+    /// run after it (every agent, allocation not paused) parks what it did not place.
+    stated_run: HashMap<String, u64>,
     counts: Counts,
 }
 
@@ -303,6 +329,10 @@ impl KubeScheduler {
             revive_groups: false,
             start_run: 0,
             taints: ClusterTaints::new(),
+            parked: HashMap::new(),
+            parked_flush: Instant::now(),
+            stated_run: HashMap::new(),
+            retry: HashSet::new(),
             counts: Counts::default(),
         })
     }
@@ -523,9 +553,13 @@ impl KubeScheduler {
         let taints_changed = st.spec.is_none() || st.view.taints != view.taints;
         st.view = view;
         let first = st.spec.is_none();
+        let changed = st.spec.as_ref() != Some(&spec);
         st.spec = Some(spec);
         if taints_changed {
             self.taints_changed();
+        }
+        if changed || taints_changed {
+            self.unpark();
         }
         self.revive_groups = true;
         if first {
@@ -759,6 +793,9 @@ impl KubeScheduler {
 
     fn pod_deleted(&mut self, uid: &str) {
         self.revive_groups = true;
+        self.parked.remove(uid);
+        self.retry.remove(uid);
+        self.unpark();
         let Some(state) = self.pods.get(uid) else { return };
         match state.phase.clone() {
             Phase::Pending => self.forget_pending(uid),
@@ -833,6 +870,49 @@ impl KubeScheduler {
         };
         self.wanted_roles = wanted;
         self.roles_dirty = true;
+        self.unpark();
+    }
+}
+
+impl KubeScheduler {
+    /// States every parked pod again (their frameworks' demand is restated at the next
+    /// reconcile).
+    fn unpark(&mut self) {
+        for (uid, framework) in self.parked.drain() {
+            self.dirty_frameworks.insert(framework);
+            self.retry.insert(uid);
+        }
+        self.parked_flush = Instant::now();
+    }
+
+    /// After an allocation run: the stated pods it did not place are parked (see
+    /// `parked`), and their frameworks state the pods behind them instead.
+    fn park_unplaced(&mut self, master: &Master<'_>) {
+        if self.parked_flush.elapsed() >= PARK_FLUSH {
+            self.unpark();
+            return;
+        }
+        if master.paused() {
+            return;
+        }
+        for (name, fw) in &self.frameworks {
+            if fw.gang.is_some() || fw.requested.is_empty() {
+                continue;
+            }
+            if self.stated_run.get(name).is_none_or(|&run| run >= master.runs()) {
+                continue; // stated after the last run: not tried yet
+            }
+            let mut any = false;
+            for uid in &fw.requested {
+                if self.pods.get(uid).is_some_and(|p| p.phase == Phase::Pending) {
+                    self.parked.insert(uid.clone(), name.clone());
+                    any = true;
+                }
+            }
+            if any {
+                self.dirty_frameworks.insert(name.clone());
+            }
+        }
     }
 }
 
@@ -1093,6 +1173,7 @@ impl KubeScheduler {
                 apply(master, &Command::RemoveFramework(name.to_owned()))?;
             }
             self.frameworks.remove(name);
+            self.stated_run.remove(name);
             return Ok(());
         }
         if fw.id.is_none() {
@@ -1124,8 +1205,33 @@ impl KubeScheduler {
             }
             fw.suppressed = false;
         }
-        let mut keys: Vec<String> =
-            fw.pending.iter().take(REQUEST_WINDOW).map(|(_, uid)| uid.clone()).collect();
+        let window = self.options.request_window.max(1);
+        let (parked, retry) = (&self.parked, &self.retry);
+        let mut fresh = 0;
+        let mut keys: Vec<String> = fw
+            .pending
+            .iter()
+            .filter(|(_, uid)| {
+                if parked.contains_key(uid) {
+                    return false;
+                }
+                if retry.contains(uid) {
+                    return true;
+                }
+                fresh += 1;
+                fresh <= window
+            })
+            .take(window + RETRY_WINDOW)
+            .map(|(_, uid)| uid.clone())
+            .collect();
+        for uid in &keys {
+            self.retry.remove(uid);
+        }
+        if keys.is_empty() {
+            // Every pending pod is parked: they stay the stated demand (tried again at each
+            // run, found not to fit at once), so that the framework gets no plain offers.
+            keys = fw.pending.iter().take(window).map(|(_, uid)| uid.clone()).collect();
+        }
         let elsewhere = self.group_elsewhere.get(name).map_or(0, HashSet::len);
         let gang = fw
             .gang_need(elsewhere)
@@ -1154,6 +1260,7 @@ impl KubeScheduler {
                 Err(e) => log::debug!("kubernetes: the demand of {name}: {e}"),
             }
             fw.requested = keys;
+            self.stated_run.insert(name.to_owned(), master.runs());
         }
         Ok(())
     }
@@ -1230,9 +1337,19 @@ impl KubeScheduler {
         let runs = master.runs();
         let mut due = Vec::new();
         for fw in self.frameworks.values() {
-            for uid in fw.pending.iter().map(|(_, u)| u).chain(fw.held.iter()) {
+            // A pod behind its workload's request window has not had its chance yet (it
+            // waits its turn to be stated, as a pod in kube-scheduler's active queue does):
+            // only the stated and the parked pods are told why they wait.
+            let behind = fw.gang.is_none() && fw.pending.len() > fw.requested.len();
+            let stated: HashSet<&String> =
+                if behind { fw.requested.iter().collect() } else { HashSet::new() };
+            let pending = fw.pending.iter().map(|(_, u)| (u, true));
+            for (uid, demand) in pending.chain(fw.held.iter().map(|u| (u, false))) {
                 let Some(p) = self.pods.get(uid) else { continue };
                 if p.phase != Phase::Pending || p.since_run.max(self.start_run) + 1 >= runs {
+                    continue;
+                }
+                if behind && demand && !stated.contains(uid) && !self.parked.contains_key(uid) {
                     continue;
                 }
                 if p.report.as_ref().is_some_and(|(t, _)| now.duration_since(*t) < interval) {
@@ -1344,7 +1461,7 @@ impl KubeScheduler {
 impl allocator_sim::driver::Client for KubeScheduler {
     fn observe(&mut self, events: &[Event], master: &mut Master<'_>) -> Result<(), String> {
         let gates = self.gang_gates(events, master);
-        let mut ran = false;
+        let (mut ran, mut periodic_ran) = (false, false);
         for event in events {
             match event {
                 Event::Offer(offer) => {
@@ -1352,6 +1469,9 @@ impl allocator_sim::driver::Client for KubeScheduler {
                     self.answer(offer, closed, master)?
                 }
                 Event::TaskEnded { task, framework, .. } => {
+                    if !self.parked.is_empty() {
+                        self.unpark();
+                    }
                     if let Some(uid) = self.tasks.remove(&(*framework, *task))
                         && let Some(p) = self.pods.get_mut(&uid)
                         && let Phase::Bound { task: t, .. } = &mut p.phase
@@ -1359,12 +1479,18 @@ impl allocator_sim::driver::Client for KubeScheduler {
                         *t = None;
                     }
                 }
-                Event::AllocationRun { .. } => ran = true,
+                Event::AllocationRun { periodic, .. } => {
+                    ran = true;
+                    periodic_ran |= *periodic;
+                }
                 _ => {}
             }
         }
         if !self.started {
             return Ok(()); // nothing reaches the master before every list is complete
+        }
+        if periodic_ran {
+            self.park_unplaced(master);
         }
         for name in std::mem::take(&mut self.dirty_frameworks) {
             self.reconcile_framework(&name, master)?;

@@ -314,6 +314,100 @@ fn one(
     })
 }
 
+/// One experiment's inputs, for running its pod list elsewhere (issue 47: the same pods
+/// replayed through a Kubernetes cluster by `allocator-master kube-replay`): the nodes, the
+/// pods and their arrival order in [`Order::Ours`] for the seed, and the parameters the
+/// experiment gives the allocator module.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The pod list's file name without `.csv`.
+    pub workload: String,
+    /// The nodes, in the order they are added.
+    pub nodes: Vec<NodeSpec>,
+    /// The pod list (name order).
+    pub pods: Vec<Pod>,
+    /// The arrival order: indices into `pods` (resampled or thinned to the target demand).
+    pub order: Vec<usize>,
+    /// The module parameters the experiment passes (`order_seed`, `typical_tasks`), as a
+    /// manifest carries them.
+    pub parameters: Vec<(String, String)>,
+    /// The nodes' GPU capacity, milli.
+    pub capacity: i64,
+    typical: Vec<TypicalTask>,
+    order_seed: u64,
+}
+
+/// Reads a node list and a pod list and draws the seed's arrival order as the experiment does
+/// ([`Order::Ours`], demand `inflation` × the GPU capacity). `node_limit`: only that many nodes,
+/// taken evenly along the list (so a small cluster keeps the list's mix of GPU models), and the
+/// demand tuned to their capacity.
+pub fn prepare(
+    nodes: &Path,
+    pods: &Path,
+    seed: u64,
+    inflation: f64,
+    node_limit: Option<usize>,
+) -> Result<Prepared, String> {
+    let mut nodes = trace::read_nodes(nodes)?;
+    if let Some(limit) = node_limit.filter(|l| *l < nodes.len()) {
+        let n = nodes.len();
+        let limit = limit.max(1);
+        nodes = (0..limit).map(|i| nodes[i * n / limit].clone()).collect();
+    }
+    let capacity: i64 = nodes.iter().map(|n| i64::from(n.gpus)).sum::<i64>() * 1000;
+    if capacity == 0 {
+        return Err("the nodes have no GPUs".into());
+    }
+    let w = load_workload(pods)?;
+    let target = (inflation * capacity as f64).round() as i64;
+    let order = trace::arrival_order(&w.pods, seed, target);
+    let order_seed = tie_break_seed(seed, &w.name);
+    let parameters = vec![
+        ("order_seed".to_owned(), order_seed.to_string()),
+        (
+            placement_core::frag::TYPICAL_TASKS_PARAMETER.to_owned(),
+            placement_core::frag::format_table(&w.typical),
+        ),
+    ];
+    Ok(Prepared {
+        workload: w.name,
+        nodes,
+        pods: w.pods,
+        order,
+        parameters,
+        capacity,
+        typical: w.typical,
+        order_seed,
+    })
+}
+
+impl Prepared {
+    /// Runs the experiment on it with `allocator` and `seed`, as `experiment` does: what it
+    /// recorded after each pod (the last `allocated` is the milli-GPU allocated once every pod
+    /// has arrived; `placements` where each pod went).
+    pub fn run(
+        &self,
+        registry: &ModuleRegistry,
+        allocator: &str,
+        seed: u64,
+    ) -> Result<Curve, String> {
+        let knobs = run::Knobs {
+            parameters: vec![("order_seed".into(), self.order_seed.to_string())],
+            sum: FragSum::Direct,
+        };
+        run::run_one(
+            registry,
+            allocator,
+            seed,
+            &self.nodes,
+            &self.pods,
+            &self.order,
+            &self.typical,
+            &knobs,
+        )
+    }
+}
+
 /// A few lines for the terminal: per (pod list, allocator), the mean allocated GPU % at 100 %
 /// and at the last arrived bucket over seeds, and pods dropped.
 pub fn summary(rows: &[Row], seconds: f64, jobs: usize) -> String {

@@ -35,6 +35,9 @@ pub struct Curve {
     pub fragmentation: Vec<f64>,
     /// Pods dropped.
     pub dropped: usize,
+    /// Where each pod went, in arrival order: the index of its node in the node list (`None`:
+    /// dropped).
+    pub placements: Vec<Option<usize>>,
 }
 
 /// The cluster state the client keeps to measure fragmentation: each agent's free devices and
@@ -178,11 +181,13 @@ pub fn run_one(
             })
             .collect();
         let mut placed = false;
+        let mut node = None;
         for offer in offers {
             let piece = if placed { None } else { take(&offer.resources, &pod.resources) };
             let tasks = match piece {
                 Some(piece) => {
                     placed = true;
+                    node = agent_index.get(offer.agent.0 as usize).copied().flatten();
                     allocated += piece.scalar(GPUS).millis();
                     if let Some(Some(i)) = agent_index.get(offer.agent.0 as usize) {
                         cluster.launched(*i, &piece, typical);
@@ -197,6 +202,7 @@ pub fn run_one(
         if !placed {
             curve.dropped += 1;
         }
+        curve.placements.push(node);
         curve.arrived.push(arrived);
         curve.allocated.push(allocated);
         curve.fragmentation.push(cluster.total_frag);

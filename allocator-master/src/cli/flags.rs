@@ -339,6 +339,10 @@ pub enum Command {
     /// The GPU packing experiment of "Beware of Fragmentation" (USENIX ATC '23) through the
     /// master: pods placed one at a time by each allocator, per seed (SPEC 7).
     Experiment(experiment::ExperimentArgs),
+    /// Load a Kubernetes test cluster and measure a scheduler on it: the packing experiment's
+    /// pod list as pods (`trace`), a backlog of identical pods (`synthetic`), and a scheduler's
+    /// bindings, CPU time and memory (`measure`).
+    KubeReplay(super::kube_replay::KubeReplayArgs),
 }
 
 impl ServeArgs {
@@ -614,6 +618,16 @@ pub struct KubeArgs {
         value_name = "N"
     )]
     pub kube_api_burst: u32,
+    /// How many of a workload's pending pods are stated to the allocator at once (placement
+    /// modules place them in one allocation run, in order); 1 states one a run, as the packing
+    /// experiment does.
+    #[arg(
+        long = "request_window",
+        alias = "request-window",
+        default_value_t = allocator_kube::scheduler::REQUEST_WINDOW,
+        value_name = "N"
+    )]
+    pub request_window: usize,
     /// What a framework declined on a node is not offered to it again for this long.
     #[arg(long = "refuse_seconds", alias = "refuse-seconds", default_value = "2secs", value_name = "DURATION", value_parser = crate::duration::seconds)]
     pub refuse_seconds: f64,
@@ -677,6 +691,10 @@ impl KubeArgs {
         }
         o.qps = self.kube_api_qps;
         o.burst = self.kube_api_burst;
+        if self.request_window == 0 {
+            return Err("--request_window must be at least 1".into());
+        }
+        o.request_window = self.request_window;
         o.refuse_seconds = self.refuse_seconds;
         o.report_interval = std::time::Duration::from_secs_f64(self.report_interval.max(0.0));
         if self.leader_elect {

@@ -2,13 +2,15 @@
 //! the exit codes. `flags.rs` is the schema (every flag and subcommand), `http_flags.rs`
 //! serve's HTTP flags, `setup.rs` what a run is given (modules, the master's set-up),
 //! `runs.rs` the runners (a scenario or the default workload, `serve`, a plan, the soak, the
-//! import); [`mod@bench`] and [`mod@experiment`]: the `bench` and `experiment` subcommands.
+//! import); [`mod@bench`] and [`mod@experiment`]: the `bench` and `experiment` subcommands;
+//! [`mod@kube_replay`]: `kube-replay`, loading a Kubernetes test cluster and measuring on it.
 
 pub mod bench;
 
 pub mod experiment;
 mod flags;
 mod http_flags;
+pub mod kube_replay;
 mod runs;
 mod setup;
 pub use flags::*;
@@ -196,6 +198,10 @@ pub fn run(args: &Args) -> Result<u8, String> {
         }
         Command::Serve(serve) => run_live(args, "serve", serve, None),
         Command::Kube(kube) => run_live(args, "kube", &kube.serve, Some(kube)),
+        Command::KubeReplay(r) => {
+            refuse_outer_flags(args, "kube-replay", Applies::NOTHING)?;
+            kube_replay::run(r)
+        }
         Command::Experiment(e) => {
             refuse_outer_flags(args, "experiment", Applies::MODULES)?;
             experiment::run(e, &args.modules, &args.allocator.limits)

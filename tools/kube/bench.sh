@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# bench.sh - `allocator-master kube` side by side with upstream kube-scheduler on one test cluster
+# (issue 47): N fake nodes, then for each scheduler in turn a backlog of P pods in a namespace of
+# its own, timed from the first to the last binding by a watch, with the scheduler's CPU time and
+# peak RSS from /proc and the API server's CPU time over the same span; the pods are deleted
+# before the next scheduler runs, so each starts on empty nodes.
+#
+#   tools/kube/bench.sh [--nodes 1000] [--pods 5000] [--qps 200] [--burst 400] [--out DIR]
+#                       [--schedulers kube-scheduler,DRF,FGD] [--kwok] [--allocation_interval 100ms]
+#
+# The schedulers: `kube-scheduler` (the cached v1.37.2 binary, default plugins, no leader
+# election, client QPS/burst as given), `DRF` (`allocator-master kube` with the built-in
+# allocator and the drf sorters) and `FGD` (`--allocator FGD` from examples/modules.json), both
+# with `--kube_api_qps`/`--kube_api_burst` as given and `--allocation_interval` 100 ms (a backlog
+# is placed in runs of `--request_window` 256 pods; kube-scheduler schedules without pause). Results: DIR/<scheduler>.json, and a
+# Markdown table on stdout. Needs target/release/allocator-master and the plugins
+# (`cargo build --release -p allocator-master -p fgd_placement -p drf_sorter`).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+MASTER=${MASTER:-$root/target/release/allocator-master}
+NODES=1000 PODS=5000 QPS=200 BURST=400 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0 INTERVAL=100ms
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) NODES=$2; shift 2 ;;
+    --pods) PODS=$2; shift 2 ;;
+    --qps) QPS=$2; shift 2 ;;
+    --burst) BURST=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --schedulers) SCHEDULERS=$2; shift 2 ;;
+    --kwok) KWOK=1; shift ;;
+    --allocation_interval) INTERVAL=$2; shift 2 ;;
+    *) echo "usage: $0 [--nodes N] [--pods N] [--qps Q] [--burst B] [--out DIR] [--schedulers LIST] [--kwok] [--allocation_interval D]" >&2; exit 2 ;;
+  esac
+done
+[ -x "$MASTER" ] || { echo "bench.sh: $MASTER missing: cargo build --release -p allocator-master -p fgd_placement -p drf_sorter" >&2; exit 1; }
+eval "$("$here/cluster.sh" env)"
+[ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/allocator-bench.XXXXXX")
+mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
+DIR="$OUT/cluster"
+kubeconfig=$("$here/cluster.sh" up "$DIR")
+trap '"$here/cluster.sh" down "$DIR"' EXIT
+[ "$KWOK" = 1 ] && "$here/cluster.sh" kwok "$DIR"
+apiserver=$(cat "$DIR/apiserver.pid")
+
+cat > "$OUT/kube-scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: "$kubeconfig"
+  qps: $QPS
+  burst: $BURST
+leaderElection:
+  leaderElect: false
+EOF
+
+echo "bench.sh: $NODES nodes, $PODS pods a scheduler, client QPS $QPS burst $BURST; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace default --node_count "$NODES" \
+  --node_cpu 32 --node_pods 110
+
+IFS=, read -r -a list <<< "$SCHEDULERS"
+for s in "${list[@]}"; do
+  ns=bench-$(echo "$s" | tr 'A-Z' 'a-z')
+  case "$s" in
+    kube-scheduler)
+      name=default-scheduler
+      cmd=("$ALLOCATOR_KUBE_KUBE_SCHEDULER" --config "$OUT/kube-scheduler.yaml" --secure-port 0 -v 1) ;;
+    DRF)
+      name=allocator-scheduler
+      cmd=("$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
+           --kube_api_qps "$QPS" --kube_api_burst "$BURST" --allocation_interval "$INTERVAL") ;;
+    *)
+      name=allocator-scheduler
+      cmd=("$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
+           --kube_api_qps "$QPS" --kube_api_burst "$BURST" --modules "$root/examples/modules.json"
+           --allocator "$s" --allocation_interval "$INTERVAL") ;;
+  esac
+  "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --pod_count "$PODS" \
+    --scheduler_name "$name"
+  sleep 2
+  "$MASTER" kube-replay measure --kubeconfig "$kubeconfig" --namespace "$ns" --expect "$PODS" \
+    --settle 30 --timeout 900 --apiserver_pid "$apiserver" --label "$s" \
+    --log "$OUT/$s.log" --output "$OUT/$s.json" -- "${cmd[@]}" || true
+  # (Deleting thousands of pods can outlast the client's timeout on a loaded machine: the
+  # next scheduler then starts with these pods still bound, counted as others' where they are.)
+  "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --clean ||
+    echo "bench.sh: the pods of $ns were not all deleted" >&2
+done
+
+python3 - "$OUT" "${list[@]}" <<'EOF'
+import json, sys
+out, names = sys.argv[1], sys.argv[2:]
+rows = []
+for n in names:
+    try:
+        rows.append(json.load(open(f"{out}/{n}.json")))
+    except OSError:
+        rows.append({"label": n})
+f = lambda v, d=1: "-" if v is None else f"{v:.{d}f}"
+print("| scheduler | pods bound | pods/s (first to last bind) | scheduler CPU-s | CPU ms/pod | peak RSS MiB | API server CPU-s | API server cores busy (start to last bind) | load before → after |")
+print("|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    print(f"| {r['label']} | {r.get('bound','-')}/{r.get('pods','-')} | {f(r.get('pods_per_second'))} | {f(r.get('scheduler_cpu_s'),2)} | {f(r.get('scheduler_cpu_ms_per_pod'),3)} | {f(r.get('scheduler_peak_rss_mib'),0)} | {f(r.get('apiserver_cpu_s'))} | {f(r.get('apiserver_cpu_share'),2)} | {r.get('load_average_before','')} → {r.get('load_average_after','')} |")
+EOF
