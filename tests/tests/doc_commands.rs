@@ -30,7 +30,8 @@ const COMMAND_LIMIT: Duration = Duration::from_secs(120);
 /// `README.md` and every Markdown file under `docs/`, relative to the root, sorted.
 fn doc_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut entries: Vec<_> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
         entries.sort();
         for path in entries {
             if path.is_dir() {
@@ -88,8 +89,8 @@ fn normalise_invocation(command: &str) -> String {
 fn run_shell(command: &str) -> (i32, String) {
     let bin_dir = master().parent().unwrap().to_owned();
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&path)))
-        .unwrap();
+    let path =
+        std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&path))).unwrap();
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(normalise_invocation(command))
@@ -325,7 +326,10 @@ fn master_invocations(text: &str) -> Vec<Vec<String>> {
         let mut rest = &words[..];
         while let Some((first, more)) = rest.split_first() {
             match first.split_once('=') {
-                Some((k, v)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                Some((k, v))
+                    if !k.is_empty()
+                        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                {
                     if more.is_empty() {
                         vars.insert(k.to_owned(), expand(v, &vars));
                     }
@@ -338,7 +342,9 @@ fn master_invocations(text: &str) -> Vec<Vec<String>> {
             [bin, args @ ..] if bin == "allocator-master" || bin.ends_with("/allocator-master") => {
                 args
             }
-            [cargo, run, release, args @ ..] if cargo == "cargo" && run == "run" && release == "--release" => {
+            [cargo, run, release, args @ ..]
+                if cargo == "cargo" && run == "run" && release == "--release" =>
+            {
                 match args.split_first() {
                     Some((dashes, args)) if dashes == "--" => args,
                     None => args,
@@ -628,7 +634,8 @@ fn every_relative_link_in_the_docs_resolves_inside_the_repository() {
     for file in doc_files() {
         let text = std::fs::read_to_string(root.join(&file)).unwrap();
         if text.contains("../shared/") {
-            failures.push(format!("{}: points at ../shared/, outside the repository", file.display()));
+            failures
+                .push(format!("{}: points at ../shared/, outside the repository", file.display()));
         }
         let dir = root.join(&file).parent().unwrap().to_owned();
         for (line, target) in links(&text) {
@@ -646,7 +653,8 @@ fn every_relative_link_in_the_docs_resolves_inside_the_repository() {
                 continue;
             };
             if !resolved.starts_with(&root) {
-                failures.push(format!("{}:{line}: {target}: outside the repository", file.display()));
+                failures
+                    .push(format!("{}:{line}: {target}: outside the repository", file.display()));
                 continue;
             }
             if let Some(anchor) = anchor

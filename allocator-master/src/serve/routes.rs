@@ -515,7 +515,10 @@ mod tests {
             format!("{m} /master{name}")
         });
         let missing: Vec<String> = own.chain(mesos).filter(|r| !documented.contains(r)).collect();
-        assert!(missing.is_empty(), "routes missing from docs/operators/security.md's ACL table: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "routes missing from docs/operators/security.md's ACL table: {missing:?}"
+        );
     }
 
     #[test]
@@ -526,6 +529,9 @@ mod tests {
             .map(|kind| serde_json::to_value(kind).unwrap().as_str().unwrap().to_owned());
         let missing: Vec<String> =
             calls.chain(["SUBSCRIBE".to_owned()]).filter(|c| !documented.contains(c)).collect();
-        assert!(missing.is_empty(), "operator calls missing from docs/operators/security.md's ACL table: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "operator calls missing from docs/operators/security.md's ACL table: {missing:?}"
+        );
     }
 }
