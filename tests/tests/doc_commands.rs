@@ -305,9 +305,7 @@ fn master_invocations(text: &str) -> Vec<Vec<String>> {
     let mut after_redirect = false;
     for token in shell_tokens(text) {
         match token {
-            Token::Op(op) if op.starts_with('>') || op.starts_with('<') || op == ">&" => {
-                after_redirect = true
-            }
+            Token::Op(op) if op.starts_with('>') || op.starts_with('<') => after_redirect = true,
             Token::Op(_) => commands.push(Vec::new()),
             Token::Word(_) if after_redirect => after_redirect = false,
             Token::Word(w) => commands.last_mut().unwrap().push(w),
@@ -512,7 +510,7 @@ fn metric_pattern(name: &str, roles: &BTreeSet<String>, resources: &BTreeSet<Str
 #[test]
 fn every_metric_the_master_writes_is_on_the_metrics_page() {
     let root = workspace_root();
-    let events = root.join("target/doc-metrics.jsonl");
+    let events = std::env::temp_dir().join(format!("doc-metrics-{}.jsonl", std::process::id()));
     let out = Command::new(master())
         .args(["--scenario", "examples/scenarios/quota_with_headroom.json", "--output"])
         .arg(&events)
@@ -521,6 +519,7 @@ fn every_metric_the_master_writes_is_on_the_metrics_page() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&events).unwrap();
+    std::fs::remove_file(&events).ok();
     let summary: serde_json::Value = text
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -695,11 +694,9 @@ fn no_user_doc_narrates_history() {
                     failures.push(format!("{}:{}: {phrase}", file.display(), i + 1));
                 }
             }
-            let mut words = line.split(|c: char| !c.is_alphanumeric());
-            while let Some(w) = words.next() {
-                if w == "issue" && words.clone().next().is_some_and(|n| n.parse::<u32>().is_ok()) {
-                    failures.push(format!("{}:{}: issue N", file.display(), i + 1));
-                }
+            let words: Vec<&str> = line.split(|c: char| !c.is_alphanumeric()).collect();
+            if words.windows(2).any(|w| w[0] == "issue" && w[1].parse::<u32>().is_ok()) {
+                failures.push(format!("{}:{}: issue N", file.display(), i + 1));
             }
         }
     }
