@@ -28,7 +28,7 @@
 //! `SUBSCRIBED` is sent; a master killed in between still accepts the framework's
 //! re-subscription with that id (as a new framework, as Mesos does after a failover). No
 //! database is needed for this: both files are readable JSON, and each write is one syscall
-//! sequence (the choice, and what it costs, are in the README and BENCHMARKS.md).
+//! sequence (the choice, and what it costs, are in `docs/operators/registry.md` and BENCHMARKS.md).
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -84,13 +84,14 @@ fn two_libraries_load_side_by_side() {
 }
 
 #[test]
-fn the_readme_module_example_is_the_tested_fixture() {
+fn the_authoring_guide_module_sketch_is_the_tested_fixture() {
     let root = workspace_tests::workspace_root();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("docs/authoring.md")).unwrap();
     let fixture =
         std::fs::read_to_string(root.join("tests/fixtures/minimal_module/src/lib.rs")).unwrap();
-    let start = readme.find("```rust\nuse allocator_api::*;").expect("README has the example")
-        + "```rust\n".len();
+    let start =
+        readme.find("```rust\nuse allocator_api::*;").expect("docs/authoring.md has the sketch")
+            + "```rust\n".len();
     let end = start + readme[start..].find("```").unwrap();
     let code = |text: &str| -> Vec<String> {
         text.lines()

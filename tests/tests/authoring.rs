@@ -268,10 +268,10 @@ fn the_example_allocator_passes_conformance() {
     }
 }
 
-/// The README calls its 28-line module a sketch and lists the checks its allocator fails: the
-/// list is exactly what conformance reports.
+/// The authoring guide calls its 28-line module a sketch and lists the checks its allocator
+/// fails: the list is exactly what conformance reports.
 #[test]
-fn the_readme_sketch_fails_exactly_the_conformance_checks_the_readme_lists() {
+fn the_guide_sketch_fails_exactly_the_conformance_checks_the_guide_lists() {
     let m = workspace_tests::manifest_for("minimal_module", &["first_fit"]);
     let (code, text) = conformance(&["--modules", &m, "--allocator", "first_fit"]);
     assert_eq!(code, 1, "{text}");
@@ -280,7 +280,7 @@ fn the_readme_sketch_fails_exactly_the_conformance_checks_the_readme_lists() {
         .filter_map(|l| l.trim_start().strip_prefix("FAIL  "))
         .map(|l| l.split(':').next().unwrap_or(l))
         .collect();
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(workspace_root().join("docs/authoring.md")).unwrap();
     let section = &readme[readme.find("**The shape of a module").expect("the sketch section")..];
     let section = &section[..section.find("```rust").expect("the sketch's code")];
     let listed: Vec<&str> = section

@@ -401,7 +401,7 @@ impl ServeArgs {
     /// `Err` for Mesos's flags this master does not take, saying why.
     pub fn refuse_unsupported(&self) -> Result<(), String> {
         if self.zk.is_some() {
-            return Err("--zk: this master has no ZooKeeper leader election; run one master with --work_dir, whose registry survives restarts (README, \"A registry that survives restarts\", says how high availability would work)".into());
+            return Err("--zk: this master has no ZooKeeper leader election; run one master with --work_dir, whose registry survives restarts (docs/operators/registry.md says how high availability would work)".into());
         }
         Ok(())
     }
@@ -505,8 +505,8 @@ pub struct ServeArgs {
         value_parser = crate::duration::seconds
     )]
     pub offer_timeout: Option<f64>,
-    /// Mesos's ZooKeeper URL for leader election: refused (this master runs alone; see the
-    /// README on its registry and on high availability).
+    /// Mesos's ZooKeeper URL for leader election: refused (this master runs alone; see
+    /// `docs/operators/registry.md` on its registry and on high availability).
     #[arg(long, value_name = "URL", hide = true)]
     pub zk: Option<String>,
     /// Virtual seconds per wall-clock second.

@@ -50,7 +50,8 @@ pub trait SchedulerView {
 }
 
 /// The calls [`Operator::answer`] answers (`SUBSCRIBE` is answered by the event stream,
-/// [`super::operator_events`]); any other is `501`. README's route × ACL table lists each.
+/// [`super::operator_events`]); any other is `501`. The route × ACL table of
+/// `docs/operators/security.md` lists each.
 pub const ANSWERED: &[CallType] = &[
     CallType::GetHealth,
     CallType::GetVersion,

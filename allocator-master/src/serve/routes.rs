@@ -489,13 +489,14 @@ mod tests {
         assert!(matches!(route("POST", "/version").1, Target::Refused(Otherwise::NotFound404)));
     }
 
-    /// The code spans of the first column of README's route × ACL table.
+    /// The code spans of the first column of the route × ACL table in the operator guide
+    /// (`docs/operators/security.md`).
     fn documented_routes() -> Vec<String> {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../docs/operators/security.md");
         let table = readme
             .split("| route | realm | ACL: action (object) |")
             .nth(1)
-            .expect("README has the route × ACL table");
+            .expect("docs/operators/security.md has the route × ACL table");
         let rows = table.lines().skip(2).take_while(|l| l.starts_with('|'));
         let first_columns = rows.filter_map(|row| row.split('|').nth(1));
         first_columns
@@ -504,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn every_route_of_the_router_is_in_the_readmes_acl_table() {
+    fn every_route_of_the_router_is_in_the_guides_acl_table() {
         let documented = documented_routes();
         let own =
             ROUTES.iter().flat_map(|r| r.methods.iter().map(|(m, _)| format!("{m} {}", r.path)));
@@ -514,17 +515,23 @@ mod tests {
             format!("{m} /master{name}")
         });
         let missing: Vec<String> = own.chain(mesos).filter(|r| !documented.contains(r)).collect();
-        assert!(missing.is_empty(), "routes missing from README's ACL table: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "routes missing from docs/operators/security.md's ACL table: {missing:?}"
+        );
     }
 
     #[test]
-    fn every_operator_call_answered_is_in_the_readmes_acl_table() {
+    fn every_operator_call_answered_is_in_the_guides_acl_table() {
         let documented = documented_routes();
         let calls = crate::clients::operator::ANSWERED
             .iter()
             .map(|kind| serde_json::to_value(kind).unwrap().as_str().unwrap().to_owned());
         let missing: Vec<String> =
             calls.chain(["SUBSCRIBE".to_owned()]).filter(|c| !documented.contains(c)).collect();
-        assert!(missing.is_empty(), "operator calls missing from README's ACL table: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "operator calls missing from docs/operators/security.md's ACL table: {missing:?}"
+        );
     }
 }
