@@ -160,6 +160,22 @@ fn an_unknown_sorter_name_lists_what_is_available() {
 }
 
 #[test]
+fn an_unknown_sorter_name_lists_only_the_loaded_sorter_modules() {
+    let out = run_master(&[
+        "--modules",
+        &manifest_for("minimal_module", &["first_fit"]),
+        "--role_sorter",
+        "fair",
+    ]);
+    assert_fails(&out, &["built in: drf; loaded sorter modules: none)"]);
+    assert!(
+        !stderr(&out).contains("first_fit"),
+        "an allocator module listed as a sorter: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn an_allocator_module_with_the_builtin_allocators_name_is_refused() {
     let m = manifest_for("faulty_modules", &["HierarchicalDRF"]);
     let out = run_master(&["--modules", &m, "--list-modules"]);

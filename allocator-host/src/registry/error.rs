@@ -210,7 +210,7 @@ impl LoadErrorKind {
 pub enum CreateError {
     /// No built-in and no loaded module has that name.
     #[error(
-        "{what} '{name}' is neither built in nor a loaded module (built in: {builtin}; loaded modules: {loaded})"
+        "{what} '{name}' is neither built in nor a loaded module (built in: {builtin}; loaded {what} modules: {loaded})"
     )]
     Unknown {
         /// `allocator` or `sorter`.
@@ -219,7 +219,7 @@ pub enum CreateError {
         name: String,
         /// The built-in names.
         builtin: String,
-        /// The loaded module names.
+        /// The loaded modules of the kind asked for.
         loaded: String,
     },
     /// The module is of the other kind.

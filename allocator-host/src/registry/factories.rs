@@ -16,12 +16,11 @@ use super::error::CreateError;
 use super::modules::LoadedModule;
 
 impl ModuleRegistry {
-    fn loaded_names(&self) -> String {
-        if self.modules.is_empty() {
-            "none".into()
-        } else {
-            self.modules.keys().cloned().collect::<Vec<_>>().join(", ")
-        }
+    /// The loaded modules of `kind`, for a message about a name of that kind.
+    fn loaded_names(&self, kind: ModuleKind) -> String {
+        let names: Vec<&str> =
+            self.modules.iter().filter(|(_, m)| m.kind == kind).map(|(n, _)| n.as_str()).collect();
+        if names.is_empty() { "none".into() } else { names.join(", ") }
     }
 
     fn module_of_kind(
@@ -85,7 +84,7 @@ impl ModuleRegistry {
             what: "sorter",
             name: name.to_owned(),
             builtin: BUILTIN_SORTER.into(),
-            loaded: self.loaded_names(),
+            loaded: self.loaded_names(ModuleKind::SORTER),
         })
     }
 
@@ -133,7 +132,7 @@ impl ModuleRegistry {
             what: "sorter",
             name: name.to_owned(),
             builtin: BUILTIN_SORTER.into(),
-            loaded: self.loaded_names(),
+            loaded: self.loaded_names(ModuleKind::SORTER),
         })
     }
 
@@ -208,7 +207,7 @@ impl ModuleRegistry {
                 what: "allocator",
                 name: name.to_owned(),
                 builtin: format!("{BUILTIN_ALLOCATOR}, {BUILTIN_ALLOCATOR_ALIAS}"),
-                loaded: self.loaded_names(),
+                loaded: self.loaded_names(ModuleKind::ALLOCATOR),
             });
         };
         let merged;
