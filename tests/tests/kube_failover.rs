@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use workspace_tests::kube::{Cluster, NodeSpec, Placed, per_node};
 
-const PODS: usize = 300;
-const NODES: usize = 10;
+const PODS: usize = 1_000;
+const NODES: usize = 30;
 
 fn bound(pods: &[Placed]) -> usize {
     pods.iter().filter(|p| p.node.is_some()).count()
@@ -38,7 +38,7 @@ fn killing_the_leader_mid_way_binds_every_pod_exactly_once() {
         cluster.node(&NodeSpec::new(&format!("node-{i:02}"), 4));
     }
     cluster.pods("ha", "p", PODS, 100);
-    // Slow bindings (20 a second) so that the leader dies with most pods still pending.
+    // Slow bindings (50 a second) so that the leader dies with most pods still pending.
     let args = [
         "--leader_elect",
         "--leader_elect_lease_duration",
@@ -48,7 +48,7 @@ fn killing_the_leader_mid_way_binds_every_pod_exactly_once() {
         "--leader_elect_retry_period",
         "500ms",
         "--kube_api_qps",
-        "20",
+        "50",
         "--kube_api_burst",
         "1",
     ];
@@ -75,7 +75,7 @@ fn killing_the_leader_mid_way_binds_every_pod_exactly_once() {
         took_over < Duration::from_secs(3 + 2),
         "taken over within the lease duration (3 s) and a retry: {took_over:?}"
     );
-    let (done, pods) = cluster.wait_pods(60.0, |pods| bound(pods) == PODS);
+    let (done, pods) = cluster.wait_pods(120.0, |pods| bound(pods) == PODS);
     assert!(done, "every pod bound after the failover: {} of {PODS}", bound(&pods));
     // Exactly once: every pod of the namespace is there once, with one node; and no node holds
     // more than it has.
