@@ -25,6 +25,10 @@ use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::{Client, Config};
 use tokio::sync::{Semaphore, mpsc};
 
+/// How many of a framework's pending pods it states to the allocator at once, by default
+/// ([`KubeOptions::request_window`]).
+pub const REQUEST_WINDOW: usize = 256;
+
 /// How the client reaches the API server and writes to it.
 #[derive(Clone, Debug)]
 pub struct KubeOptions {
@@ -64,7 +68,7 @@ impl KubeOptions {
             qps: 100.0,
             burst: 200,
             concurrency: 32,
-            request_window: crate::scheduler::REQUEST_WINDOW,
+            request_window: REQUEST_WINDOW,
             refuse_seconds: 2.0,
             report_interval: Duration::from_secs(30),
             leader_election: None,

@@ -46,9 +46,7 @@ use crate::gang::GangAsk;
 /// {"guarantees": "cpus:2", "limits": "cpus:8;mem:4096"}}, …}`.
 pub const ROLES_KEY: &str = "roles.json";
 
-/// How many of a framework's pending pods it states to the allocator at once, by default
-/// ([`KubeOptions::request_window`]).
-pub const REQUEST_WINDOW: usize = 256;
+pub use crate::api::REQUEST_WINDOW;
 
 /// Reports of why pods wait, at most, after one allocation run.
 const REPORTS_PER_RUN: usize = 200;
