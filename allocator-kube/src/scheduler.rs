@@ -39,8 +39,10 @@ use serde_json::{Value, json};
 
 use crate::api::{Action, BindFailure, Connection, Input, KubeOptions, Source};
 use crate::convert::{self, AgentSpec, PendingAsk};
-use crate::filter::{ClusterTaints, Filtered, NodeView, Placement};
+use crate::filter::{ClusterTaints, NodeView, Placement};
 use crate::gang::GangAsk;
+
+mod waiting;
 
 /// The data key of the roles ConfigMap: JSON, `{"ROLE": {"weight": W, "quota":
 /// {"guarantees": "cpus:2", "limits": "cpus:8;mem:4096"}}, …}`.
@@ -152,6 +154,9 @@ struct PodState {
     phase: Phase,
     /// The master's run count when it began to wait.
     since_run: u64,
+    /// The scheduler's count of periodic runs when it was first part of its framework's
+    /// stated demand (`None`: not yet).
+    stated_at: Option<u64>,
     /// When it was last told why it waits, and what.
     report: Option<(Instant, String)>,
 }
@@ -260,6 +265,8 @@ pub struct KubeScheduler {
     /// The master's run count when each framework last stated its demand: only a periodic
     /// run after it (every agent, allocation not paused) parks what it did not place.
     stated_run: HashMap<String, u64>,
+    /// The periodic allocation runs (every node) seen so far.
+    periodic_runs: u64,
     counts: Counts,
 }
 
@@ -330,6 +337,7 @@ impl KubeScheduler {
             parked: HashMap::new(),
             parked_flush: Instant::now(),
             stated_run: HashMap::new(),
+            periodic_runs: 0,
             retry: HashSet::new(),
             counts: Counts::default(),
         })
@@ -667,6 +675,7 @@ impl KubeScheduler {
             order: order_of(pod),
             phase: Phase::Pending,
             since_run: run,
+            stated_at: None,
             report: None,
         };
         let fw = self
@@ -735,6 +744,7 @@ impl KubeScheduler {
                 order: order_of(pod),
                 phase: Phase::Foreign { node },
                 since_run: 0,
+                stated_at: None,
                 report: None,
             },
         );
@@ -1225,6 +1235,12 @@ impl KubeScheduler {
         for uid in &keys {
             self.retry.remove(uid);
         }
+        let periodic_runs = self.periodic_runs;
+        for uid in &keys {
+            if let Some(p) = self.pods.get_mut(uid) {
+                p.stated_at.get_or_insert(periodic_runs);
+            }
+        }
         if keys.is_empty() {
             // Every pending pod is parked: they stay the stated demand (tried again at each
             // run, found not to fit at once), so that the framework gets no plain offers.
@@ -1327,133 +1343,6 @@ impl KubeScheduler {
         self.dirty_frameworks.insert(framework);
         Ok(())
     }
-
-    /// Tells pods that still wait after a run why (each at most every report interval).
-    fn report_waiting(&mut self, master: &Master<'_>) {
-        let now = Instant::now();
-        let interval = self.options.report_interval;
-        let runs = master.runs();
-        let mut due = Vec::new();
-        for fw in self.frameworks.values() {
-            // A pod behind its workload's request window has not had its chance yet (it
-            // waits its turn to be stated, as a pod in kube-scheduler's active queue does):
-            // only the stated and the parked pods are told why they wait.
-            let behind = fw.gang.is_none() && fw.pending.len() > fw.requested.len();
-            let stated: HashSet<&String> =
-                if behind { fw.requested.iter().collect() } else { HashSet::new() };
-            let pending = fw.pending.iter().map(|(_, u)| (u, true));
-            for (uid, demand) in pending.chain(fw.held.iter().map(|u| (u, false))) {
-                let Some(p) = self.pods.get(uid) else { continue };
-                if p.phase != Phase::Pending || p.since_run.max(self.start_run) + 1 >= runs {
-                    continue;
-                }
-                if behind && demand && !stated.contains(uid) && !self.parked.contains_key(uid) {
-                    continue;
-                }
-                if p.report.as_ref().is_some_and(|(t, _)| now.duration_since(*t) < interval) {
-                    continue;
-                }
-                due.push(uid.clone());
-                if due.len() >= REPORTS_PER_RUN {
-                    break;
-                }
-            }
-            if due.len() >= REPORTS_PER_RUN {
-                break;
-            }
-        }
-        for uid in due {
-            let Some(p) = self.pods.get(&uid) else { continue };
-            let message = self.why_waiting(p, master);
-            let action = Action::Unschedulable {
-                namespace: p.namespace.clone(),
-                name: p.name.clone(),
-                uid: uid.clone(),
-                message: message.clone(),
-            };
-            let _ = self.conn.actions.send(action);
-            self.counts.reports += 1;
-            if let Some(p) = self.pods.get_mut(&uid) {
-                p.report = Some((now, message));
-            }
-        }
-    }
-
-    /// Why a pending pod has no node: what it asks that is unsupported, its role's quota
-    /// limit, the nodes that cannot take it and why, or its role's turn under the sorters.
-    fn why_waiting(&self, p: &PodState, master: &Master<'_>) -> String {
-        if let Some(u) = &p.unsupported {
-            return u.clone();
-        }
-        let ask = match &p.ask {
-            Ok(a) => a,
-            Err(e) => return format!("the pod's ask cannot be scheduled: {e}"),
-        };
-        let role = p.namespace.as_str();
-        if let Some(quota) = master.quotas().get(role) {
-            let held = master.role_alloc().get(role).cloned().unwrap_or_default();
-            let asked = ask.scalar_quantities();
-            for limit in quota.limits.iter() {
-                let name = limit.name.as_str();
-                let want = held.get(name).saturating_add(asked.get(name));
-                if asked.get(name).is_positive() && want.millis() > limit.value.millis() {
-                    return format!(
-                        "quota limit of role '{role}': {name} {} (the role holds {}, this pod asks {})",
-                        limit.value,
-                        held.get(name),
-                        asked.get(name)
-                    );
-                }
-            }
-        }
-        if let Some(why) = self.gang_waiting(p, master) {
-            return why;
-        }
-        let (mut inactive, mut selector, mut taint, mut resources, mut fit) = (0, 0, 0, 0, 0);
-        let mut total = 0;
-        for (name, st) in &self.nodes {
-            let Some(m) = &st.in_master else { continue };
-            total += 1;
-            if !m.active {
-                inactive += 1;
-                continue;
-            }
-            match p.placement.check(&st.view) {
-                Err(Filtered::Selector) => selector += 1,
-                Err(Filtered::Taint) => taint += 1,
-                Ok(()) => {
-                    let Ok(id) = master.agent_id(name) else { continue };
-                    let mut free = master.agent_total(id).cloned().unwrap_or_default();
-                    free.subtract(&master.agent_used(id));
-                    if take(&free, ask).is_some() {
-                        fit += 1;
-                    } else {
-                        resources += 1;
-                    }
-                }
-            }
-        }
-        if fit == 0 {
-            let mut parts = Vec::new();
-            for (n, what) in [
-                (inactive, "cordoned or not ready"),
-                (selector, "didn't match the pod's node selector or affinity"),
-                (taint, "had taints the pod doesn't tolerate"),
-                (resources, "had too little free for the pod (cpus, mem, GPUs, pods)"),
-            ] {
-                if n > 0 {
-                    parts.push(format!("{n} {what}"));
-                }
-            }
-            return format!("0/{total} nodes are available: {}", parts.join(", "));
-        }
-        let weight = master.weights().get(role).copied().unwrap_or(1.0);
-        format!(
-            "{fit}/{total} nodes could take the pod; it waits for its turn: role '{role}' holds a dominant share of {:.3} (weight {weight}), framework '{}'",
-            master.role_share(role),
-            p.framework
-        )
-    }
 }
 
 impl allocator_sim::driver::Client for KubeScheduler {
@@ -1480,6 +1369,7 @@ impl allocator_sim::driver::Client for KubeScheduler {
                 Event::AllocationRun { periodic, .. } => {
                     ran = true;
                     periodic_ran |= *periodic;
+                    self.periodic_runs += u64::from(*periodic);
                 }
                 _ => {}
             }
