@@ -25,6 +25,8 @@ use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::{Client, Config};
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::watched::WatchedPod;
+
 /// How many of a framework's pending pods it states to the allocator at once, by default
 /// ([`KubeOptions::request_window`]).
 pub const REQUEST_WINDOW: usize = 256;
@@ -260,6 +262,17 @@ pub fn connect(options: &KubeOptions) -> Result<Connection, String> {
     Ok(Connection { inputs, actions, stop: Some(stop), thread: Some(thread) })
 }
 
+/// A watched pod's event as the master's thread reads it.
+fn pod_event(e: WatchEvent<WatchedPod>) -> Box<WatchEvent<Pod>> {
+    Box::new(match e {
+        WatchEvent::Apply(p) => WatchEvent::Apply(p.into_pod()),
+        WatchEvent::Delete(p) => WatchEvent::Delete(p.into_pod()),
+        WatchEvent::Init => WatchEvent::Init,
+        WatchEvent::InitApply(p) => WatchEvent::InitApply(p.into_pod()),
+        WatchEvent::InitDone => WatchEvent::InitDone,
+    })
+}
+
 /// Forwards a watch to the master's thread until it is gone.
 async fn forward<K, F>(
     api: Api<K>,
@@ -317,11 +330,12 @@ async fn run(
         tx.clone(),
         Input::Node,
     );
-    let pods = forward(Api::<Pod>::all(client.clone()), ours, "pods", tx.clone(), |e| {
-        Input::Pod(Source::Ours, e)
+    let pods = forward(Api::<WatchedPod>::all(client.clone()), ours, "pods", tx.clone(), |e| {
+        Input::Pod(Source::Ours, pod_event(*e))
     });
-    let bound = forward(Api::<Pod>::all(client.clone()), others, "bound pods", tx.clone(), |e| {
-        Input::Pod(Source::Others, e)
+    let others_api = Api::<WatchedPod>::all(client.clone());
+    let bound = forward(others_api, others, "bound pods", tx.clone(), |e| {
+        Input::Pod(Source::Others, pod_event(*e))
     });
     let config = async {
         match &options.config_map {

@@ -23,6 +23,7 @@ pub mod lease;
 pub mod quantity;
 pub mod replay;
 pub mod scheduler;
+pub mod watched;
 
 pub use api::KubeOptions;
 pub use scheduler::KubeScheduler;

@@ -274,6 +274,34 @@ fn deleting_a_pod_frees_its_room_for_the_next() {
 }
 
 #[test]
+fn a_backlog_that_fits_is_bound_without_a_single_failed_scheduling_report() {
+    // 96 pods stated 8 at a time: each new window is stated after a run placed the last one.
+    // None of them is ever refused by a run over every node, so none is told it waits (as
+    // kube-scheduler tells no pod of its active queue), whatever the runs in between.
+    let cluster = Cluster::start();
+    cluster.namespace("backlog");
+    for i in 0..4 {
+        cluster.node(&NodeSpec::new(&format!("n{i}"), 32));
+    }
+    cluster.pods("backlog", "p", 96, 250);
+    let (scheduler, _lines) = cluster.scheduler(&["--request_window", "8"]);
+    let (done, pods) = cluster.wait_pods(60.0, |pods| bound(pods) == 96);
+    assert!(done, "all 96 fit: {pods:?}");
+    let (status, metrics) = scheduler.request("GET", "/metrics/snapshot", "");
+    assert_eq!(status, 200, "{metrics}");
+    let metrics: Value = serde_json::from_str(&metrics).expect("metrics JSON");
+    assert_eq!(metrics["kubernetes/failed_scheduling_reports"], json!(0.0), "{metrics}");
+    let told: Vec<_> = pods
+        .iter()
+        .filter(|p| {
+            cluster.events_of("backlog", &p.name).iter().any(|(r, _)| r == "FailedScheduling")
+        })
+        .map(|p| p.name.clone())
+        .collect();
+    assert!(told.is_empty(), "pods told they wait: {told:?}");
+}
+
+#[test]
 fn a_pod_held_by_a_quota_limit_says_so_where_kubernetes_users_look() {
     let cluster = Cluster::start();
     cluster.namespace("kube-system");

@@ -67,12 +67,7 @@ impl KubeScheduler {
     }
 
     /// The pods to tell why they wait after this run (at most [`REPORTS_PER_RUN`]).
-    fn due_reports(
-        &self,
-        runs: u64,
-        now: Instant,
-        interval: std::time::Duration,
-    ) -> Vec<String> {
+    fn due_reports(&self, runs: u64, now: Instant, interval: std::time::Duration) -> Vec<String> {
         let mut due = Vec::new();
         for fw in self.frameworks.values() {
             let gang = fw.gang.is_some();

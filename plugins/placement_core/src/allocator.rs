@@ -229,6 +229,20 @@ fn gated(options: &AllocatorOptions, fw: &Framework, agent: &Agent, role: &str) 
         || !agent.info.capabilities.admit(caps, role)
 }
 
+/// Whether the unreserved entries of `free` hold `q` ([`Resources::contains_quantities`] of
+/// [`Resources::unreserved`], without building that copy: this runs for every candidate agent
+/// of every placed task).
+fn unreserved_contains(free: &Resources, q: &allocator_api::Quantities) -> bool {
+    q.iter().all(|want| {
+        let have = free
+            .iter()
+            .filter(|r| r.name == want.name && r.is_unreserved())
+            .map(|r| r.value.quantity())
+            .fold(allocator_api::Scalar::ZERO, allocator_api::Scalar::saturating_add);
+        have >= want.value
+    })
+}
+
 fn offerable(a: &Agent, whitelist: Option<&BTreeSet<String>>) -> bool {
     a.active && whitelist.is_none_or(|w| w.contains(a.info.hostname.as_str()))
 }
@@ -382,12 +396,11 @@ impl<P: Placement> PlacementAllocator<P> {
                     .get(&(a.id, role.to_owned()))
                     .is_some_and(|x| x.in_force(self.now, periodic))
         };
-        let other = ask.has_other.then(|| ask.demand.resources.scalar_quantities());
         let can_take = |a: &Agent| {
             a.node.fits(ask)
                 && offerable(a, self.whitelist.as_ref())
                 && !gated(&self.options, f, a, role)
-                && other.as_ref().is_none_or(|q| a.free.unreserved().contains_quantities(q))
+                && (ask.other.is_empty() || unreserved_contains(&a.free, &ask.other))
                 && !filtered(a)
                 && (t.constraints.is_empty() || a.info.meets_all(&t.constraints))
         };
@@ -1290,6 +1303,22 @@ mod tests {
         p.allocate(&ids, false, &mut out).unwrap();
         assert_eq!(out.offers.len(), 1, "{:?}", out.offers);
         out.offers[0].agent
+    }
+
+    #[test]
+    fn unreserved_contains_reads_only_the_unreserved_entries() {
+        let free = res("cpus:2;cpus(web):8;mem:100;pods:1;pods(web):5");
+        for (ask, want) in [
+            ("cpus:2;pods:1", true),
+            ("cpus:3;pods:1", false),
+            ("cpus:1;pods:2", false),
+            ("mem:100;pods:1", true),
+            ("gpus:1", false),
+        ] {
+            let q = res(ask).scalar_quantities();
+            assert_eq!(unreserved_contains(&free, &q), want, "{ask}");
+            assert_eq!(free.unreserved().contains_quantities(&q), want, "{ask}");
+        }
     }
 
     #[test]

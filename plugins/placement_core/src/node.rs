@@ -2,7 +2,7 @@
 
 use allocator_api::resources::ResourceFlags;
 use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, MODEL_ATTRIBUTE};
-use allocator_api::{AgentId, AgentInfo, Resource, Resources};
+use allocator_api::{AgentId, AgentInfo, Quantities, Resource, Resources};
 
 /// An agent's free, placeable resources: unreserved, non-revocable CPUs, memory and GPU
 /// devices, and its GPU model.
@@ -80,6 +80,17 @@ impl Node {
     }
 }
 
+/// The scalar quantities of `r` besides CPUs and memory.
+fn other_scalars(r: &Resources) -> Quantities {
+    let mut other = Quantities::new();
+    for q in r.scalar_quantities().iter() {
+        if q.name.as_str() != "cpus" && q.name.as_str() != "mem" {
+            other.add_amount(q.name.clone(), q.value);
+        }
+    }
+    other
+}
+
 fn millis(r: &Resource) -> i64 {
     r.value.quantity().millis()
 }
@@ -95,8 +106,9 @@ pub struct Ask {
     pub gpu: GpuAsk,
     /// The whole demand (models, other resources).
     pub demand: Demand,
-    /// It asks for something besides CPUs, memory and GPUs.
-    pub(crate) has_other: bool,
+    /// The scalars it asks besides CPUs and memory (which [`Node::fits`] checks), for the
+    /// allocator to find among the agent's unreserved resources.
+    pub(crate) other: Quantities,
 }
 
 /// A task's shape for counting: milli-CPU, memory, milli-GPU per device, devices, models.
@@ -122,7 +134,7 @@ impl Ask {
             cpu: r.scalar("cpus").millis(),
             mem: r.scalar("mem").millis(),
             gpu: demand.gpus,
-            has_other: r.iter().any(|x| x.name.as_str() != "cpus" && x.name.as_str() != "mem"),
+            other: other_scalars(r),
             demand,
         }
     }
