@@ -140,6 +140,22 @@ env_cmd() {
   done
 }
 
+# A CA of this cluster's own and the API server's serving certificate for 127.0.0.1, signed by
+# it, so that clients verify the server (the kubeconfig names the CA) as on a real cluster.
+serving_cert() {
+  local dir=$1
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 30 \
+    -subj "/CN=allocator-test-cluster-ca" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$dir/apiserver.key" -out "$dir/apiserver.csr" \
+    -subj "/CN=kube-apiserver" 2>/dev/null
+  printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc" \
+    "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+    "extendedKeyUsage=serverAuth" > "$dir/apiserver.ext"
+  openssl x509 -req -in "$dir/apiserver.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -CAcreateserial -out "$dir/apiserver.crt" -days 30 -extfile "$dir/apiserver.ext" 2>/dev/null
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 up() {
@@ -153,12 +169,13 @@ up() {
   echo "$tok,admin,admin-uid,\"system:masters\"" > "$dir/tokens.csv"
   openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
   openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+  serving_cert "$dir"
   cat > "$dir/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: local
-  cluster: {server: "https://127.0.0.1:$api_port", insecure-skip-tls-verify: true}
+  cluster: {server: "https://127.0.0.1:$api_port", certificate-authority: "$dir/ca.crt"}
 users:
 - name: admin
   user: {token: "$tok"}
@@ -178,7 +195,8 @@ EOF
   # TaintNodesByCondition would keep the `not-ready` taint on every new node.
   "$CACHE/bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --cert-dir "$dir/certs" --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
+    --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
+    --token-auth-file "$dir/tokens.csv" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$dir/sa.pub" \
     --service-account-signing-key-file "$dir/sa.key" --service-cluster-ip-range 10.96.0.0/16 \
     --endpoint-reconciler-type none --disable-admission-plugins ServiceAccount,TaintNodesByCondition \

@@ -248,6 +248,12 @@ fn sigmoid(x: f64) -> f64 {
 
 impl Placement for Fgd {
     fn score(&mut self, node: &Node, ask: &Ask) -> i64 {
+        if ask.gpu == GpuAsk::None && node.gpus.iter().all(|&g| g == 0) {
+            // No free GPU before or after, so no fragmentation either way (both sums are 0):
+            // the gradient of a zero difference, without a memo lookup. This is every node of
+            // a cluster without GPUs, for every pod.
+            return (100.0 * sigmoid(0.0)) as i64;
+        }
         let Some(key) = self.memo.key(node, ask) else { return self.best(node, ask).0 };
         if let Some(&score) = self.memo.scores.get(&key) {
             return score;
@@ -303,6 +309,18 @@ mod tests {
 
     fn ask(text: &str) -> Ask {
         Ask::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_node_without_free_gpus_scores_a_cpu_task_as_the_full_computation_does() {
+        for sum in [FragSum::Direct, FragSum::Artifact] {
+            let mut fgd = half_gpu_tasks();
+            fgd.sum = sum;
+            for (cpu, gpus) in [(0, vec![]), (4000, vec![]), (64000, vec![0, 0]), (100, vec![0])] {
+                let (n, a) = (node(cpu, &gpus), ask("cpus:0.1;mem:10"));
+                assert_eq!(fgd.score(&n, &a), fgd.best(&n, &a).0, "{sum:?} {cpu} {gpus:?}");
+            }
+        }
     }
 
     fn half_gpu_tasks() -> Fgd {
