@@ -5,7 +5,7 @@
 # peak RSS from /proc and the API server's CPU time over the same span; the pods are deleted
 # before the next scheduler runs, so each starts on empty nodes.
 #
-#   tools/kube/bench.sh [--nodes 1000] [--pods 5000] [--qps 200] [--burst 400] [--out DIR]
+#   tools/kube/bench.sh [--nodes 1000] [--pods 5000] [--qps 1000] [--burst 2000] [--out DIR]
 #                       [--schedulers kube-scheduler,DRF,FGD] [--kwok] [--allocation_interval 100ms]
 #
 # The schedulers: `kube-scheduler` (the cached v1.37.2 binary, default plugins, no leader
@@ -13,14 +13,14 @@
 # allocator and the drf sorters) and `FGD` (`--allocator FGD` from examples/modules.json), both
 # with `--kube_api_qps`/`--kube_api_burst` as given and `--allocation_interval` 100 ms (a backlog
 # is placed in runs of `--request_window` 256 pods; kube-scheduler schedules without pause). Results: DIR/<scheduler>.json, and a
-# Markdown table on stdout. Needs target/release/allocator-master and the plugins
-# (`cargo build --release -p allocator-master -p fgd_placement -p drf_sorter`).
+# Markdown table on stdout. Needs target/release/allocator-master and every library of
+# examples/modules.json built in release (the command is printed when one is missing).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 MASTER=${MASTER:-$root/target/release/allocator-master}
-NODES=1000 PODS=5000 QPS=200 BURST=400 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0 INTERVAL=100ms
+NODES=1000 PODS=5000 QPS=1000 BURST=2000 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0 INTERVAL=100ms
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) NODES=$2; shift 2 ;;
@@ -34,7 +34,12 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--nodes N] [--pods N] [--qps Q] [--burst B] [--out DIR] [--schedulers LIST] [--kwok] [--allocation_interval D]" >&2; exit 2 ;;
   esac
 done
-[ -x "$MASTER" ] || { echo "bench.sh: $MASTER missing: cargo build --release -p allocator-master -p fgd_placement -p drf_sorter" >&2; exit 1; }
+libraries=$(python3 -c 'import json,sys; print(" ".join(l["name"] for l in json.load(open(sys.argv[1]))["libraries"]))' "$root/examples/modules.json")
+build="cargo build --release -p allocator-master$(printf ' -p %s' $libraries)"
+[ -x "$MASTER" ] || { echo "bench.sh: $MASTER missing: $build" >&2; exit 1; }
+for lib in $libraries; do
+  [ -f "$(dirname "$MASTER")/lib$lib.so" ] || { echo "bench.sh: lib$lib.so missing next to $MASTER: $build" >&2; exit 1; }
+done
 eval "$("$here/cluster.sh" env)"
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/allocator-bench.XXXXXX")
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
