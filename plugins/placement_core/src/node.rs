@@ -85,7 +85,7 @@ fn other_scalars(r: &Resources) -> Quantities {
     let mut other = Quantities::new();
     for q in r.scalar_quantities().iter() {
         if q.name.as_str() != "cpus" && q.name.as_str() != "mem" {
-            other.add_amount(q.name.clone(), q.value);
+            other.add_amount(q.name, q.value);
         }
     }
     other
