@@ -1,7 +1,7 @@
 //! The Kubernetes API side: watchers on nodes, pods and the roles ConfigMap feed the master's
-//! thread ([`Input`]), and what the master decides ([`Action`]: bindings, `FailedScheduling`
-//! events and `PodScheduled=False` conditions) is written back concurrently within a bounded
-//! rate. Everything runs on a small tokio runtime of its own, on a thread of its own, so the
+//! thread ([`Input`]), and what the master decides ([`Action`]: bindings and their `Scheduled`
+//! events, `FailedScheduling` events and `PodScheduled=False` conditions) is written back
+//! concurrently within a bounded rate. Everything runs on a small tokio runtime of its own, on a thread of its own, so the
 //! master thread stays a plain thread (as `serve`'s HTTP server does).
 //!
 //! Pods come from two watches, both leaving out ended pods (`status.phase!=Succeeded,…`, as
@@ -119,7 +119,9 @@ pub enum Input {
 /// What the master's thread asks the API side to write.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Bind a pod to a node (`pods/binding`), with annotations set on the pod by the binding.
+    /// Bind a pod to a node (`pods/binding`), with annotations set on the pod by the binding;
+    /// once bound, a `Scheduled` event ("Successfully assigned NS/NAME to NODE") as
+    /// kube-scheduler writes, rated by a token bucket of its own.
     Bind {
         /// The pod's namespace.
         namespace: String,
@@ -353,27 +355,87 @@ async fn run(
         }
     };
     let limiter = Arc::new(Limiter::new(options.qps, options.burst));
+    // The `Scheduled` events have a bucket of their own, as kube-scheduler's events client
+    // has: telling that a pod was bound never holds back the next binding.
+    let event_limiter = Arc::new(Limiter::new(options.qps, options.burst));
     let slots = Arc::new(Semaphore::new(options.concurrency.max(1)));
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: options.scheduler_name.clone(),
-            instance: std::env::var("HOSTNAME").ok(),
-        },
-    );
+    let reporter = Reporter {
+        controller: options.scheduler_name.clone(),
+        instance: std::env::var("HOSTNAME").ok(),
+    };
+    let recorder = Recorder::new(client.clone(), reporter.clone());
     let writer = async {
         while let Some(action) = actions.recv().await {
             let Ok(permit) = slots.clone().acquire_owned().await else { return };
             let (client, limiter, tx, recorder) =
                 (client.clone(), limiter.clone(), tx.clone(), recorder.clone());
+            let (event_limiter, reporter) = (event_limiter.clone(), reporter.clone());
             tokio::spawn(async move {
                 limiter.wait().await;
-                write(&client, &recorder, action, &tx).await;
+                let scheduled = write(&client, &recorder, action, &tx).await;
                 drop(permit);
+                if let Some((reference, note)) = scheduled {
+                    event_limiter.wait().await;
+                    if let Err(e) = scheduled_event(&client, &reporter, reference, note).await {
+                        log::debug!("the Scheduled event: {e}");
+                    }
+                }
             });
         }
     };
     tokio::join!(nodes, pods, bound, config, writer);
+}
+
+/// Writes the `Scheduled` event of a pod just bound, as kube-runtime's `Recorder` would write a
+/// new event (the same name, times and reporter), but without its series cache, which every
+/// event walks whole (a pod is scheduled once: there is no series), and without decoding the
+/// API server's copy of the event.
+async fn scheduled_event(
+    client: &Client,
+    reporter: &Reporter,
+    regarding: ObjectReference,
+    note: String,
+) -> Result<(), String> {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".into());
+    let name = regarding.name.clone().unwrap_or_else(|| reporter.controller.clone());
+    let event = k8s_openapi::api::events::v1::Event {
+        action: Some("Binding".into()),
+        reason: Some("Scheduled".into()),
+        event_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(now)),
+        regarding: Some(regarding),
+        note: Some(note),
+        metadata: ObjectMeta {
+            namespace: Some(namespace.clone()),
+            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
+            ..Default::default()
+        },
+        reporting_controller: Some(reporter.controller.clone()),
+        reporting_instance: Some(
+            reporter.instance.clone().unwrap_or_else(|| reporter.controller.clone()),
+        ),
+        type_: Some("Normal".into()),
+        ..Default::default()
+    };
+    let body = serde_json::to_vec(&event).map_err(|e| e.to_string())?;
+    let request =
+        http::Request::post(format!("/apis/events.k8s.io/v1/namespaces/{namespace}/events"))
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .map_err(|e| e.to_string())?;
+    client.request::<serde::de::IgnoredAny>(request).await.map(drop).map_err(|e| e.to_string())
+}
+
+/// A pod as events name it.
+fn pod_reference(namespace: String, name: String, uid: String) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(name),
+        namespace: Some(namespace),
+        uid: Some(uid),
+        ..Default::default()
+    }
 }
 
 fn failure_of(e: kube::Error) -> BindFailure {
@@ -384,7 +446,15 @@ fn failure_of(e: kube::Error) -> BindFailure {
     }
 }
 
-async fn write(client: &Client, recorder: &Recorder, action: Action, tx: &std_mpsc::Sender<Input>) {
+/// Writes one action. A binding done gives the pod's reference and the note of the `Scheduled`
+/// event kube-scheduler writes for it ("Successfully assigned NS/NAME to NODE"), which the
+/// caller publishes.
+async fn write(
+    client: &Client,
+    recorder: &Recorder,
+    action: Action,
+    tx: &std_mpsc::Sender<Input>,
+) -> Option<(ObjectReference, String)> {
     match action {
         Action::Bind { namespace, name, uid, node, annotations } => {
             let api = Api::<Pod>::namespaced(client.clone(), &namespace);
@@ -403,8 +473,9 @@ async fn write(client: &Client, recorder: &Recorder, action: Action, tx: &std_mp
                     ..Default::default()
                 },
             };
+            let target = binding.target.name.clone().unwrap_or_default();
             let result = api
-                .create_subresource::<Binding, serde_json::Value>(
+                .create_subresource::<Binding, serde::de::IgnoredAny>(
                     "binding",
                     &name,
                     &PostParams::default(),
@@ -413,17 +484,15 @@ async fn write(client: &Client, recorder: &Recorder, action: Action, tx: &std_mp
                 .await
                 .map(drop)
                 .map_err(failure_of);
-            let _ = tx.send(Input::Bound { uid, result });
+            let done = result.is_ok();
+            let _ = tx.send(Input::Bound { uid: uid.clone(), result });
+            done.then(|| {
+                let note = format!("Successfully assigned {namespace}/{name} to {target}");
+                (pod_reference(namespace, name, uid), note)
+            })
         }
         Action::Unschedulable { namespace, name, uid, message } => {
-            let reference = ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(name.clone()),
-                namespace: Some(namespace.clone()),
-                uid: Some(uid),
-                ..Default::default()
-            };
+            let reference = pod_reference(namespace.clone(), name.clone(), uid);
             let event = KubeEvent {
                 type_: EventType::Warning,
                 reason: "FailedScheduling".into(),
@@ -448,6 +517,7 @@ async fn write(client: &Client, recorder: &Recorder, action: Action, tx: &std_mp
             {
                 log::debug!("condition of pod {namespace}/{name}: {e}");
             }
+            None
         }
     }
 }

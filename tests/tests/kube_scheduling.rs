@@ -274,6 +274,27 @@ fn deleting_a_pod_frees_its_room_for_the_next() {
 }
 
 #[test]
+fn a_bound_pod_has_the_scheduled_event_kube_scheduler_writes() {
+    let cluster = Cluster::start();
+    cluster.namespace("seen");
+    cluster.node(&NodeSpec::new("n0", 4));
+    cluster.pods("seen", "p", 1, 500);
+    let (_scheduler, _lines) = cluster.scheduler(&[]);
+    let (done, pods) = cluster.wait_pods(30.0, |pods| bound(pods) == 1);
+    assert!(done, "{pods:?}");
+    let want = ("Scheduled".to_owned(), "Successfully assigned seen/p-0 to n0".to_owned());
+    let mut events = Vec::new();
+    for _ in 0..100 {
+        events = cluster.events_of("seen", "p-0");
+        if events.contains(&want) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(events, vec![want], "the pod's events");
+}
+
+#[test]
 fn a_backlog_that_fits_is_bound_without_a_single_failed_scheduling_report() {
     // 96 pods stated 8 at a time: each new window is stated after a run placed the last one.
     // None of them is ever refused by a run over every node, so none is told it waits (as
