@@ -1,8 +1,9 @@
 //! The Kubernetes API side: watchers on nodes, pods and the roles ConfigMap feed the master's
 //! thread ([`Input`]), and what the master decides ([`Action`]: bindings and their `Scheduled`
 //! events, `FailedScheduling` events and `PodScheduled=False` conditions) is written back
-//! concurrently within a bounded rate. Everything runs on a small tokio runtime of its own, on a thread of its own, so the
-//! master thread stays a plain thread (as `serve`'s HTTP server does).
+//! concurrently within a bounded rate. Everything runs on a small tokio runtime of its own, on
+//! a thread of its own, so the master thread stays a plain thread (as `serve`'s HTTP server
+//! does).
 //!
 //! Pods come from two watches, both leaving out ended pods (`status.phase!=Succeeded,…`, as
 //! kube-scheduler's informer does, so an ended pod is a deletion): the pods whose

@@ -1232,11 +1232,9 @@ impl KubeScheduler {
             .take(window + RETRY_WINDOW)
             .map(|(_, uid)| uid.clone())
             .collect();
-        for uid in &keys {
-            self.retry.remove(uid);
-        }
         let periodic_runs = self.periodic_runs;
         for uid in &keys {
+            self.retry.remove(uid);
             if let Some(p) = self.pods.get_mut(uid) {
                 p.stated_at.get_or_insert(periodic_runs);
             }

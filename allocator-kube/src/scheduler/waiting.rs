@@ -33,7 +33,7 @@ struct NodeFree<'a> {
 
 /// One batch's view of the nodes and the answers given so far, by question.
 #[derive(Default)]
-pub(super) struct Reasons<'a> {
+struct Reasons<'a> {
     nodes: Option<Vec<NodeFree<'a>>>,
     answers: HashMap<String, String>,
 }
