@@ -208,7 +208,7 @@ async fn client_of(options: &KubeOptions) -> Result<Client, String> {
         }
         None => Config::infer().await.map_err(|e| format!("no Kubernetes configuration: {e}"))?,
     };
-    Client::try_from(config).map_err(|e| format!("cannot make a Kubernetes client: {e}"))
+    crate::client::client(config).map_err(|e| format!("cannot make a Kubernetes client: {e}"))
 }
 
 /// Connects to the API server and starts the watches and the writer. `Err` when no client

@@ -16,6 +16,7 @@
 //! it into `serve`'s loop), and Mesos's JSON.
 
 pub mod api;
+pub mod client;
 pub mod convert;
 pub mod filter;
 pub mod gang;

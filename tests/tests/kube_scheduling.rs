@@ -450,3 +450,19 @@ fn pods_of_other_schedulers_count_as_used_until_they_end() {
     let (done, pods) = cluster.wait_pods(30.0, |pods| pods.len() == 2 && bound(pods) == 2);
     assert!(done, "their pod's end made room for ours: {pods:?}");
 }
+
+#[test]
+fn the_scheduler_speaks_http2_to_the_api_server() {
+    let cluster = Cluster::start();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (status, version) = runtime.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(&cluster.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let client = allocator_kube::client::client(config).expect("a client");
+        let request = http::Request::get("/version").body(Vec::new().into()).unwrap();
+        let response = client.send(request).await.expect("an answer");
+        (response.status(), response.version())
+    });
+    assert!(status.is_success(), "{status}");
+    assert_eq!(version, http::Version::HTTP_2, "one connection carries every request");
+}
