@@ -1,25 +1,43 @@
-//! [`WatchedPod`]: a pod as the scheduler's watches read it — `k8s_openapi`'s `Pod` without
-//! `metadata.managedFields`.
+//! [`WatchedPod`]: a pod as the scheduler's watches read it — `k8s_openapi`'s `Pod` with only
+//! the fields the scheduler reads.
 //!
-//! Server-side apply's field ownership is most of a pod's metadata by size (an entry per
-//! writer, each a JSON tree), the scheduler never reads it, and the API server cannot leave it
-//! out of a watch. Decoding it into `k8s_openapi`'s types was about two fifths of the time
-//! spent decoding pods in the Kubernetes benchmark; skipped, serde passes over it without
-//! building anything.
+//! A pod as the API server sends it is mostly what a scheduler never reads: server-side
+//! apply's field ownership (`metadata.managedFields`, an entry per writer, each a JSON tree,
+//! which the API server cannot leave out of a watch), its containers' images, commands,
+//! environment, ports, probes and mounts, its volumes, security contexts and DNS settings, and
+//! its whole status. Decoded into `k8s_openapi`'s types, each of those is a heap allocation
+//! or a tree of them, made and freed at every watch event (issue 47's benchmark: decoding was
+//! the largest cost of the API thread after HTTP itself). Here serde passes over them without
+//! building anything, and the `Pod` handed on has:
+//!
+//! * all of `metadata` but `managedFields` (the watcher needs `resourceVersion`);
+//! * of `spec`: each container's and init container's `name` and `resources`, `overhead`,
+//!   `nodeName`, `nodeSelector`, `affinity`, `tolerations`, `topologySpreadConstraints`,
+//!   `resourceClaims`, `schedulerName` and `priority`;
+//! * no `status` (the watches' field selectors leave ended pods out on the server).
+//!
+//! Everything the crate reads from a pod is in that list; a new reader of another field adds
+//! it here (the test `a_watched_pod_keeps_every_field_the_scheduler_reads` lists them).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, Pod, PodResourceClaim, PodSpec, ResourceRequirements, Toleration,
+    TopologySpreadConstraint,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde::Deserialize;
 
-/// A pod decoded without its managed fields; [`WatchedPod::into_pod`] gives the `Pod`.
+/// A pod decoded with the fields the scheduler reads only (see the [module](self));
+/// [`WatchedPod::into_pod`] gives the `Pod`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WatchedPod(Pod);
 
 impl WatchedPod {
-    /// The pod (`metadata.managed_fields` is `None`).
+    /// The pod (`metadata.managed_fields` and `status` are `None`; `spec` has the fields the
+    /// [module](self) lists).
     pub fn into_pod(self) -> Pod {
         self.0
     }
@@ -45,16 +63,68 @@ struct Meta {
     uid: Option<String>,
 }
 
+/// A container's name and resources.
+#[derive(Deserialize)]
+struct Sized {
+    #[serde(default)]
+    name: String,
+    resources: Option<ResourceRequirements>,
+}
+
+impl Sized {
+    fn container(self) -> Container {
+        Container { name: self.name, resources: self.resources, ..Container::default() }
+    }
+}
+
+/// The `PodSpec` fields the scheduler reads.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Spec {
+    affinity: Option<Affinity>,
+    #[serde(default)]
+    containers: Vec<Sized>,
+    init_containers: Option<Vec<Sized>>,
+    node_name: Option<String>,
+    node_selector: Option<BTreeMap<String, String>>,
+    overhead: Option<BTreeMap<String, Quantity>>,
+    priority: Option<i32>,
+    resource_claims: Option<Vec<PodResourceClaim>>,
+    scheduler_name: Option<String>,
+    tolerations: Option<Vec<Toleration>>,
+    topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+}
+
+impl Spec {
+    fn pod_spec(self) -> PodSpec {
+        PodSpec {
+            affinity: self.affinity,
+            containers: self.containers.into_iter().map(Sized::container).collect(),
+            init_containers: self
+                .init_containers
+                .map(|c| c.into_iter().map(Sized::container).collect()),
+            node_name: self.node_name,
+            node_selector: self.node_selector,
+            overhead: self.overhead,
+            priority: self.priority,
+            resource_claims: self.resource_claims,
+            scheduler_name: self.scheduler_name,
+            tolerations: self.tolerations,
+            topology_spread_constraints: self.topology_spread_constraints,
+            ..PodSpec::default()
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct Shape {
     metadata: Option<Meta>,
-    spec: Option<PodSpec>,
-    status: Option<PodStatus>,
+    spec: Option<Spec>,
 }
 
 impl<'de> Deserialize<'de> for WatchedPod {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WatchedPod, D::Error> {
-        let Shape { metadata, spec, status } = Shape::deserialize(d)?;
+        let Shape { metadata, spec } = Shape::deserialize(d)?;
         let metadata = metadata.map_or_else(ObjectMeta::default, |m| ObjectMeta {
             annotations: m.annotations,
             creation_timestamp: m.creation_timestamp,
@@ -72,7 +142,7 @@ impl<'de> Deserialize<'de> for WatchedPod {
             self_link: m.self_link,
             uid: m.uid,
         });
-        Ok(WatchedPod(Pod { metadata, spec, status }))
+        Ok(WatchedPod(Pod { metadata, spec: spec.map(Spec::pod_spec), status: None }))
     }
 }
 
@@ -110,31 +180,110 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A pod with every field the scheduler reads set, and many it never reads.
     fn pod_json() -> serde_json::Value {
+        let resources = json!({"requests": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                               "limits": {"cpu": "1", "example.com/fpga": "2"}});
         json!({
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
                 "name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "42",
-                "labels": {"app": "a"}, "annotations": {"note": "n"},
+                "labels": {"app": "a", "scheduling.x-k8s.io/pod-group": "g"},
+                "annotations": {"note": "n", "alibabacloud.com/gpu-milli": "500",
+                                "alibabacloud.com/gpu-index": "0",
+                                "scheduling.x-k8s.io/min-member": "2"},
                 "creationTimestamp": "2026-11-27T20:00:00Z",
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u-0"}],
+                "deletionTimestamp": "2026-11-27T21:00:00Z",
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                     "uid": "u-0", "controller": true}],
                 "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
                                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:containers": {}}}}]
             },
-            "spec": {"schedulerName": "s", "nodeName": "n1",
-                     "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "500m"}}}]},
-            "status": {"phase": "Pending"}
+            "spec": {
+                "schedulerName": "s", "nodeName": "n1", "priority": 7,
+                "nodeSelector": {"alibabacloud.com/gpu-card-model": "V100", "zone": "a"},
+                "affinity": {
+                    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}},
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "b"}}}]}
+                },
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                 "effect": "NoExecute", "tolerationSeconds": 300}],
+                "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                                               "whenUnsatisfiable": "DoNotSchedule"}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}],
+                "overhead": {"cpu": "100m"},
+                "initContainers": [{"name": "init", "image": "busybox", "command": ["true"],
+                                    "resources": {"requests": {"cpu": "2"}}}],
+                "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always",
+                                "env": [{"name": "A", "value": "1"}],
+                                "ports": [{"containerPort": 80}],
+                                "volumeMounts": [{"name": "v", "mountPath": "/v"}],
+                                "resources": resources}],
+                "volumes": [{"name": "v", "emptyDir": {}}],
+                "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "securityContext": {}
+            },
+            "status": {"phase": "Pending", "qosClass": "Burstable",
+                       "conditions": [{"type": "PodScheduled", "status": "False"}]}
         })
     }
 
     #[test]
-    fn a_watched_pod_is_the_pod_without_its_managed_fields() {
-        let mut full: Pod = serde_json::from_value(pod_json()).unwrap();
-        assert!(full.metadata.managed_fields.is_some());
-        full.metadata.managed_fields = None;
-        let watched: WatchedPod = serde_json::from_value(pod_json()).unwrap();
-        assert_eq!(watched.into_pod(), full);
+    fn a_watched_pod_keeps_every_field_the_scheduler_reads() {
+        use crate::{convert, filter, gang, scheduler};
+        let full: Pod = serde_json::from_value(pod_json()).unwrap();
+        let watched = serde_json::from_value::<WatchedPod>(pod_json()).unwrap().into_pod();
+        let ask = convert::ask_of(&full);
+        assert!(ask.is_ok(), "{ask:?}");
+        assert_eq!(convert::ask_of(&watched), ask);
+        assert_eq!(convert::models_of(&watched), ["V100"]);
+        assert_eq!(convert::models_of(&watched), convert::models_of(&full));
+        let ask = ask.unwrap();
+        assert_eq!(
+            convert::devices_of_annotation(&watched, &ask),
+            convert::devices_of_annotation(&full, &ask)
+        );
+        assert_eq!(filter::Placement::of(&watched), filter::Placement::of(&full));
+        assert!(filter::unsupported(&full).is_some());
+        assert_eq!(filter::unsupported(&watched), filter::unsupported(&full));
+        assert!(gang::group_of(&full).is_some());
+        assert_eq!(gang::group_of(&watched), gang::group_of(&full));
+        assert_eq!(scheduler::framework_of(&watched), scheduler::framework_of(&full));
+        let mut meta = full.metadata.clone();
+        meta.managed_fields = None;
+        assert_eq!(watched.metadata, meta, "all metadata but the managed fields");
+        let (w, f) = (watched.spec.unwrap(), full.spec.unwrap());
+        assert_eq!(
+            (w.node_name, w.scheduler_name, w.priority, w.overhead),
+            (f.node_name, f.scheduler_name, f.priority, f.overhead)
+        );
+        let sized = |c: &[Container]| -> Vec<_> {
+            c.iter().map(|c| (c.name.clone(), c.resources.clone())).collect()
+        };
+        assert_eq!(sized(&w.containers), sized(&f.containers));
+        assert_eq!(
+            sized(w.init_containers.as_deref().unwrap()),
+            sized(f.init_containers.as_deref().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_watched_pod_leaves_out_what_the_scheduler_never_reads() {
+        let pod = serde_json::from_value::<WatchedPod>(pod_json()).unwrap().into_pod();
+        assert_eq!(pod.metadata.managed_fields, None);
+        assert_eq!(pod.status, None);
+        let spec = pod.spec.unwrap();
+        assert_eq!((spec.volumes, spec.restart_policy, spec.dns_policy), (None, None, None));
+        let c = &spec.containers[0];
+        assert_eq!((&c.image, &c.env, &c.ports, &c.volume_mounts), (&None, &None, &None, &None));
+    }
+
+    #[test]
+    fn a_pod_without_a_spec_or_metadata_is_decoded_empty() {
+        let pod = serde_json::from_value::<WatchedPod>(json!({})).unwrap().into_pod();
+        assert_eq!(pod, Pod::default());
     }
 
     #[test]
