@@ -7,8 +7,8 @@ use allocator_api::resources::{DEVICE_MILLI, Demand, Device, GpuAsk, device_entr
 use allocator_api::{
     AgentId, AgentInfo, Allocation, Allocator, AllocatorOptions, Constraint, ExplainEntry,
     ExplainSubject, FrameworkCapabilities, FrameworkId, FrameworkInfo, FrameworkOptions, GroupId,
-    IdMap, ModuleError, OfferBatch, Operation, RString, RVec, RefuseFilter, Request, Resources,
-    Result, RoleWeight, Unavailability,
+    IdMap, ModuleError, OfferBatch, Operation, Quantities, RString, RVec, RefuseFilter, Request,
+    Resources, Result, RoleWeight, Unavailability,
 };
 
 use crate::fairness::RoleOrder;
@@ -126,6 +126,10 @@ struct Agent {
     info: AgentInfo,
     total: Resources,
     free: Resources,
+    /// `free`'s unreserved amounts by name, kept with `node` by [`PlacementAllocator::refresh`]:
+    /// what an ask's other resources ([`Ask`]'s `other`) are checked against, without walking
+    /// `free` once per candidate.
+    unreserved: Quantities,
     devices: Vec<Device>,
     active: bool,
     rank: u64,
@@ -232,15 +236,13 @@ fn gated(options: &AllocatorOptions, fw: &Framework, agent: &Agent, role: &str) 
 /// Whether the unreserved entries of `free` hold `q` ([`Resources::contains_quantities`] of
 /// [`Resources::unreserved`], without building that copy: this runs for every candidate agent
 /// of every placed task).
-fn unreserved_contains(free: &Resources, q: &allocator_api::Quantities) -> bool {
-    q.iter().all(|want| {
-        let have = free
-            .iter()
-            .filter(|r| r.name == want.name && r.is_unreserved())
-            .map(|r| r.value.quantity())
-            .fold(allocator_api::Scalar::ZERO, allocator_api::Scalar::saturating_add);
-        have >= want.value
-    })
+/// The unreserved amounts of `free`, by name (every entry, whatever its flags, as a count for
+/// ranges and sets): what an ask's other resources must fit in, into `out`.
+fn unreserved_into(free: &Resources, out: &mut Quantities) {
+    out.clear();
+    for r in free.iter().filter(|r| r.is_unreserved()) {
+        out.add_amount(r.name, r.value.quantity());
+    }
 }
 
 fn offerable(a: &Agent, whitelist: Option<&BTreeSet<String>>) -> bool {
@@ -339,6 +341,7 @@ impl<P: Placement> PlacementAllocator<P> {
     fn refresh(&mut self, agent: AgentId) {
         if let Some(a) = self.agent_mut(agent) {
             a.node.refresh(&a.free, &a.devices, &a.info);
+            unreserved_into(&a.free, &mut a.unreserved);
         }
     }
 
@@ -400,7 +403,7 @@ impl<P: Placement> PlacementAllocator<P> {
             a.node.fits(ask)
                 && offerable(a, self.whitelist.as_ref())
                 && !gated(&self.options, f, a, role)
-                && (ask.other.is_empty() || unreserved_contains(&a.free, &ask.other))
+                && a.unreserved.contains(&ask.other)
                 && !filtered(a)
                 && (t.constraints.is_empty() || a.info.meets_all(&t.constraints))
         };
@@ -983,6 +986,7 @@ impl<P: Placement> Allocator for PlacementAllocator<P> {
             info: info.clone(),
             total: total.clone(),
             free: total.clone(),
+            unreserved: Quantities::new(),
             devices,
             active: true,
             rank: match self.tie_break {
@@ -1306,7 +1310,7 @@ mod tests {
     }
 
     #[test]
-    fn unreserved_contains_reads_only_the_unreserved_entries() {
+    fn an_asks_other_resources_fit_in_the_unreserved_entries_only() {
         let free = res("cpus:2;cpus(web):8;mem:100;pods:1;pods(web):5");
         for (ask, want) in [
             ("cpus:2;pods:1", true),
@@ -1316,7 +1320,9 @@ mod tests {
             ("gpus:1", false),
         ] {
             let q = res(ask).scalar_quantities();
-            assert_eq!(unreserved_contains(&free, &q), want, "{ask}");
+            let mut unreserved = Quantities::new();
+            unreserved_into(&free, &mut unreserved);
+            assert_eq!(unreserved.contains(&q), want, "{ask}");
             assert_eq!(free.unreserved().contains_quantities(&q), want, "{ask}");
         }
     }
