@@ -233,9 +233,6 @@ fn gated(options: &AllocatorOptions, fw: &Framework, agent: &Agent, role: &str) 
         || !agent.info.capabilities.admit(caps, role)
 }
 
-/// Whether the unreserved entries of `free` hold `q` ([`Resources::contains_quantities`] of
-/// [`Resources::unreserved`], without building that copy: this runs for every candidate agent
-/// of every placed task).
 /// The unreserved amounts of `free`, by name (every entry, whatever its flags, as a count for
 /// ranges and sets): what an ask's other resources must fit in, into `out`.
 fn unreserved_into(free: &Resources, out: &mut Quantities) {
@@ -243,6 +240,17 @@ fn unreserved_into(free: &Resources, out: &mut Quantities) {
     for r in free.iter().filter(|r| r.is_unreserved()) {
         out.add_amount(r.name, r.value.quantity());
     }
+}
+
+/// Whether `have` holds every amount of `want` (absent counts as zero): `Quantities::contains`
+/// by a linear scan with [`Name`](allocator_api::resources::Name)'s identity-first equality,
+/// which tells the few distinct names an agent has apart without comparing their text (this
+/// runs for every candidate agent of every placed task).
+fn holds(have: &Quantities, want: &Quantities) -> bool {
+    want.iter().all(|w| {
+        let amount = have.iter().find(|h| h.name == w.name).map(|h| h.value);
+        amount.unwrap_or(allocator_api::Scalar::ZERO) >= w.value
+    })
 }
 
 fn offerable(a: &Agent, whitelist: Option<&BTreeSet<String>>) -> bool {
@@ -393,17 +401,20 @@ impl<P: Placement> PlacementAllocator<P> {
         self.rerank();
         let (role, ask) = (t.role.as_str(), &t.ask);
         let f = &self.frameworks[&fw];
-        let filtered = |a: &Agent| {
-            !f.filters.is_empty()
-                && f.filters
-                    .get(&(a.id, role.to_owned()))
-                    .is_some_and(|x| x.in_force(self.now, periodic))
-        };
+        // The agents this framework refused for this role, in agent order (the filters' key
+        // order): looked up per candidate without building a key each time.
+        let refused: Vec<AgentId> = f
+            .filters
+            .iter()
+            .filter(|((_, r), x)| r == role && x.in_force(self.now, periodic))
+            .map(|((a, _), _)| *a)
+            .collect();
+        let filtered = |a: &Agent| !refused.is_empty() && refused.binary_search(&a.id).is_ok();
         let can_take = |a: &Agent| {
             a.node.fits(ask)
                 && offerable(a, self.whitelist.as_ref())
                 && !gated(&self.options, f, a, role)
-                && a.unreserved.contains(&ask.other)
+                && holds(&a.unreserved, &ask.other)
                 && !filtered(a)
                 && (t.constraints.is_empty() || a.info.meets_all(&t.constraints))
         };
@@ -1322,6 +1333,7 @@ mod tests {
             let q = res(ask).scalar_quantities();
             let mut unreserved = Quantities::new();
             unreserved_into(&free, &mut unreserved);
+            assert_eq!(holds(&unreserved, &q), want, "{ask}");
             assert_eq!(unreserved.contains(&q), want, "{ask}");
             assert_eq!(free.unreserved().contains_quantities(&q), want, "{ask}");
         }
