@@ -191,9 +191,13 @@ impl Limiter {
             let earliest = now.checked_sub(self.burst).unwrap_or(now);
             let slot = (*next).max(earliest);
             *next = slot + self.interval;
-            slot
+            (slot > now).then_some(slot)
         };
-        tokio::time::sleep_until(slot.into()).await;
+        // Within the burst no timer is made: a thousand writes a second would otherwise each
+        // register one with the runtime's timer wheel just to find it expired.
+        if let Some(slot) = slot {
+            tokio::time::sleep_until(slot.into()).await;
+        }
     }
 }
 
