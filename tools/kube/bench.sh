@@ -7,20 +7,24 @@
 #
 #   tools/kube/bench.sh [--nodes 1000] [--pods 5000] [--qps 1000] [--burst 2000] [--out DIR]
 #                       [--schedulers kube-scheduler,DRF,FGD] [--kwok] [--allocation_interval 100ms]
+#                       [--repeat 1]
 #
 # The schedulers: `kube-scheduler` (the cached v1.37.2 binary, default plugins, no leader
 # election, client QPS/burst as given), `DRF` (`allocator-master kube` with the built-in
 # allocator and the drf sorters) and `FGD` (`--allocator FGD` from examples/modules.json), both
 # with `--kube_api_qps`/`--kube_api_burst` as given and `--allocation_interval` 100 ms (a backlog
 # is placed in runs of `--request_window` 256 pods; kube-scheduler schedules without pause). Results: DIR/<scheduler>.json, and a
-# Markdown table on stdout. Needs target/release/allocator-master and every library of
+# Markdown table on stdout. With `--repeat N` the schedulers take turns N times (kube-scheduler,
+# DRF, FGD, kube-scheduler, …: the machine's drift falls on all alike); each run is a row
+# (DIR/<scheduler>-<run>.json) and each scheduler's median a row of a second table, with the
+# ratio of kube-scheduler's median CPU per pod to its own. Needs target/release/allocator-master and every library of
 # examples/modules.json built in release (the command is printed when one is missing).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 MASTER=${MASTER:-$root/target/release/allocator-master}
-NODES=1000 PODS=5000 QPS=1000 BURST=2000 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0 INTERVAL=100ms
+NODES=1000 PODS=5000 QPS=1000 BURST=2000 OUT="" SCHEDULERS=kube-scheduler,DRF,FGD KWOK=0 INTERVAL=100ms REPEAT=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) NODES=$2; shift 2 ;;
@@ -31,7 +35,8 @@ while [ $# -gt 0 ]; do
     --schedulers) SCHEDULERS=$2; shift 2 ;;
     --kwok) KWOK=1; shift ;;
     --allocation_interval) INTERVAL=$2; shift 2 ;;
-    *) echo "usage: $0 [--nodes N] [--pods N] [--qps Q] [--burst B] [--out DIR] [--schedulers LIST] [--kwok] [--allocation_interval D]" >&2; exit 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    *) echo "usage: $0 [--nodes N] [--pods N] [--qps Q] [--burst B] [--out DIR] [--schedulers LIST] [--kwok] [--allocation_interval D] [--repeat N]" >&2; exit 2 ;;
   esac
 done
 libraries=$(python3 -c 'import json,sys; print(" ".join(l["name"] for l in json.load(open(sys.argv[1]))["libraries"]))' "$root/examples/modules.json")
@@ -65,7 +70,9 @@ echo "bench.sh: $NODES nodes, $PODS pods a scheduler, client QPS $QPS burst $BUR
   --node_cpu 32 --node_pods 110
 
 IFS=, read -r -a list <<< "$SCHEDULERS"
+for run in $(seq 1 "$REPEAT"); do
 for s in "${list[@]}"; do
+  tag=$s; [ "$REPEAT" = 1 ] || tag=$s-$run
   ns=bench-$(echo "$s" | tr 'A-Z' 'a-z')
   case "$s" in
     kube-scheduler)
@@ -85,26 +92,40 @@ for s in "${list[@]}"; do
     --scheduler_name "$name"
   sleep 2
   "$MASTER" kube-replay measure --kubeconfig "$kubeconfig" --namespace "$ns" --expect "$PODS" \
-    --settle 30 --timeout 900 --apiserver_pid "$apiserver" --label "$s" \
-    --log "$OUT/$s.log" --output "$OUT/$s.json" -- "${cmd[@]}" || true
+    --settle 30 --timeout 900 --apiserver_pid "$apiserver" --label "$tag" \
+    --log "$OUT/$tag.log" --output "$OUT/$tag.json" -- "${cmd[@]}" || true
   # (Deleting thousands of pods can outlast the client's timeout on a loaded machine: the
   # next scheduler then starts with these pods still bound, counted as others' where they are.)
   "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --clean ||
     echo "bench.sh: the pods of $ns were not all deleted" >&2
 done
+done
 
-python3 - "$OUT" "${list[@]}" <<'EOF'
-import json, sys
-out, names = sys.argv[1], sys.argv[2:]
+python3 - "$OUT" "$REPEAT" "${list[@]}" <<'EOF'
+import json, statistics, sys
+out, repeat, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+tags = [(n, n if repeat == 1 else f"{n}-{r}") for r in range(1, repeat + 1) for n in names]
 rows = []
-for n in names:
+for n, t in tags:
     try:
-        rows.append(json.load(open(f"{out}/{n}.json")))
+        rows.append((n, json.load(open(f"{out}/{t}.json"))))
     except OSError:
-        rows.append({"label": n})
+        rows.append((n, {"label": t}))
 f = lambda v, d=1: "-" if v is None else f"{v:.{d}f}"
 print("| scheduler | pods bound | pods/s (first to last bind) | scheduler CPU-s | CPU ms/pod | peak RSS MiB | API server CPU-s | API server cores busy (start to last bind) | load before → after |")
 print("|---|---|---|---|---|---|---|---|---|")
-for r in rows:
+for _, r in rows:
     print(f"| {r['label']} | {r.get('bound','-')}/{r.get('pods','-')} | {f(r.get('pods_per_second'))} | {f(r.get('scheduler_cpu_s'),2)} | {f(r.get('scheduler_cpu_ms_per_pod'),3)} | {f(r.get('scheduler_peak_rss_mib'),0)} | {f(r.get('apiserver_cpu_s'))} | {f(r.get('apiserver_cpu_share'),2)} | {r.get('load_average_before','')} → {r.get('load_average_after','')} |")
+if repeat > 1:
+    def median(n, key):
+        vs = [r[key] for m, r in rows if m == n and r.get(key) is not None]
+        return statistics.median(vs) if vs else None
+    base = median("kube-scheduler", "scheduler_cpu_ms_per_pod")
+    print()
+    print(f"| scheduler | median of {repeat} runs: pods/s | CPU ms/pod | kube-scheduler's CPU per pod ÷ this | peak RSS MiB |")
+    print("|---|---|---|---|---|")
+    for n in names:
+        cpu = median(n, "scheduler_cpu_ms_per_pod")
+        ratio = f"{base / cpu:.1f}×" if base and cpu else "-"
+        print(f"| {n} | {f(median(n, 'pods_per_second'))} | {f(cpu, 3)} | {ratio} | {f(median(n, 'scheduler_peak_rss_mib'), 0)} |")
 EOF
