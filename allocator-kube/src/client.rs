@@ -9,8 +9,10 @@
 //! same crates, with HTTP/2 offered by ALPN next to HTTP/1.1: an API server that does not take
 //! it is spoken to in HTTP/1.1, as before.
 
+use std::time::Duration;
+
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use kube::client::ConfigExt;
 use kube::client::retry::RetryPolicy;
 use kube::{Client, Config};
@@ -57,6 +59,12 @@ pub fn client(config: Config) -> Result<Client, ClientError> {
         // Watches are long streams: flow-control windows that grow with what is read keep
         // a re-list of thousands of pods from stalling on the default 64 KiB.
         .http2_adaptive_window(true)
+        // A connection that stopped answering is found within 45 s, as client-go finds it
+        // (a ping after 30 s without a frame, 15 s for its answer), and every request on it
+        // fails over to a new one, instead of the watches waiting out the read timeout.
+        .timer(TokioTimer::new())
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .http2_keep_alive_timeout(Duration::from_secs(15))
         .build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())

@@ -17,7 +17,8 @@
 # Markdown table on stdout. With `--repeat N` the schedulers take turns N times (kube-scheduler,
 # DRF, FGD, kube-scheduler, …: the machine's drift falls on all alike); each run is a row
 # (DIR/<scheduler>-<run>.json) and each scheduler's median a row of a second table, with the
-# ratio of kube-scheduler's median CPU per pod to its own. Needs target/release/allocator-master and every library of
+# ratio of kube-scheduler's median CPU per pod to its own. Each run starts once the machine is
+# quiet (at most 2 minutes' wait). Needs target/release/allocator-master and every library of
 # examples/modules.json built in release (the command is printed when one is missing).
 set -euo pipefail
 
@@ -69,6 +70,21 @@ echo "bench.sh: $NODES nodes, $PODS pods a scheduler, client QPS $QPS burst $BUR
 "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace default --node_count "$NODES" \
   --node_cpu 32 --node_pods 110
 
+# Waits (at most 2 minutes) until the machine has been quiet for 3 s in a row (less than a
+# third of a core busy, all processes together: the API server and etcd done with the last
+# pods' creation or deletion), so that no run starts on the previous one's leftovers.
+settle() {
+  local quiet=0 waited=0 before after
+  before=$(awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat)
+  while [ "$quiet" -lt 3 ] && [ "$waited" -lt 120 ]; do
+    sleep 1; waited=$((waited + 1))
+    after=$(awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat)
+    if [ $((after - before)) -lt $(( $(getconf CLK_TCK) / 3 )) ]; then quiet=$((quiet + 1)); else quiet=0; fi
+    before=$after
+  done
+  echo "bench.sh: quiet after ${waited} s" >&2
+}
+
 IFS=, read -r -a list <<< "$SCHEDULERS"
 for run in $(seq 1 "$REPEAT"); do
 for s in "${list[@]}"; do
@@ -91,6 +107,7 @@ for s in "${list[@]}"; do
   "$MASTER" kube-replay synthetic --kubeconfig "$kubeconfig" --namespace "$ns" --pod_count "$PODS" \
     --scheduler_name "$name"
   sleep 2
+  settle
   "$MASTER" kube-replay measure --kubeconfig "$kubeconfig" --namespace "$ns" --expect "$PODS" \
     --settle 30 --timeout 900 --apiserver_pid "$apiserver" --label "$tag" \
     --log "$OUT/$tag.log" --output "$OUT/$tag.json" -- "${cmd[@]}" || true
