@@ -17,9 +17,9 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Binding, ConfigMap, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
@@ -104,8 +104,9 @@ pub enum BindFailure {
 pub enum Input {
     /// A node event.
     Node(Box<WatchEvent<Node>>),
-    /// A pod event, from one of the two watches.
-    Pod(Source, Box<WatchEvent<Pod>>),
+    /// A pod event, from one of the two watches (the pod boxed: it moves from the decoder to
+    /// the master's thread as a pointer, not as the two kilobytes a `Pod` is).
+    Pod(Source, WatchEvent<Box<Pod>>),
     /// An event of the roles ConfigMap.
     Config(Box<WatchEvent<ConfigMap>>),
     /// A binding's outcome, by pod uid.
@@ -270,14 +271,14 @@ pub fn connect(options: &KubeOptions) -> Result<Connection, String> {
 }
 
 /// A watched pod's event as the master's thread reads it.
-fn pod_event(e: WatchEvent<WatchedPod>) -> Box<WatchEvent<Pod>> {
-    Box::new(match e {
+fn pod_event(e: WatchEvent<WatchedPod>) -> WatchEvent<Box<Pod>> {
+    match e {
         WatchEvent::Apply(p) => WatchEvent::Apply(p.into_pod()),
         WatchEvent::Delete(p) => WatchEvent::Delete(p.into_pod()),
         WatchEvent::Init => WatchEvent::Init,
         WatchEvent::InitApply(p) => WatchEvent::InitApply(p.into_pod()),
         WatchEvent::InitDone => WatchEvent::InitDone,
-    })
+    }
 }
 
 /// Forwards a watch to the master's thread until it is gone.
@@ -290,13 +291,13 @@ async fn forward<K, F>(
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     K::DynamicType: Default,
-    F: Fn(Box<WatchEvent<K>>) -> Input,
+    F: Fn(WatchEvent<K>) -> Input,
 {
     let mut stream = watcher(api, config).default_backoff().boxed();
     while let Some(event) = stream.next().await {
         match event {
             Ok(event) => {
-                if tx.send(wrap(Box::new(event))).is_err() {
+                if tx.send(wrap(event)).is_err() {
                     return;
                 }
             }
@@ -335,21 +336,22 @@ async fn run(
         watcher::Config::default(),
         "nodes",
         tx.clone(),
-        Input::Node,
+        |e| Input::Node(Box::new(e)),
     );
     let pods = forward(Api::<WatchedPod>::all(client.clone()), ours, "pods", tx.clone(), |e| {
-        Input::Pod(Source::Ours, pod_event(*e))
+        Input::Pod(Source::Ours, pod_event(e))
     });
     let others_api = Api::<WatchedPod>::all(client.clone());
     let bound = forward(others_api, others, "bound pods", tx.clone(), |e| {
-        Input::Pod(Source::Others, pod_event(*e))
+        Input::Pod(Source::Others, pod_event(e))
     });
     let config = async {
         match &options.config_map {
             Some((ns, cm)) => {
                 let api = Api::<ConfigMap>::namespaced(client.clone(), ns);
                 let config = watcher::Config::default().fields(&format!("metadata.name={cm}"));
-                forward(api, config, "the roles ConfigMap", tx.clone(), Input::Config).await
+                let wrap = |e| Input::Config(Box::new(e));
+                forward(api, config, "the roles ConfigMap", tx.clone(), wrap).await
             }
             None => {
                 // No ConfigMap: say so once, as an empty list would.
@@ -428,7 +430,88 @@ async fn scheduled_event(
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(body)
             .map_err(|e| e.to_string())?;
-    client.request::<serde::de::IgnoredAny>(request).await.map(drop).map_err(|e| e.to_string())
+    send_unread(client, request).await.map_err(|e| e.to_string())
+}
+
+/// The body of a `pods/binding` request, borrowed from the action (kube-rs's `Binding` would
+/// copy every string into an object made for this one request).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BindingBody<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: BindingMeta<'a>,
+    target: BindingTarget<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct BindingMeta<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    uid: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: &'a BTreeMap<String, String>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BindingTarget<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    name: &'a str,
+}
+
+/// Binds pod `namespace/name` (its `uid` the precondition) to `node`, setting `annotations` on
+/// the pod, as `kubectl`'s or kube-scheduler's binding does.
+async fn bind(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    node: &str,
+    annotations: &BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
+    let body = BindingBody {
+        api_version: "v1",
+        kind: "Binding",
+        metadata: BindingMeta { name, namespace, uid, annotations },
+        target: BindingTarget { api_version: "v1", kind: "Node", name: node },
+    };
+    let body = serde_json::to_vec(&body).map_err(kube::Error::SerdeError)?;
+    let request =
+        http::Request::post(format!("/api/v1/namespaces/{namespace}/pods/{name}/binding"))
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .map_err(kube::Error::HttpError)?;
+    send_unread(client, request).await
+}
+
+/// Sends `request` and reads the answer's body without decoding it: `Ok` for a 2xx answer,
+/// else the API's `Status` as kube-rs's client reports it (a body that is not one becomes a
+/// `Status` with the answer's code and text). The bindings and `Scheduled` events, a thousand a
+/// second, need nothing of a successful answer.
+async fn send_unread(client: &Client, request: http::Request<Vec<u8>>) -> Result<(), kube::Error> {
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let code = response.status();
+    let body = response.into_body().collect_bytes().await?;
+    match refusal(code, &body) {
+        None => Ok(()),
+        Some(status) => Err(kube::Error::Api(status.boxed())),
+    }
+}
+
+/// The refusal an answer with `code` and `body` is: `None` for a 2xx answer, else the API's
+/// `Status`, or one made of the code and the body's text when the body is not one (a proxy's
+/// page), as kube-rs's client makes it.
+fn refusal(code: http::StatusCode, body: &[u8]) -> Option<kube::core::Status> {
+    if code.is_success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(body);
+    Some(serde_json::from_str::<kube::core::Status>(&text).unwrap_or_else(|_| {
+        kube::core::Status::failure(text.trim(), "Failed to parse error data")
+            .with_code(code.as_u16())
+    }))
 }
 
 /// A pod as events name it.
@@ -462,37 +545,13 @@ async fn write(
 ) -> Option<(ObjectReference, String)> {
     match action {
         Action::Bind { namespace, name, uid, node, annotations } => {
-            let api = Api::<Pod>::namespaced(client.clone(), &namespace);
-            let binding = Binding {
-                metadata: ObjectMeta {
-                    name: Some(name.clone()),
-                    namespace: Some(namespace.clone()),
-                    uid: Some(uid.clone()),
-                    annotations: (!annotations.is_empty()).then_some(annotations),
-                    ..Default::default()
-                },
-                target: ObjectReference {
-                    api_version: Some("v1".into()),
-                    kind: Some("Node".into()),
-                    name: Some(node),
-                    ..Default::default()
-                },
-            };
-            let target = binding.target.name.clone().unwrap_or_default();
-            let result = api
-                .create_subresource::<Binding, serde::de::IgnoredAny>(
-                    "binding",
-                    &name,
-                    &PostParams::default(),
-                    &binding,
-                )
+            let result = bind(client, &namespace, &name, &uid, &node, &annotations)
                 .await
-                .map(drop)
                 .map_err(failure_of);
             let done = result.is_ok();
             let _ = tx.send(Input::Bound { uid: uid.clone(), result });
             done.then(|| {
-                let note = format!("Successfully assigned {namespace}/{name} to {target}");
+                let note = format!("Successfully assigned {namespace}/{name} to {node}");
                 (pod_reference(namespace, name, uid), note)
             })
         }
@@ -536,4 +595,49 @@ fn truncate(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: u16, body: &str) -> Option<BindFailure> {
+        let code = http::StatusCode::from_u16(code).unwrap();
+        refusal(code, body.as_bytes()).map(|s| failure_of(kube::Error::Api(s.boxed())))
+    }
+
+    #[test]
+    fn a_binding_answered_2xx_is_done_whatever_its_body() {
+        assert_eq!(failure(201, r#"{"kind":"Status","status":"Success","code":201}"#), None);
+        assert_eq!(failure(200, ""), None);
+    }
+
+    #[test]
+    fn a_binding_refused_tells_gone_conflict_or_other_from_the_apis_status() {
+        let status = |code: u16, message: &str| {
+            format!(
+                r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"{message}","reason":"x","code":{code}}}"#
+            )
+        };
+        assert_eq!(failure(404, &status(404, "pods \"p\" not found")), Some(BindFailure::Gone));
+        assert_eq!(
+            failure(409, &status(409, "pod p is already assigned to node n")),
+            Some(BindFailure::Conflict("pod p is already assigned to node n".into()))
+        );
+        let other = failure(500, &status(500, "etcd timed out"));
+        assert!(
+            matches!(&other, Some(BindFailure::Other(m)) if m.contains("etcd timed out")),
+            "{other:?}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_without_a_status_body_keeps_its_code_and_text() {
+        assert_eq!(failure(404, "<html>not here</html>"), Some(BindFailure::Gone));
+        let other = failure(502, "bad gateway");
+        assert!(
+            matches!(&other, Some(BindFailure::Other(m)) if m.contains("bad gateway")),
+            "{other:?}"
+        );
+    }
 }

@@ -3,7 +3,9 @@
 //!
 //! * [`api`]: the API side on a tokio runtime of its own: watchers on nodes, pods and the roles
 //!   ConfigMap (kube-rs `runtime::watcher`), and the writer of bindings, `FailedScheduling`
-//!   events and `PodScheduled` conditions within a bounded rate.
+//!   events and `PodScheduled` conditions within a bounded rate; [`client`]: the client it
+//!   speaks with, HTTP/2 where the API server takes it; [`watched`]: pods decoded with only
+//!   the fields the scheduler reads.
 //! * [`scheduler`]: [`KubeScheduler`], the client on the master's thread: its books from the
 //!   watches, the commands that bring the master in line, the answers to offers.
 //! * [`convert`]: nodes as agents, pods as asks and demand — every conversion, one function

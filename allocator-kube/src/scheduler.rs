@@ -463,7 +463,7 @@ impl KubeScheduler {
                 let stream = if source == Source::Ours { Stream::Ours } else { Stream::Others };
                 self.watch_event(
                     stream,
-                    *event,
+                    event,
                     move |s, p, m| s.pod_applied(source, p, m),
                     |s, p| {
                         if let Some(uid) = p.metadata.uid.as_deref() {

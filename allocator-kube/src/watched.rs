@@ -33,12 +33,12 @@ use serde::Deserialize;
 /// A pod decoded with the fields the scheduler reads only (see the [module](self));
 /// [`WatchedPod::into_pod`] gives the `Pod`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct WatchedPod(Pod);
+pub struct WatchedPod(Box<Pod>);
 
 impl WatchedPod {
     /// The pod (`metadata.managed_fields` and `status` are `None`; `spec` has the fields the
-    /// [module](self) lists).
-    pub fn into_pod(self) -> Pod {
+    /// [module](self) lists), boxed as it was decoded.
+    pub fn into_pod(self) -> Box<Pod> {
         self.0
     }
 }
@@ -142,7 +142,7 @@ impl<'de> Deserialize<'de> for WatchedPod {
             self_link: m.self_link,
             uid: m.uid,
         });
-        Ok(WatchedPod(Pod { metadata, spec: spec.map(Spec::pod_spec), status: None }))
+        Ok(WatchedPod(Box::new(Pod { metadata, spec: spec.map(Spec::pod_spec), status: None })))
     }
 }
 
@@ -283,7 +283,7 @@ mod tests {
     #[test]
     fn a_pod_without_a_spec_or_metadata_is_decoded_empty() {
         let pod = serde_json::from_value::<WatchedPod>(json!({})).unwrap().into_pod();
-        assert_eq!(pod, Pod::default());
+        assert_eq!(*pod, Pod::default());
     }
 
     #[test]
