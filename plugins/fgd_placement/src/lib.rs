@@ -47,18 +47,22 @@ use allocator_api::Parameters;
 use allocator_api::resources::GpuAsk;
 use placement_core::frag::{
     FragSum, TYPICAL_TASKS_PARAMETER, TypicalTask, fragmentation_by, parse_table_with,
-    typical_tasks,
+    typical_tasks_counted,
 };
 use placement_core::{Ask, Node, Placement, PlacementAllocator};
 use rustc_hash::FxHashMap;
+
+/// A stated task's shape: CPU milli, per-device GPU milli, devices, accepted models.
+type TaskShape = (i64, i64, u32, Vec<String>);
 
 /// Where the typical tasks come from.
 #[derive(Debug)]
 enum Source {
     /// Given (a parameter or a file).
     Given,
-    /// Learned from stated tasks: their shapes, counted.
-    Learned { seen: Vec<(i64, i64, u32, Vec<String>)>, coverage: f64, every: usize, since: usize },
+    /// Learned from stated tasks: their shapes, counted as they come (a relearning reads each
+    /// shape once, not every task ever stated).
+    Learned { seen: FxHashMap<TaskShape, u64>, coverage: f64, every: usize, since: usize },
 }
 
 /// The FGD policy.
@@ -138,7 +142,8 @@ impl Fgd {
     /// A policy that learns the table from the tasks it sees stated, cut at `coverage` and
     /// relearned after every `every` tasks.
     pub fn learning(coverage: f64, every: usize) -> Fgd {
-        let source = Source::Learned { seen: Vec::new(), coverage, every: every.max(1), since: 0 };
+        let source =
+            Source::Learned { seen: FxHashMap::default(), coverage, every: every.max(1), since: 0 };
         Fgd {
             typical: Vec::new(),
             source,
@@ -274,12 +279,15 @@ impl Placement for Fgd {
             GpuAsk::Share(m) => (m, 1),
             GpuAsk::Whole(k) => (allocator_api::resources::DEVICE_MILLI, k),
         };
-        seen.push((ask.cpu, milli, gpus, ask.demand.models.clone()));
+        let first = seen.is_empty();
+        let shape = (ask.cpu, milli, gpus, ask.demand.models.to_vec());
+        *seen.entry(shape).or_default() += 1;
         *since += 1;
-        if seen.len() == 1 || *since >= *every {
+        if first || *since >= *every {
             *since = 0;
-            let shapes = seen.iter().map(|(c, m, g, models)| (*c, *m, *g, models.as_slice()));
-            self.typical = typical_tasks(shapes, *coverage);
+            let shapes =
+                seen.iter().map(|((c, m, g, models), n)| ((*c, *m, *g, models.as_slice()), *n));
+            self.typical = typical_tasks_counted(shapes, *coverage, FragSum::Direct);
             self.memo.scores.clear();
         }
     }

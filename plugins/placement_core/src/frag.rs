@@ -56,13 +56,22 @@ pub fn typical_tasks_by<'a>(
     coverage: f64,
     sum: FragSum,
 ) -> Vec<TypicalTask> {
-    let mut counts: HashMap<(i64, i64, u32, Vec<String>), u64> = HashMap::new();
-    let mut total = 0u64;
+    let mut counts: HashMap<(i64, i64, u32, &[String]), u64> = HashMap::new();
     for (cpu, milli, gpus, models) in tasks {
-        *counts.entry((cpu, milli, gpus, models.to_vec())).or_default() += 1;
-        total += 1;
+        *counts.entry((cpu, milli, gpus, models)).or_default() += 1;
     }
-    let mut shapes: Vec<_> = counts.into_iter().collect();
+    typical_tasks_counted(counts, coverage, sum)
+}
+
+/// [`typical_tasks_by`] of tasks already counted by shape (each shape once, with its count),
+/// for a caller that keeps the counts as tasks come instead of every task.
+pub fn typical_tasks_counted<'a>(
+    counts: impl IntoIterator<Item = ((i64, i64, u32, &'a [String]), u64)>,
+    coverage: f64,
+    sum: FragSum,
+) -> Vec<TypicalTask> {
+    let mut shapes: Vec<_> = counts.into_iter().filter(|(_, n)| *n > 0).collect();
+    let total: u64 = shapes.iter().map(|(_, n)| n).sum();
     shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     let mut kept = Vec::new();
     let mut covered = 0u64;
@@ -82,7 +91,7 @@ pub fn typical_tasks_by<'a>(
             cpu,
             gpu_milli,
             gpus,
-            models,
+            models: models.to_vec(),
             p: match sum {
                 FragSum::Direct => n as f64 / covered as f64,
                 FragSum::Artifact => (n as f64 / total as f64) / (covered as f64 / total as f64),
@@ -272,6 +281,31 @@ mod tests {
 
     fn node(cpu: i64, gpus: &[i64]) -> Node {
         Node { cpu, mem: 0, gpus: gpus.to_vec(), model: Some("T4".into()), ..Node::default() }
+    }
+
+    #[test]
+    fn typical_tasks_of_counts_are_those_of_the_tasks_counted() {
+        let (none, t4) = (Vec::new(), vec!["T4".to_owned()]);
+        let shapes = [(1000, 500, 1, &none), (2000, 0, 0, &none), (1000, 1000, 2, &t4)];
+        // 7, 5, 5 and 1 of each shape, interleaved: ties broken by shape, a rare one cut.
+        let mut tasks = Vec::new();
+        for (i, n) in [7, 5, 5].into_iter().enumerate() {
+            for _ in 0..n {
+                let (c, m, g, models) = shapes[i];
+                tasks.push((c, m, g, models.as_slice()));
+            }
+        }
+        tasks.push((500, 0, 0, none.as_slice()));
+        tasks.rotate_left(4);
+        for sum in [FragSum::Direct, FragSum::Artifact] {
+            let mut counts: HashMap<(i64, i64, u32, &[String]), u64> = HashMap::new();
+            for t in &tasks {
+                *counts.entry(*t).or_default() += 1;
+            }
+            let by_task = typical_tasks_by(tasks.iter().copied(), 0.9, sum);
+            assert_eq!(by_task.len(), 3, "the rare shape is cut");
+            assert_eq!(typical_tasks_counted(counts, 0.9, sum), by_task);
+        }
     }
 
     #[test]
