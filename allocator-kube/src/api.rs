@@ -619,7 +619,7 @@ mod tests {
                 r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"{message}","reason":"x","code":{code}}}"#
             )
         };
-        assert_eq!(failure(404, &status(404, "pods \"p\" not found")), Some(BindFailure::Gone));
+        assert_eq!(failure(404, &status(404, "pods p not found")), Some(BindFailure::Gone));
         assert_eq!(
             failure(409, &status(409, "pod p is already assigned to node n")),
             Some(BindFailure::Conflict("pod p is already assigned to node n".into()))
