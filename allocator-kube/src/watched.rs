@@ -65,13 +65,13 @@ struct Meta {
 
 /// A container's name and resources.
 #[derive(Deserialize)]
-struct Sized {
+struct ContainerResources {
     #[serde(default)]
     name: String,
     resources: Option<ResourceRequirements>,
 }
 
-impl Sized {
+impl ContainerResources {
     fn container(self) -> Container {
         Container { name: self.name, resources: self.resources, ..Container::default() }
     }
@@ -83,8 +83,8 @@ impl Sized {
 struct Spec {
     affinity: Option<Affinity>,
     #[serde(default)]
-    containers: Vec<Sized>,
-    init_containers: Option<Vec<Sized>>,
+    containers: Vec<ContainerResources>,
+    init_containers: Option<Vec<ContainerResources>>,
     node_name: Option<String>,
     node_selector: Option<BTreeMap<String, String>>,
     overhead: Option<BTreeMap<String, Quantity>>,
@@ -99,10 +99,10 @@ impl Spec {
     fn pod_spec(self) -> PodSpec {
         PodSpec {
             affinity: self.affinity,
-            containers: self.containers.into_iter().map(Sized::container).collect(),
+            containers: self.containers.into_iter().map(ContainerResources::container).collect(),
             init_containers: self
                 .init_containers
-                .map(|c| c.into_iter().map(Sized::container).collect()),
+                .map(|c| c.into_iter().map(ContainerResources::container).collect()),
             node_name: self.node_name,
             node_selector: self.node_selector,
             overhead: self.overhead,
