@@ -2358,6 +2358,10 @@ mod tests {
                 observer_queue_bytes: 24 << 20,
                 stream_queue_bytes: 64 << 20,
                 body_timeout: Duration::from_millis(200),
+                // The clients here never read: with `limits()`'s 300 ms a stream whose client
+                // took nothing for that long is closed as stalled, which raced with the sleeps
+                // below (c was sometimes `Closed` before its second chunk, not `Overflow`).
+                idle_timeout: Duration::from_secs(30),
                 ..limits()
             },
         )
