@@ -21,6 +21,11 @@
 # ratio of kube-scheduler's median CPU per pod to its own. Each run starts once the machine is
 # quiet (at most 2 minutes' wait). Needs target/release/allocator-master and every library of
 # examples/modules.json built in release (the command is printed when one is missing).
+#
+# Two builds side by side: a scheduler written `DRF@DIR` or `FGD@DIR` runs DIR/allocator-master
+# with the libraries beside it (a copy of target/release from another commit), labelled
+# `FGD@<DIR's name>`; e.g. `--schedulers FGD@/tmp/before,FGD --repeat 3` compares a change with
+# the build before it in turns on the same cluster.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -87,17 +92,26 @@ settle() {
 }
 
 IFS=, read -r -a list <<< "$SCHEDULERS"
+labels=()
+for entry in "${list[@]}"; do
+  s=${entry%@*}; if [ "$entry" = "$s" ]; then labels+=("$s"); else labels+=("$s@$(basename "${entry#*@}")"); fi
+done
 for run in $(seq 1 "$REPEAT"); do
-for s in "${list[@]}"; do
-  tag=$s; [ "$REPEAT" = 1 ] || tag=$s-$run
-  ns=bench-$(echo "$s" | tr 'A-Z' 'a-z')
+for entry in "${list[@]}"; do
+  s=${entry%@*} build=$MASTER label=$s
+  if [ "$entry" != "$s" ]; then
+    build=${entry#*@}/allocator-master label=$s@$(basename "${entry#*@}")
+    [ -x "$build" ] || { echo "bench.sh: $build missing" >&2; exit 1; }
+  fi
+  tag=$label; [ "$REPEAT" = 1 ] || tag=$label-$run
+  ns=bench-$(echo "$label" | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '-')
   case "$s" in
     kube-scheduler)
       name=default-scheduler
       cmd=("$ALLOCATOR_KUBE_KUBE_SCHEDULER" --config "$OUT/kube-scheduler.yaml" --secure-port 0 -v 1) ;;
     DRF)
       name=allocator-scheduler
-      cmd=("$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
+      cmd=("$build" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
            --kube_api_qps "$QPS" --kube_api_burst "$BURST" --allocation_interval "$INTERVAL") ;;
     *)
       # A manifest naming only the library of this allocator, as the shipped Deployment's
@@ -112,7 +126,7 @@ if not mine:
 print(json.dumps({"libraries": mine}))
 EOF
       name=allocator-scheduler
-      cmd=("$MASTER" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
+      cmd=("$build" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
            --kube_api_qps "$QPS" --kube_api_burst "$BURST" --modules "$OUT/$s-modules.json"
            --allocator "$s" --allocation_interval "$INTERVAL") ;;
   esac
@@ -130,7 +144,7 @@ EOF
 done
 done
 
-python3 - "$OUT" "$REPEAT" "${list[@]}" <<'EOF'
+python3 - "$OUT" "$REPEAT" "${labels[@]}" <<'EOF'
 import json, statistics, sys
 out, repeat, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 tags = [(n, n if repeat == 1 else f"{n}-{r}") for r in range(1, repeat + 1) for n in names]
