@@ -178,6 +178,34 @@ fn the_worked_examples_policy_runs_in_the_experiment_beside_the_shipped_ones() {
     assert!(stdout.lines().any(|l| l.split_whitespace().nth(1) == Some("TightGpu")), "{stdout}");
 }
 
+/// The CSV of `experiment --order artifact` with `allocators` and `seed` on the paper's pod
+/// list `openb_pod_list_<pods>` and its 1,213 GPU nodes.
+fn in_artifact_order(pods: &str, allocators: &str, seed: &str) -> String {
+    let dir = workspace_root().join("target/policy-lab-artifact");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{pods}-{}-{seed}.csv", allocators.replace(',', "-")));
+    let pod_list = format!("data/alibaba-gpu-v2023/openb_pod_list_{pods}.csv");
+    let output = run_master(&[
+        "experiment",
+        "--modules",
+        MODULES,
+        "--nodes",
+        "data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv",
+        "--pods",
+        &pod_list,
+        "--allocator",
+        allocators,
+        "--seeds",
+        seed,
+        "--order",
+        "artifact",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::read_to_string(&out).unwrap()
+}
+
 /// Random in the artifact's order is as close to the artifact's cached row as the artifact is
 /// to itself: the authors' simulator, run twice here with the same seed
 /// (`data/results/artifact-reruns.csv`, docs/faithfulness.md), agrees with its cached Random row
@@ -220,28 +248,7 @@ fn in_artifact_order_random_is_as_close_to_the_cached_row_as_the_artifacts_own_r
         "the reruns: {agreed} buckets agree, {strayed} pp at most"
     );
 
-    let dir = workspace_root().join("target/policy-lab-artifact");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("default-random.csv");
-    let output = run_master(&[
-        "experiment",
-        "--modules",
-        MODULES,
-        "--nodes",
-        "data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv",
-        "--pods",
-        "data/alibaba-gpu-v2023/openb_pod_list_default.csv",
-        "--allocator",
-        "Random",
-        "--seeds",
-        "42",
-        "--order",
-        "artifact",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let csv = std::fs::read_to_string(&out).unwrap();
+    let csv = in_artifact_order("default", "Random", "42");
     let ours = csv.lines().find(|l| l.contains(",Random,")).map(|l| cells(l, 5)).unwrap();
     assert_eq!(ours.len(), cached.len());
     for bucket in 0..agreed {
@@ -266,8 +273,6 @@ fn in_artifact_order_random_is_as_close_to_the_cached_row_as_the_artifacts_own_r
 /// not: the artifact's own Random runs are not reproducible (docs/faithfulness.md).
 #[test]
 fn in_artifact_order_every_cell_is_the_artifacts() {
-    let dir = workspace_root().join("target/policy-lab-artifact");
-    std::fs::create_dir_all(&dir).unwrap();
     let expected = std::fs::read_to_string(
         workspace_root().join("tests/fixtures/policy_lab/artifact_alloc_rows.csv"),
     )
@@ -286,27 +291,8 @@ fn in_artifact_order_every_cell_is_the_artifacts() {
     let theirs = rows(&expected);
     let mut checked = 0;
     for (pods, seed) in [("default", "42"), ("multigpu50", "43")] {
-        let out = dir.join(format!("{pods}.csv"));
-        let pod_list = format!("data/alibaba-gpu-v2023/openb_pod_list_{pods}.csv");
-        let output = run_master(&[
-            "experiment",
-            "--modules",
-            MODULES,
-            "--nodes",
-            "data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv",
-            "--pods",
-            &pod_list,
-            "--allocator",
-            "DotProd,GpuClustering,GpuPacking,BestFit,FGD",
-            "--seeds",
-            seed,
-            "--order",
-            "artifact",
-            "--output",
-            out.to_str().unwrap(),
-        ]);
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        for (workload, policy, s, cells) in rows(&std::fs::read_to_string(&out).unwrap()) {
+        let csv = in_artifact_order(pods, "DotProd,GpuClustering,GpuPacking,BestFit,FGD", seed);
+        for (workload, policy, s, cells) in rows(&csv) {
             let (_, _, _, want) = theirs
                 .iter()
                 .find(|(w, p, t, _)| *w == workload && *p == policy && *t == s)
