@@ -48,9 +48,27 @@ while [ $# -gt 0 ]; do
 done
 libraries=$(python3 -c 'import json,sys; print(" ".join(l["name"] for l in json.load(open(sys.argv[1]))["libraries"]))' "$root/examples/modules.json")
 build="cargo build --release -p allocator-master$(printf ' -p %s' $libraries)"
-[ -x "$MASTER" ] || { echo "bench.sh: $MASTER missing: $build" >&2; exit 1; }
-for lib in $libraries; do
-  [ -f "$(dirname "$MASTER")/lib$lib.so" ] || { echo "bench.sh: lib$lib.so missing next to $MASTER: $build" >&2; exit 1; }
+# A build: the binary and every library of examples/modules.json beside it.
+check_build() {
+  [ -x "$1" ] || { echo "bench.sh: $1 missing: $build" >&2; exit 1; }
+  for lib in $libraries; do
+    [ -f "$(dirname "$1")/lib$lib.so" ] || { echo "bench.sh: lib$lib.so missing next to $1: $build" >&2; exit 1; }
+  done
+}
+check_build "$MASTER"
+# Each entry of --schedulers: its scheduler, the binary it runs and its label (`FGD@DIR` runs
+# DIR/allocator-master, labelled `FGD@<DIR's name>`), checked before the cluster starts.
+IFS=, read -r -a list <<< "$SCHEDULERS"
+schedulers=() builds=() labels=()
+for entry in "${list[@]}"; do
+  s=${entry%@*}
+  if [ "$entry" = "$s" ]; then
+    schedulers+=("$s") builds+=("$MASTER") labels+=("$s")
+  else
+    [ "$s" != kube-scheduler ] || { echo "bench.sh: $entry: kube-scheduler is the cached binary, not a build" >&2; exit 2; }
+    check_build "${entry#*@}/allocator-master"
+    schedulers+=("$s") builds+=("${entry#*@}/allocator-master") labels+=("$s@$(basename "${entry#*@}")")
+  fi
 done
 eval "$("$here/cluster.sh" env)"
 [ -n "$OUT" ] || OUT=$(mktemp -d "${TMPDIR:-/tmp}/allocator-bench.XXXXXX")
@@ -91,18 +109,9 @@ settle() {
   echo "bench.sh: quiet after ${waited} s" >&2
 }
 
-IFS=, read -r -a list <<< "$SCHEDULERS"
-labels=()
-for entry in "${list[@]}"; do
-  s=${entry%@*}; if [ "$entry" = "$s" ]; then labels+=("$s"); else labels+=("$s@$(basename "${entry#*@}")"); fi
-done
 for run in $(seq 1 "$REPEAT"); do
-for entry in "${list[@]}"; do
-  s=${entry%@*} build=$MASTER label=$s
-  if [ "$entry" != "$s" ]; then
-    build=${entry#*@}/allocator-master label=$s@$(basename "${entry#*@}")
-    [ -x "$build" ] || { echo "bench.sh: $build missing" >&2; exit 1; }
-  fi
+for i in "${!schedulers[@]}"; do
+  s=${schedulers[$i]} binary=${builds[$i]} label=${labels[$i]}
   tag=$label; [ "$REPEAT" = 1 ] || tag=$label-$run
   ns=bench-$(echo "$label" | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '-')
   case "$s" in
@@ -111,7 +120,7 @@ for entry in "${list[@]}"; do
       cmd=("$ALLOCATOR_KUBE_KUBE_SCHEDULER" --config "$OUT/kube-scheduler.yaml" --secure-port 0 -v 1) ;;
     DRF)
       name=allocator-scheduler
-      cmd=("$build" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
+      cmd=("$binary" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
            --kube_api_qps "$QPS" --kube_api_burst "$BURST" --allocation_interval "$INTERVAL") ;;
     *)
       # A manifest naming only the library of this allocator, as the shipped Deployment's
@@ -126,7 +135,7 @@ if not mine:
 print(json.dumps({"libraries": mine}))
 EOF
       name=allocator-scheduler
-      cmd=("$build" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
+      cmd=("$binary" kube --kubeconfig "$kubeconfig" --listen 127.0.0.1:0 --roles_config_map none
            --kube_api_qps "$QPS" --kube_api_burst "$BURST" --modules "$OUT/$s-modules.json"
            --allocator "$s" --allocation_interval "$INTERVAL") ;;
   esac
