@@ -178,6 +178,29 @@ fn the_worked_examples_policy_runs_in_the_experiment_beside_the_shipped_ones() {
     assert!(stdout.lines().any(|l| l.split_whitespace().nth(1) == Some("TightGpu")), "{stdout}");
 }
 
+/// One row of an allocation CSV in the artifact's layout (`workload,sc_policy,tune,seed,
+/// total_gpus,0,…,130`): the workload, the policy without the artifact's `01-` numbering, the
+/// seed and the cells.
+type AllocRow = (String, String, String, Vec<f64>);
+
+/// The rows of an allocation CSV in the artifact's layout, header skipped.
+fn alloc_rows(text: &str) -> Vec<AllocRow> {
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let policy = f[1].split_once('-').map_or(f[1], |(_, p)| p).to_owned();
+            let cells = f[5..].iter().map(|c| c.parse().unwrap()).collect();
+            (f[0].to_owned(), policy, f[3].to_owned(), cells)
+        })
+        .collect()
+}
+
+/// Two cells agree within one unit of the two decimals both sides print (docs/faithfulness.md).
+fn cells_agree(a: f64, b: f64) -> bool {
+    (a - b).abs() < 0.0101
+}
+
 /// The CSV of `experiment --order artifact` with `allocators` and `seed` on the paper's pod
 /// list `openb_pod_list_<pods>` and its 1,213 GPU nodes.
 fn in_artifact_order(pods: &str, allocators: &str, seed: &str) -> String {
@@ -213,30 +236,32 @@ fn in_artifact_order(pods: &str, allocators: &str, seed: &str) -> String {
 /// before the first where a rerun leaves the cached row) and stray no further than the reruns do.
 #[test]
 fn in_artifact_order_random_is_as_close_to_the_cached_row_as_the_artifacts_own_reruns() {
-    let cells = |line: &str, skip: usize| -> Vec<f64> {
-        line.split(',').skip(skip).map(|c| c.parse().unwrap()).collect()
+    let random_42 = |rows: Vec<AllocRow>| -> Vec<Vec<f64>> {
+        rows.into_iter()
+            .filter(|(w, p, seed, _)| {
+                w == "openb_pod_list_default" && p == "Random" && seed == "42"
+            })
+            .map(|(_, _, _, cells)| cells)
+            .collect()
     };
     let fixture = std::fs::read_to_string(
         workspace_root().join("tests/fixtures/policy_lab/artifact_alloc_rows.csv"),
     )
     .unwrap();
-    let cached = fixture
-        .lines()
-        .find(|l| l.starts_with("openb_pod_list_default,01-Random,1.3,42,"))
-        .map(|l| cells(l, 5))
-        .expect("the cached Random row");
+    let cached = random_42(alloc_rows(&fixture)).pop().expect("the cached Random row");
+    // The reruns' file has a `run` column in front of the artifact's layout.
     let reruns_text =
         std::fs::read_to_string(workspace_root().join("data/results/artifact-reruns.csv")).unwrap();
-    let reruns: Vec<Vec<f64>> = reruns_text
+    let without_run: String = reruns_text
         .lines()
-        .filter(|l| l.starts_with("random-") && l.contains(",01-Random,1.3,42,"))
-        .map(|l| cells(l, 6))
+        .filter_map(|l| l.split_once(','))
+        .map(|(_, r)| r.to_owned() + "\n")
         .collect();
+    let reruns = random_42(alloc_rows(&without_run));
     assert_eq!(reruns.len(), 2);
-    let off = |a: f64, b: f64| (a - b).abs() >= 0.0101;
     let agreed = reruns
         .iter()
-        .map(|r| r.iter().zip(&cached).take_while(|(a, b)| !off(**a, **b)).count())
+        .map(|r| r.iter().zip(&cached).take_while(|(a, b)| cells_agree(**a, **b)).count())
         .min()
         .unwrap();
     let strayed = reruns
@@ -248,12 +273,13 @@ fn in_artifact_order_random_is_as_close_to_the_cached_row_as_the_artifacts_own_r
         "the reruns: {agreed} buckets agree, {strayed} pp at most"
     );
 
-    let csv = in_artifact_order("default", "Random", "42");
-    let ours = csv.lines().find(|l| l.contains(",Random,")).map(|l| cells(l, 5)).unwrap();
+    let ours = random_42(alloc_rows(&in_artifact_order("default", "Random", "42")))
+        .pop()
+        .expect("our Random row");
     assert_eq!(ours.len(), cached.len());
     for bucket in 0..agreed {
         assert!(
-            !off(ours[bucket], cached[bucket]),
+            cells_agree(ours[bucket], cached[bucket]),
             "{bucket} % arrived: ours {}, the artifact's {} (its reruns agree up to {agreed} %)",
             ours[bucket],
             cached[bucket]
@@ -277,32 +303,19 @@ fn in_artifact_order_every_cell_is_the_artifacts() {
         workspace_root().join("tests/fixtures/policy_lab/artifact_alloc_rows.csv"),
     )
     .unwrap();
-    let rows = |text: &str| -> Vec<(String, String, String, Vec<String>)> {
-        text.lines()
-            .skip(1)
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                let policy = f[1].split_once('-').map_or(f[1], |(_, p)| p).to_owned();
-                let cells = f[5..].iter().map(|s| s.to_string()).collect();
-                (f[0].to_owned(), policy, f[3].to_owned(), cells)
-            })
-            .collect()
-    };
-    let theirs = rows(&expected);
+    let theirs = alloc_rows(&expected);
     let mut checked = 0;
     for (pods, seed) in [("default", "42"), ("multigpu50", "43")] {
         let csv = in_artifact_order(pods, "DotProd,GpuClustering,GpuPacking,BestFit,FGD", seed);
-        for (workload, policy, s, cells) in rows(&csv) {
+        for (workload, policy, s, cells) in alloc_rows(&csv) {
             let (_, _, _, want) = theirs
                 .iter()
                 .find(|(w, p, t, _)| *w == workload && *p == policy && *t == s)
                 .unwrap_or_else(|| panic!("no artifact row for {workload} {policy} {s}"));
             assert_eq!(cells.len(), want.len());
-            for (bucket, (ours, theirs)) in cells.iter().zip(want).enumerate() {
-                let (a, b): (f64, f64) = (ours.parse().unwrap(), theirs.parse().unwrap());
-                // One unit of the two decimals both sides print (docs/faithfulness.md).
+            for (bucket, (&a, &b)) in cells.iter().zip(want).enumerate() {
                 assert!(
-                    (a - b).abs() < 0.0101,
+                    cells_agree(a, b),
                     "{workload} {policy} seed {s}, {bucket} % arrived: ours {a}, artifact's {b}"
                 );
             }
